@@ -1,0 +1,14 @@
+"""Host adapters: one module per host (lightgbm, xgboost), imported lazily.
+
+Installed as ``unbiased_criteria.adapters``. Importing this package imports no host.
+"""
+
+import importlib
+
+__all__ = ["lightgbm", "xgboost"]
+
+
+def __getattr__(name):
+    if name in __all__:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(name)

@@ -1,0 +1,316 @@
+"""Split gains: the host's biased gain B and the unbiased gain U, for all nodes of a tree.
+
+Notation (design.md): a split I -> (L, R); ``G_X``, ``H_X`` are sums of ``w*g`` and ``w*h`` over
+the rows that built the tree (or any sample), ``n'_X`` counts held-out rows.
+
+* Biased gain, on the hosts' scale (no 1/2, gamma / min_gain_to_split not subtracted)::
+
+      B = S(G_L, H_L) + S(G_R, H_R) - S(G_I, H_I),   S(G, H) = T(G)^2 / (H + lambda)
+
+  with ``T(G) = sign(G) max(|G| - alpha, 0)``; with ``max_delta_step`` the leaf weight
+  ``o = -T(G)/(H+lambda)`` is clipped and ``S = -(2 T(G) o + (H+lambda) o^2)``.
+* Unbiased gain, with ``k = min(n'_L, n'_R)``::
+
+      U = G_L r_L + G_R r_R - G_I r_I,   r_X = sum(w g') / (sum(w h') + lam) over k rows
+                                              drawn uniformly without replacement from X
+
+  All three ratios use the same ``k``, so their small-sample ratio bias is shared and cancels:
+  ``E[U] = 0`` when the held-out gradients in ``I`` do not depend on the split.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .trees import Tree
+
+__all__ = [
+    "SplitScore",
+    "NodeSums",
+    "node_sums",
+    "soft_threshold",
+    "leaf_weight",
+    "node_score",
+    "biased_gain",
+    "unbiased_gain",
+    "UnbiasedGain",
+    "Draws",
+    "draw_subsets",
+    "tree_generator",
+]
+
+
+@dataclass(frozen=True)
+class SplitScore:
+    """How a host values a leaf and scores a node (its regularisation).
+
+    Parameters
+    ----------
+    l1, l2 : float
+        L1 (alpha, lambda_l1) and L2 (lambda, lambda_l2) penalties.
+    max_delta_step : float
+        Clip of the leaf weight (0 = none).
+    weight_float32 : bool
+        XGBoost rounds the leaf weight to float32 and scores children from that weight.
+    """
+
+    l1: float = 0.0
+    l2: float = 0.0
+    max_delta_step: float = 0.0
+    weight_float32: bool = False
+
+
+@dataclass(frozen=True)
+class NodeSums:
+    """Per-node sums over a set of rows: gradient, hessian and row count."""
+
+    G: np.ndarray
+    H: np.ndarray
+    n: np.ndarray
+
+
+def node_sums(tree: Tree, nodes: np.ndarray, g: np.ndarray, h: np.ndarray) -> NodeSums:
+    """Sums of ``g``, ``h`` (already weighted) and counts for every node of ``tree``."""
+    s = tree.node_sums(nodes, np.stack([g, h, np.ones_like(g)], axis=1).astype(np.float64))
+    return NodeSums(G=s[:, 0], H=s[:, 1], n=np.rint(s[:, 2]).astype(np.int64))
+
+
+def soft_threshold(G: np.ndarray, l1: float) -> np.ndarray:
+    """``T(G) = sign(G) * max(|G| - l1, 0)``."""
+    if l1 == 0:
+        return G
+    return np.sign(G) * np.maximum(np.abs(G) - l1, 0.0)
+
+
+def leaf_weight(G, H, score: SplitScore, l2_extra=0.0) -> np.ndarray:
+    """Unshrunk leaf output ``-T(G)/(H + l2)``, clipped to ``+-max_delta_step``."""
+    G, H = np.asarray(G, dtype=np.float64), np.asarray(H, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = -soft_threshold(G, score.l1) / (H + score.l2 + l2_extra)
+    w = np.where(H + score.l2 + l2_extra > 0, w, 0.0)
+    if score.max_delta_step > 0:
+        w = np.clip(w, -score.max_delta_step, score.max_delta_step)
+    if score.weight_float32:
+        w = w.astype(np.float32).astype(np.float64)
+    return w
+
+
+def node_score(G, H, score: SplitScore, l2_extra=0.0, weight_form: bool = False) -> np.ndarray:
+    """Score ``S(G, H)`` of a node on the hosts' scale (twice the loss reduction)."""
+    G, H = np.asarray(G, dtype=np.float64), np.asarray(H, dtype=np.float64)
+    lam = score.l2 + l2_extra
+    TG = soft_threshold(G, score.l1)
+    if weight_form or score.max_delta_step > 0:
+        w = leaf_weight(G, H, score, l2_extra)
+        return -(2.0 * TG * w + (H + lam) * w * w)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(H + lam > 0, TG * TG / (H + lam), 0.0)
+
+
+def biased_gain(tree: Tree, sums: NodeSums, score: SplitScore) -> np.ndarray:
+    """The host's split gain B of every internal node (NaN at leaves).
+
+    Children are scored with ``l2 + tree.l2_extra[I]`` (LightGBM's cat_l2), the parent with
+    ``l2``; with ``weight_float32`` children are scored from the float32 weight (XGBoost hist).
+    """
+    inner = tree.internal_nodes
+    L, R = tree.left[inner], tree.right[inner]
+    extra = tree.l2_extra[inner]
+    wf = score.weight_float32
+    B = np.full(tree.n_nodes, np.nan)
+    B[inner] = (
+        node_score(sums.G[L], sums.H[L], score, extra, wf)
+        + node_score(sums.G[R], sums.H[R], score, extra, wf)
+        - node_score(sums.G[inner], sums.H[inner], score)
+    )
+    return B
+
+
+def tree_generator(random_state, tree_index: int) -> np.random.Generator:
+    """An independent generator for tree ``tree_index`` of a run seeded by ``random_state``.
+
+    Each tree gets its own stream, so results do not depend on how trees are chunked.
+    ``random_state`` is None, an int or a ``numpy.random.SeedSequence``.
+    """
+    if not isinstance(random_state, np.random.SeedSequence):
+        random_state = np.random.SeedSequence(random_state)
+    seq = np.random.SeedSequence(
+        random_state.entropy, spawn_key=(*random_state.spawn_key, int(tree_index))
+    )
+    return np.random.Generator(np.random.PCG64(seq))
+
+
+@dataclass(frozen=True)
+class Draws:
+    """Subsets of held-out rows, one per request, drawn uniformly without replacement.
+
+    Request ``q`` asks for ``k[q]`` of the rows of node ``node[q]``. The draw goes down the
+    tree with hypergeometric splits of the count (which is how a uniform subset of a node
+    divides among its leaves) and, inside each leaf, takes a window of consecutive rows, at a
+    uniform random offset (wrapping round), of a uniformly shuffled order of the leaf's rows.
+    So each subset is exactly uniform; the subsets of one call share the shuffle.
+    """
+
+    order: np.ndarray  # row ids grouped by leaf, shuffled inside each leaf
+    start: np.ndarray  # first position of each node's block in ``order`` (leaves only)
+    size: np.ndarray  # rows per node
+    request: np.ndarray  # per window: request id
+    leaf: np.ndarray  # per window: leaf
+    offset: np.ndarray  # per window: offset inside the leaf block
+    count: np.ndarray  # per window: rows taken
+    n_requests: int
+
+    def sums(self, values: np.ndarray) -> np.ndarray:
+        """Sum of ``values`` (columns of a 2-D array) over each request's rows."""
+        v = values[self.order].astype(np.float64)
+        cum = np.concatenate([np.zeros((1,) + v.shape[1:]), np.cumsum(v, axis=0)])
+        s, m = self.start[self.leaf], self.size[self.leaf]
+        o, j = self.offset, self.count
+        first = np.minimum(o + j, m)
+        total = cum[s + first] - cum[s + o]
+        wrap = np.maximum(o + j - m, 0)
+        total += cum[s + wrap] - cum[s]
+        if total.ndim == 1:
+            return np.bincount(self.request, total, minlength=self.n_requests)
+        return np.stack(
+            [np.bincount(self.request, c, minlength=self.n_requests) for c in total.T], axis=1
+        )
+
+    def rows(self, q: int) -> np.ndarray:
+        """Row ids drawn for request ``q`` (for tests and inspection)."""
+        out = []
+        for leaf, o, j in zip(
+            self.leaf[self.request == q], self.offset[self.request == q],
+            self.count[self.request == q],
+        ):
+            pos = (o + np.arange(j)) % self.size[leaf]
+            out.append(self.order[self.start[leaf] + pos])
+        return np.sort(np.concatenate(out)) if out else np.zeros(0, dtype=np.int64)
+
+
+def draw_subsets(
+    tree: Tree, nodes: np.ndarray, node: np.ndarray, k: np.ndarray, rng: np.random.Generator
+) -> Draws:
+    """Draw ``k[q]`` rows uniformly without replacement from the rows of ``node[q]``.
+
+    ``nodes`` holds each row's leaf node id. Cost: one shuffle and one radix sort of the rows,
+    plus work proportional to (requests x depth), never to the number of rows drawn.
+    """
+    n = nodes.shape[0]
+    size = np.bincount(nodes, minlength=tree.n_nodes)
+    count_in = np.rint(tree.ancestors @ size.astype(np.float64)).astype(np.int64)
+    perm = rng.permutation(n)
+    key = nodes[perm].astype(np.int16 if tree.n_nodes < 2**15 else np.int32)
+    order = perm[np.argsort(key, kind="stable")]
+    start = np.concatenate([[0], np.cumsum(size)[:-1]])
+
+    req, at, cnt = np.arange(k.size), np.asarray(node), np.asarray(k, dtype=np.int64)
+    out_req, out_leaf, out_cnt = [], [], []
+    while req.size:
+        leaf = tree.is_leaf[at]
+        take = leaf & (cnt > 0)
+        out_req.append(req[take])
+        out_leaf.append(at[take])
+        out_cnt.append(cnt[take])
+        go = ~leaf & (cnt > 0)
+        req, at, cnt = req[go], at[go], cnt[go]
+        left, right = tree.left[at], tree.right[at]
+        to_left = rng.hypergeometric(count_in[left], count_in[right], cnt)
+        req = np.concatenate([req, req])
+        at = np.concatenate([left, right])
+        cnt = np.concatenate([to_left, cnt - to_left])
+    w_req, w_leaf, w_cnt = (np.concatenate(a) for a in (out_req, out_leaf, out_cnt))
+    offset = rng.integers(0, size[w_leaf]) if w_leaf.size else np.zeros(0, dtype=np.int64)
+    return Draws(
+        order=order, start=start, size=size, request=w_req, leaf=w_leaf, offset=offset,
+        count=w_cnt, n_requests=int(k.size),
+    )
+
+
+@dataclass(frozen=True)
+class UnbiasedGain:
+    """Result of :func:`unbiased_gain`; per-node arrays (leaves NaN / 0).
+
+    ``gain`` is U (0 where ``k < min_k``); ``k`` the draw size; ``n_valid`` the held-out rows
+    per node; ``usable`` marks splits with ``k >= min_k``.
+    """
+
+    gain: np.ndarray
+    k: np.ndarray
+    n_valid: np.ndarray
+    usable: np.ndarray
+
+
+def unbiased_gain(
+    tree: Tree,
+    G: np.ndarray,
+    nodes_valid: np.ndarray,
+    g_valid: np.ndarray,
+    h_valid: np.ndarray,
+    *,
+    rng: np.random.Generator,
+    n_draws: int = 1,
+    min_k: int = 5,
+    lam: float = 0.0,
+    shortcut: bool = False,
+) -> UnbiasedGain:
+    """Unbiased gain U of every internal node of ``tree``.
+
+    Parameters
+    ----------
+    tree : Tree
+    G : array (n_nodes,)
+        Sum of (weighted) gradients of the training sample in each node.
+    nodes_valid : int array (n_valid,)
+        Leaf node id of each held-out row.
+    g_valid, h_valid : arrays (n_valid,)
+        Weighted gradients and hessians ``w*g'``, ``w*h'`` of the held-out rows.
+    rng : numpy.random.Generator
+        Source of the draws. The only randomness used is ``n_draws`` successive calls of
+        :func:`draw_subsets` with requests ``(I, k), (L, k), (R, k)`` for the usable splits in
+        increasing node order, so tests can reproduce the drawn rows.
+    n_draws : int
+        Number of draws whose ratios ``r_X`` are averaged (same expectation, less noise).
+    min_k : int
+        Splits with ``k < min_k`` get ``U = 0`` and ``usable = False``.
+    lam : float
+        L2 added to every ratio's denominator (the same for I, L and R).
+    shortcut : bool
+        When every held-out hessian is equal (squared error), use all of a node's held-out
+        rows instead of k drawn ones: deterministic, unbiased, less variance.
+
+    Returns
+    -------
+    UnbiasedGain
+    """
+    n_valid = np.rint(tree.node_sums(nodes_valid)).astype(np.int64)
+    inner = tree.internal_nodes
+    L, R = tree.left[inner], tree.right[inner]
+    k = np.zeros(tree.n_nodes, dtype=np.int64)
+    k[inner] = np.minimum(n_valid[L], n_valid[R])
+    usable = np.zeros(tree.n_nodes, dtype=bool)
+    usable[inner] = k[inner] >= max(min_k, 1)
+    split = inner[usable[inner]]
+    gain = np.full(tree.n_nodes, np.nan)
+    gain[inner] = 0.0
+    if split.size == 0:
+        return UnbiasedGain(gain, k, n_valid, usable)
+
+    req_node = np.concatenate([split, tree.left[split], tree.right[split]])
+    gh = np.stack([g_valid, h_valid], axis=1)
+    if shortcut and h_valid.size and np.all(h_valid == h_valid[0]):
+        all_sums = tree.node_sums(nodes_valid, gh)
+        ratio = all_sums[req_node, 0] / (all_sums[req_node, 1] + lam)
+    else:
+        req_k = np.tile(k[split], 3)
+        ratio = np.zeros(req_node.size)
+        for _ in range(n_draws):
+            s = draw_subsets(tree, nodes_valid, req_node, req_k, rng).sums(gh)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio += s[:, 0] / (s[:, 1] + lam)
+        ratio /= n_draws
+    r_I, r_L, r_R = np.split(ratio, 3)
+    gain[split] = G[tree.left[split]] * r_L + G[tree.right[split]] * r_R - G[split] * r_I
+    return UnbiasedGain(gain, k, n_valid, usable)

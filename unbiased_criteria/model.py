@@ -1,0 +1,89 @@
+"""What an adapter hands the core: a host model read into the IR, and the adapter protocol.
+
+An adapter module (``unbiased_criteria.adapters.<host>``) provides
+
+* ``read_model(model) -> Model``: parse a host model (Booster or fitted sklearn estimator);
+  no data. Raises :class:`UnsupportedModelError` for kinds it cannot score exactly.
+* ``make_router(model, X, argument) -> Router``: check ``X`` against the model (feature count,
+  names) and route its rows through the host's own ``pred_leaf``, in chunks of trees.
+* ``make_objective(spec, read) -> Objective``: a host objective name (``"regression"``,
+  ``"binary:logistic"``...), a canonical name or a callable, as the core's objective.
+* ``write_model(model, forest) -> model``: a new host model of the same type holding
+  ``forest``'s trees (structurally pruned), leaving ``model`` untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .gains import SplitScore
+from .objectives import Objective
+from .trees import Forest
+
+__all__ = ["Model", "Router", "UnsupportedModelError"]
+
+
+class UnsupportedModelError(ValueError):
+    """The model uses a feature the library cannot score exactly (DART, linear trees...)."""
+
+
+@dataclass(frozen=True)
+class Model:
+    """A host model in the IR.
+
+    Attributes
+    ----------
+    forest : Forest
+    objective : Objective or None
+        The model's loss as the host computes it; None when it was trained with a custom
+        objective (the caller must then pass ``objective=``).
+    split_score : SplitScore
+        The host's regularisation, to recompute its gains and leaf values.
+    host : str
+        ``"lightgbm"`` or ``"xgboost"``.
+    bias_from_labels : bool
+        The host folded an init score into the first iteration's trees (``Tree.bias``) that
+        must be recomputed from the training labels with ``objective.init_score``; their
+        ``bias`` holds a data-free estimate, or NaN when none exists.
+    warnings : tuple of str
+        Why recomputed gains will not match the host's (bagging, GOSS...); U stays valid.
+    source : Any
+        Whatever the adapter's writer needs from the original model.
+    """
+
+    forest: Forest
+    objective: Objective | None
+    split_score: SplitScore
+    host: str
+    bias_from_labels: bool = False
+    warnings: tuple[str, ...] = ()
+    source: Any = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class Router:
+    """Routes one fixed set of rows through the host's trees.
+
+    ``leaf_nodes(start, stop)`` returns the IR leaf node id of every row in trees
+    ``start..stop-1`` as an int32 array ``(n_rows, stop - start)``; ``chunk`` is the number of
+    trees per call that keeps that array within the memory budget.
+    """
+
+    n_rows: int
+    leaf_nodes: Callable[[int, int], np.ndarray]
+    chunk: int
+
+    def chunks(self, n_trees: int):
+        """Yield ``(start, stop, leaf_nodes)`` over all trees, ``chunk`` trees at a time."""
+        for start in range(0, n_trees, self.chunk):
+            stop = min(start + self.chunk, n_trees)
+            yield start, stop, self.leaf_nodes(start, stop)
+
+
+def chunk_size(n_rows: int, n_trees: int, memory_budget: int = 512 * 2**20) -> int:
+    """Trees per routing call so that an int32 ``(n_rows, chunk)`` array fits the budget."""
+    return int(max(1, min(n_trees, memory_budget // max(4 * n_rows, 1))))

@@ -1,0 +1,442 @@
+"""Gradient and hessian of each loss, as the hosts compute them.
+
+Every objective maps labels ``y``, raw scores ``F`` and row weights ``w`` to float32 gradients
+and hessians (both hosts store them as float32). Labels are read as float32 first (both hosts
+store them so). ``precision`` is the arithmetic the host uses in between: ``"float64"``
+(LightGBM: double scores, double maths, float32 result) or ``"float32"`` (XGBoost: float32
+margins and maths). Multiclass objectives take ``F`` of shape ``(n, K)`` and return ``(n, K)``.
+
+Names are canonical; adapters translate the hosts' names (``"regression"``,
+``"reg:squarederror"``...) into them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+__all__ = ["Objective", "CustomObjective", "make_objective", "OBJECTIVES"]
+
+Precision = Literal["float64", "float32"]
+
+
+def _sigmoid(z):
+    # exp of a large negative argument underflows to 0 cleanly; no overflow warning wanted
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-z))
+
+
+def _weighted_mean(y, w):
+    return float(np.average(y, weights=w)) if w is not None else float(np.mean(y))
+
+
+def _weighted_percentile(y, w, q):
+    """LightGBM's weighted percentile (linear interpolation of the weighted CDF)."""
+    if w is None:
+        return float(np.percentile(y, q * 100.0))
+    order = np.argsort(y, kind="stable")
+    ys, ws = y[order].astype(np.float64), w[order].astype(np.float64)
+    cdf = np.cumsum(ws)
+    pos = q * cdf[-1]
+    i = int(np.searchsorted(cdf, pos))
+    if i == 0 or i >= ys.size:
+        return float(ys[min(i, ys.size - 1)])
+    lo, hi = cdf[i - 1], cdf[i]
+    return float(ys[i - 1] + (ys[i] - ys[i - 1]) * (pos - lo) / max(hi - lo, 1e-300))
+
+
+@dataclass(frozen=True)
+class Objective:
+    """Base class: a loss with its gradient, hessian, label check and optimal constant."""
+
+    precision: Precision = "float64"
+
+    name = "objective"
+    #: number of raw scores per row
+    n_outputs = 1
+    #: the host replaces leaf values by a percentile of residuals (L1, quantile, MAPE)
+    renews_leaves = False
+
+    def grad_hess(
+        self, y: np.ndarray, raw: np.ndarray, weight: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Float32 gradient and hessian of every row at raw score ``raw``."""
+        dt = np.float32 if self.precision == "float32" else np.float64
+        y = np.asarray(y, dtype=np.float32).astype(dt)
+        raw = np.asarray(raw).astype(dt, copy=False)
+        w = None if weight is None else np.asarray(weight, dtype=np.float32).astype(dt)
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            g, h = self._grad_hess(y, raw, w)
+        return g.astype(np.float32), h.astype(np.float32)
+
+    def _grad_hess(self, y, raw, w):
+        raise NotImplementedError
+
+    def check_labels(self, y: np.ndarray, argument: str) -> None:
+        """Raise ``ValueError`` naming ``argument`` if ``y`` is outside the loss's domain."""
+        if not np.all(np.isfinite(y)):
+            raise ValueError(f"{argument} contains NaN or infinite labels")
+
+    def init_score(self, y: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
+        """Best constant raw score, one per output (LightGBM's BoostFromScore)."""
+        raise NotImplementedError(f"{self.name} has no closed-form init score")
+
+    def loss(self, y: np.ndarray, raw: np.ndarray) -> np.ndarray:
+        """Per-row loss at ``raw`` (for metrics and tests)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _w(x, w):
+        return x if w is None else x * w
+
+
+@dataclass(frozen=True)
+class SquaredError(Objective):
+    name = "squared_error"
+
+    def _grad_hess(self, y, raw, w):
+        return self._w(raw - y, w), self._w(np.ones_like(raw), w)
+
+    def init_score(self, y, weight=None):
+        return np.array([_weighted_mean(np.float32(y), weight)])
+
+    def loss(self, y, raw):
+        return (raw - y) ** 2
+
+
+@dataclass(frozen=True)
+class Logistic(Objective):
+    """Binary log loss with labels in {0, 1}.
+
+    ``sigmoid`` is LightGBM's sigmoid parameter (p = 1/(1+exp(-sigmoid*F))); ``pos_weight``
+    multiplies gradient and hessian of positive rows (scale_pos_weight / is_unbalance);
+    ``hessian_floor`` is XGBoost's 1e-16 floor applied before the weight.
+    """
+
+    sigmoid: float = 1.0
+    pos_weight: float = 1.0
+    neg_weight: float = 1.0
+    hessian_floor: float = 0.0
+    name = "binary_logistic"
+
+    def _grad_hess(self, y, raw, w):
+        s = raw.dtype.type(self.sigmoid)
+        if self.precision == "float64":
+            sign = np.where(y > 0, 1.0, -1.0)
+            # LightGBM: response = -y*s / (1 + exp(y*s*F)), hessian |r|(s - |r|)
+            r = -sign * s / (1.0 + np.exp(sign * s * raw))
+            g, h = r, np.abs(r) * (s - np.abs(r))
+        else:
+            p = _sigmoid(s * raw).astype(raw.dtype)
+            g, h = p - y, p * (1 - p)
+        h = np.maximum(h, raw.dtype.type(self.hessian_floor))
+        lw = np.where(y > 0, self.pos_weight, self.neg_weight).astype(raw.dtype)
+        if self.pos_weight != 1.0 or self.neg_weight != 1.0:
+            g, h = g * lw, h * lw
+        return self._w(g, w), self._w(h, w)
+
+    def check_labels(self, y, argument):
+        super().check_labels(y, argument)
+        if not np.isin(y, (0, 1)).all():
+            raise ValueError(f"{argument} must hold binary labels 0 and 1 for {self.name}")
+
+    def init_score(self, y, weight=None):
+        p = _weighted_mean((np.float32(y) > 0).astype(np.float64), weight)
+        return np.array([np.log(p / (1.0 - p)) / self.sigmoid])
+
+    def loss(self, y, raw):
+        return np.logaddexp(0.0, -self.sigmoid * raw) + (1 - y) * self.sigmoid * raw
+
+
+@dataclass(frozen=True)
+class Softmax(Objective):
+    """Multiclass log loss; labels are class indices 0..K-1.
+
+    ``hessian_factor`` multiplies p(1-p): LightGBM uses K/(K-1), XGBoost 2.
+    ``hessian_floor`` is XGBoost's 1e-16, applied after the weight.
+    """
+
+    n_classes: int = 3
+    hessian_factor: float = 1.5
+    hessian_floor: float = 0.0
+    name = "multiclass_softmax"
+
+    @property
+    def n_outputs(self) -> int:
+        return self.n_classes
+
+    def _grad_hess(self, y, raw, w):
+        z = raw - raw.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        p = e / e.sum(axis=1, keepdims=True)
+        onehot = (y.astype(np.int64)[:, None] == np.arange(self.n_classes)).astype(raw.dtype)
+        g = p - onehot
+        h = raw.dtype.type(self.hessian_factor) * p * (1 - p)
+        if w is not None:
+            g, h = g * w[:, None], h * w[:, None]
+        return g, np.maximum(h, raw.dtype.type(self.hessian_floor))
+
+    def check_labels(self, y, argument):
+        super().check_labels(y, argument)
+        if not (np.all(y == np.round(y)) and y.min() >= 0 and y.max() < self.n_classes):
+            raise ValueError(
+                f"{argument} must hold class indices 0..{self.n_classes - 1} for {self.name}"
+            )
+
+    def init_score(self, y, weight=None):
+        onehot = np.asarray(y).astype(np.int64)[:, None] == np.arange(self.n_classes)
+        p = np.average(onehot, axis=0, weights=weight)
+        return np.log(np.maximum(p, 1e-300))
+
+    def loss(self, y, raw):
+        z = raw - raw.max(axis=1, keepdims=True)
+        logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+        return -logp[np.arange(len(y)), np.asarray(y, dtype=np.int64)]
+
+
+@dataclass(frozen=True)
+class OneVsRest(Objective):
+    """K independent binary log losses (LightGBM multiclassova)."""
+
+    n_classes: int = 3
+    sigmoid: float = 1.0
+    name = "multiclass_ova"
+
+    @property
+    def n_outputs(self) -> int:
+        return self.n_classes
+
+    def _grad_hess(self, y, raw, w):
+        sign = np.where(y.astype(np.int64)[:, None] == np.arange(self.n_classes), 1.0, -1.0)
+        r = -sign * self.sigmoid / (1.0 + np.exp(sign * self.sigmoid * raw))
+        g, h = r, np.abs(r) * (self.sigmoid - np.abs(r))
+        if w is not None:
+            g, h = g * w[:, None], h * w[:, None]
+        return g, h
+
+    check_labels = Softmax.check_labels
+
+    def init_score(self, y, weight=None):
+        onehot = np.asarray(y).astype(np.int64)[:, None] == np.arange(self.n_classes)
+        p = np.average(onehot, axis=0, weights=weight)
+        return np.log(p / (1 - p)) / self.sigmoid
+
+
+@dataclass(frozen=True)
+class Poisson(Objective):
+    """Poisson deviance with log link; hessian exp(F + max_delta_step) as both hosts use."""
+
+    max_delta_step: float = 0.7
+    name = "poisson"
+
+    def _grad_hess(self, y, raw, w):
+        return self._w(np.exp(raw) - y, w), self._w(
+            np.exp(raw + raw.dtype.type(self.max_delta_step)), w
+        )
+
+    def check_labels(self, y, argument):
+        super().check_labels(y, argument)
+        if np.any(y < 0):
+            raise ValueError(f"{argument} must be non-negative for {self.name}")
+
+    def init_score(self, y, weight=None):
+        return np.array([np.log(_weighted_mean(np.float32(y), weight))])
+
+    def loss(self, y, raw):
+        return np.exp(raw) - y * raw
+
+
+@dataclass(frozen=True)
+class Gamma(Objective):
+    name = "gamma"
+
+    def _grad_hess(self, y, raw, w):
+        e = y * np.exp(-raw)
+        return self._w(1 - e, w), self._w(e, w)
+
+    def check_labels(self, y, argument):
+        super().check_labels(y, argument)
+        if np.any(y <= 0):
+            raise ValueError(f"{argument} must be positive for {self.name}")
+
+    init_score = Poisson.init_score
+
+    def loss(self, y, raw):
+        return y * np.exp(-raw) + raw
+
+
+@dataclass(frozen=True)
+class Tweedie(Objective):
+    variance_power: float = 1.5
+    name = "tweedie"
+
+    def _grad_hess(self, y, raw, w):
+        rho = raw.dtype.type(self.variance_power)
+        a, b = np.exp((1 - rho) * raw), np.exp((2 - rho) * raw)
+        return self._w(-y * a + b, w), self._w(-y * (1 - rho) * a + (2 - rho) * b, w)
+
+    check_labels = Poisson.check_labels
+    init_score = Poisson.init_score
+
+
+@dataclass(frozen=True)
+class PseudoHuber(Objective):
+    slope: float = 1.0
+    name = "pseudo_huber"
+
+    def _grad_hess(self, y, raw, w):
+        z = raw - y
+        d2 = raw.dtype.type(self.slope) ** 2
+        scale = 1 + z * z / d2
+        root = np.sqrt(scale)
+        return self._w(z / root, w), self._w(1 / (scale * root), w)
+
+
+@dataclass(frozen=True)
+class Huber(Objective):
+    """LightGBM's huber: gradient clipped at +-alpha, unit hessian."""
+
+    alpha: float = 0.9
+    name = "huber"
+
+    def _grad_hess(self, y, raw, w):
+        d = raw - y
+        g = np.where(np.abs(d) <= self.alpha, d, np.sign(d) * self.alpha)
+        return self._w(g, w), self._w(np.ones_like(raw), w)
+
+    init_score = SquaredError.init_score
+
+
+@dataclass(frozen=True)
+class Fair(Objective):
+    c: float = 1.0
+    name = "fair"
+
+    def _grad_hess(self, y, raw, w):
+        x = raw - y
+        c = raw.dtype.type(self.c)
+        return self._w(c * x / (np.abs(x) + c), w), self._w(c * c / (np.abs(x) + c) ** 2, w)
+
+    init_score = SquaredError.init_score
+
+
+@dataclass(frozen=True)
+class CrossEntropy(Objective):
+    """Log loss with labels in [0, 1] (LightGBM cross_entropy / xentropy)."""
+
+    name = "cross_entropy"
+
+    def _grad_hess(self, y, raw, w):
+        z = _sigmoid(raw)
+        return self._w(z - y, w), self._w(z * (1 - z), w)
+
+    def check_labels(self, y, argument):
+        super().check_labels(y, argument)
+        if np.any((y < 0) | (y > 1)):
+            raise ValueError(f"{argument} must lie in [0, 1] for {self.name}")
+
+    def init_score(self, y, weight=None):
+        p = _weighted_mean(np.float32(y), weight)
+        return np.array([np.log(p / (1 - p))])
+
+
+@dataclass(frozen=True)
+class SquaredLogError(Objective):
+    name = "squared_log_error"
+
+    def _grad_hess(self, y, raw, w):
+        p = np.maximum(raw, raw.dtype.type(-1 + 1e-6))
+        res = np.log1p(p) - np.log1p(y)
+        g = res / (p + 1)
+        h = np.maximum((1 - res) / (p + 1) ** 2, raw.dtype.type(1e-6))
+        return self._w(g, w), self._w(h, w)
+
+    def check_labels(self, y, argument):
+        super().check_labels(y, argument)
+        if np.any(y <= -1):
+            raise ValueError(f"{argument} must be greater than -1 for {self.name}")
+
+
+@dataclass(frozen=True)
+class Quantile(Objective):
+    """Pinball loss; gradient (1-alpha) above the label, -alpha below, unit hessian.
+
+    ``alpha = 0.5`` is the absolute error. The hosts renew leaf values with a percentile.
+    """
+
+    alpha: float = 0.5
+    name = "quantile"
+    renews_leaves = True
+
+    def _grad_hess(self, y, raw, w):
+        d = raw - y
+        if self.alpha == 0.5:
+            g = np.sign(d)
+        else:
+            g = np.where(d >= 0, 1 - self.alpha, -self.alpha).astype(raw.dtype)
+        return self._w(g, w), self._w(np.ones_like(raw), w)
+
+    def init_score(self, y, weight=None):
+        return np.array([_weighted_percentile(np.float32(y), weight, self.alpha)])
+
+
+@dataclass(frozen=True)
+class Mape(Objective):
+    name = "mape"
+    renews_leaves = True
+
+    def _grad_hess(self, y, raw, w):
+        lw = 1.0 / np.maximum(1.0, np.abs(y))
+        return self._w(np.sign(raw - y) * lw, w), self._w(np.ones_like(raw), w)
+
+    def init_score(self, y, weight=None):
+        y = np.float32(y)
+        lw = 1.0 / np.maximum(1.0, np.abs(y))
+        return np.array([_weighted_percentile(y, lw if weight is None else lw * weight, 0.5)])
+
+
+@dataclass(frozen=True)
+class CustomObjective(Objective):
+    """A user callable ``func(y, raw_score, weight) -> (grad, hess)``.
+
+    ``raw_score`` has shape ``(n,)`` or ``(n, n_outputs)``; the result is cast to float32.
+    """
+
+    func: Callable | None = None
+    outputs: int = 1
+    name = "custom"
+
+    @property
+    def n_outputs(self) -> int:
+        return self.outputs
+
+    def grad_hess(self, y, raw, weight=None):
+        g, h = self.func(np.asarray(y), np.asarray(raw), weight)
+        g = np.asarray(g, dtype=np.float32).reshape(np.shape(raw))
+        h = np.asarray(h, dtype=np.float32).reshape(np.shape(raw))
+        return g, h
+
+
+OBJECTIVES: dict[str, type[Objective]] = {
+    cls.name: cls
+    for cls in (
+        SquaredError, Logistic, Softmax, OneVsRest, Poisson, Gamma, Tweedie, PseudoHuber,
+        Huber, Fair, CrossEntropy, SquaredLogError, Quantile, Mape,
+    )
+}
+
+
+def make_objective(name: str | Callable, **params) -> Objective:
+    """An objective by canonical name (see ``OBJECTIVES``) or from a user callable."""
+    if callable(name):
+        return CustomObjective(func=name, outputs=int(params.pop("n_outputs", 1)))
+    try:
+        cls = OBJECTIVES[name]
+    except KeyError:
+        raise ValueError(
+            f"objective must be one of {sorted(OBJECTIVES)} or a callable, got {name!r}"
+        ) from None
+    return cls(**params)

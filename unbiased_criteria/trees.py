@@ -1,0 +1,503 @@
+"""The tree IR: one decision tree as flat node arrays, and a forest of them.
+
+Like scikit-learn's ``Tree``, a tree is a set of parallel arrays indexed by node id, node 0
+being the root. Unlike it, the IR states the host's decision rules exactly (the comparison
+operator, where missing values and categories go), so that reading a model and writing it back
+is the identity and no threshold is ever nudged to fake another operator.
+
+Invariants (checked by :func:`check_tree`):
+
+* ``left[i] == right[i] == -1`` for a leaf, both valid distinct node ids otherwise;
+* every node but the root has exactly one parent, and every node is reachable from the root;
+* ``feature[i] >= 0`` for an internal node, ``-1`` for a leaf;
+* a numeric node sends ``x`` left iff ``x <= threshold[i]`` (rules.operator ``"<="``) or
+  ``x < threshold[i]`` (``"<"``); a categorical node keeps its category set in
+  ``cat_values[cat_offsets[i]:cat_offsets[i + 1]]`` and sends the set to ``rules.categories_go``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Literal
+
+import numpy as np
+from scipy import sparse
+
+__all__ = [
+    "MISSING_NONE",
+    "MISSING_ZERO",
+    "MISSING_NAN",
+    "DecisionRules",
+    "Tree",
+    "Forest",
+    "check_tree",
+    "make_tree",
+    "route_rows",
+    "collapse_nodes",
+    "leaf_of_nodes",
+]
+
+#: missing-value handling of a numeric node: NaN is read as 0.0 and compared (LightGBM "None")
+MISSING_NONE = 0
+#: |x| <= 1e-35 and NaN go to the default side (LightGBM "Zero")
+MISSING_ZERO = 1
+#: NaN goes to the default side (LightGBM "NaN", every XGBoost node)
+MISSING_NAN = 2
+
+_ZERO_TOL = 1e-35
+
+
+@dataclass(frozen=True)
+class DecisionRules:
+    """How a host routes a row at a node; one instance per host.
+
+    Parameters
+    ----------
+    operator : {"<=", "<"}
+        Numeric nodes send ``x`` left iff ``x <= t`` (LightGBM) or ``x < t`` (XGBoost).
+    categories_go : {"left", "right"}
+        Side that receives the categories in a node's set (LightGBM: left, XGBoost: right).
+        Every other value, including negative and unseen codes, goes to the other side.
+    categorical_nan : {"other", "default"}
+        Where NaN goes at a categorical node: with the non-members (LightGBM) or to the
+        default side (XGBoost).
+    """
+
+    operator: Literal["<=", "<"] = "<="
+    categories_go: Literal["left", "right"] = "left"
+    categorical_nan: Literal["other", "default"] = "other"
+
+
+def _array(values, dtype, n: int | None = None, fill=None) -> np.ndarray:
+    if values is None:
+        return np.full(n, fill, dtype=dtype)
+    out = np.array(values, dtype=dtype, copy=True)
+    out.setflags(write=False)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class Tree:
+    """One tree as flat node arrays (see the module docstring for the invariants).
+
+    Attributes
+    ----------
+    left, right : int32 arrays
+        Child ids, ``-1`` for a leaf.
+    feature : int32 array
+        Split feature, ``-1`` for a leaf.
+    threshold : float64 array
+        Numeric threshold; NaN for leaves and categorical nodes.
+    default_left : bool array
+        Side taken by missing values.
+    missing : int8 array
+        ``MISSING_NONE``, ``MISSING_ZERO`` or ``MISSING_NAN`` (see the module constants).
+    categorical : bool array
+        Whether the node splits on a category set.
+    cat_offsets, cat_values : int64 arrays
+        The set of node ``i`` is ``cat_values[cat_offsets[i]:cat_offsets[i + 1]]``.
+    value : float64 array
+        Output of each leaf as the host adds it to the raw score (already shrunk, and for
+        LightGBM's first trees including the folded init score). NaN or the host's internal
+        value for internal nodes.
+    shrinkage : float
+        Factor the host multiplied this tree's outputs by (learning rate).
+    bias : float
+        Constant the host folded into every leaf of this tree (LightGBM's boost_from_average
+        init score in the first iteration's trees, else 0).
+    l2_extra : float64 array
+        Extra L2 the host adds when it scores the children of split ``i`` and values them as
+        leaves (LightGBM's ``cat_l2`` for a many-vs-many categorical split), else 0.
+    host_gain, host_hessian, host_count : arrays
+        Statistics the host stored (split gain, hessian sum / cover, row count); NaN or -1 when
+        the host did not store them.
+    rules : DecisionRules
+        The host's routing rules.
+    """
+
+    left: np.ndarray
+    right: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    default_left: np.ndarray
+    missing: np.ndarray
+    categorical: np.ndarray
+    cat_offsets: np.ndarray
+    cat_values: np.ndarray
+    value: np.ndarray
+    l2_extra: np.ndarray
+    host_gain: np.ndarray
+    host_hessian: np.ndarray
+    host_count: np.ndarray
+    shrinkage: float = 1.0
+    bias: float = 0.0
+    rules: DecisionRules = field(default_factory=DecisionRules)
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.left.shape[0])
+
+    @cached_property
+    def is_leaf(self) -> np.ndarray:
+        return self.left < 0
+
+    @cached_property
+    def n_leaves(self) -> int:
+        return int(self.is_leaf.sum())
+
+    @cached_property
+    def internal_nodes(self) -> np.ndarray:
+        return np.flatnonzero(~self.is_leaf)
+
+    @cached_property
+    def parent(self) -> np.ndarray:
+        parent = np.full(self.n_nodes, -1, dtype=np.int32)
+        inner = self.internal_nodes
+        parent[self.left[inner]] = inner
+        parent[self.right[inner]] = inner
+        return parent
+
+    @cached_property
+    def depth(self) -> np.ndarray:
+        """Depth of every node (root 0), found level by level."""
+        depth = np.full(self.n_nodes, -1, dtype=np.int32)
+        level, d = np.array([0]), 0
+        while level.size:
+            depth[level] = d
+            inner = level[~self.is_leaf[level]]
+            level = np.concatenate([self.left[inner], self.right[inner]])
+            d += 1
+        return depth
+
+    @cached_property
+    def max_depth(self) -> int:
+        return int(self.depth.max())
+
+    @cached_property
+    def ancestors(self) -> sparse.csr_matrix:
+        """``A[a, v] = 1`` iff ``a`` is ``v`` or an ancestor of ``v`` (n_nodes x n_nodes).
+
+        Node sums follow from leaf sums in one product: ``A @ leaf_sums``.
+        """
+        rows, cols = [np.arange(self.n_nodes)], [np.arange(self.n_nodes)]
+        node = np.arange(self.n_nodes)
+        up = self.parent[node]
+        while (up >= 0).any():
+            keep = up >= 0
+            node, up = node[keep], up[keep]
+            rows.append(up)
+            cols.append(node)
+            up = self.parent[up]
+        r, c = np.concatenate(rows), np.concatenate(cols)
+        return sparse.csr_matrix(
+            (np.ones(r.size), (r, c)), shape=(self.n_nodes, self.n_nodes)
+        )
+
+    def category_set(self, node: int) -> np.ndarray:
+        return self.cat_values[self.cat_offsets[node] : self.cat_offsets[node + 1]]
+
+    def node_sums(self, nodes: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
+        """Sum ``values`` over the rows of every node, given each row's leaf node id.
+
+        ``values`` is ``(n,)`` or ``(n, m)``; ``None`` counts rows. Returns ``(n_nodes,)`` or
+        ``(n_nodes, m)`` float64: an internal node's sum is the sum over its leaves.
+        """
+        if values is None:
+            leaf = np.bincount(nodes, minlength=self.n_nodes).astype(np.float64)
+        elif values.ndim == 1:
+            leaf = np.bincount(nodes, weights=values, minlength=self.n_nodes)
+        else:
+            leaf = np.stack(
+                [np.bincount(nodes, weights=v, minlength=self.n_nodes) for v in values.T],
+                axis=1,
+            )
+        return self.ancestors @ leaf
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Leaf value of every row of dense ``X`` (NaN = missing)."""
+        return self.value[route_rows(self, X)]
+
+
+def make_tree(
+    left,
+    right,
+    feature,
+    threshold=None,
+    value=None,
+    *,
+    default_left=None,
+    missing=None,
+    categorical=None,
+    cat_sets: dict[int, np.ndarray] | None = None,
+    l2_extra=None,
+    host_gain=None,
+    host_hessian=None,
+    host_count=None,
+    shrinkage: float = 1.0,
+    bias: float = 0.0,
+    rules: DecisionRules | None = None,
+) -> Tree:
+    """Build and check a :class:`Tree`; the one constructor readers and the pruner use.
+
+    ``cat_sets`` maps a categorical node id to its category codes.
+    """
+    left = _array(left, np.int32)
+    n = left.shape[0]
+    cat_sets = cat_sets or {}
+    sizes = np.zeros(n, dtype=np.int64)
+    for node, cats in cat_sets.items():
+        sizes[node] = len(cats)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    values = np.zeros(offsets[-1], dtype=np.int64)
+    for node, cats in cat_sets.items():
+        values[offsets[node] : offsets[node + 1]] = np.sort(np.asarray(cats, dtype=np.int64))
+    if categorical is None:
+        categorical = np.zeros(n, dtype=bool)
+        categorical[list(cat_sets)] = True
+    tree = Tree(
+        left=left,
+        right=_array(right, np.int32),
+        feature=_array(feature, np.int32),
+        threshold=_array(threshold, np.float64, n, np.nan),
+        default_left=_array(default_left, bool, n, False),
+        missing=_array(missing, np.int8, n, MISSING_NAN),
+        categorical=_array(categorical, bool),
+        cat_offsets=_array(offsets, np.int64),
+        cat_values=_array(values, np.int64),
+        value=_array(value, np.float64, n, np.nan),
+        l2_extra=_array(l2_extra, np.float64, n, 0.0),
+        host_gain=_array(host_gain, np.float64, n, np.nan),
+        host_hessian=_array(host_hessian, np.float64, n, np.nan),
+        host_count=_array(host_count, np.int64, n, -1),
+        shrinkage=float(shrinkage),
+        bias=float(bias),
+        rules=rules or DecisionRules(),
+    )
+    check_tree(tree)
+    return tree
+
+
+def check_tree(tree: Tree) -> None:
+    """Raise ``ValueError`` unless ``tree`` satisfies the IR invariants."""
+    n = tree.n_nodes
+    if n == 0:
+        raise ValueError("tree has no nodes")
+    for name in (
+        "right", "feature", "threshold", "default_left", "missing", "categorical",
+        "value", "l2_extra", "host_gain", "host_hessian", "host_count",
+    ):
+        if getattr(tree, name).shape != (n,):
+            raise ValueError(f"tree.{name} must have shape ({n},)")
+    if tree.cat_offsets.shape != (n + 1,) or tree.cat_offsets[-1] != tree.cat_values.size:
+        raise ValueError("tree.cat_offsets does not index tree.cat_values")
+    leaf = tree.left < 0
+    if np.any((tree.right < 0) != leaf):
+        raise ValueError("a node has exactly one child")
+    inner = np.flatnonzero(~leaf)
+    children = np.concatenate([tree.left[inner], tree.right[inner]])
+    if children.size and (children.min() < 1 or children.max() >= n):
+        raise ValueError("child ids must lie in 1..n_nodes-1")
+    if np.unique(children).size != children.size or children.size != n - 1:
+        raise ValueError("every node but the root needs exactly one parent")
+    if np.any(tree.feature[inner] < 0):
+        raise ValueError("internal nodes need a feature")
+    if (tree.depth < 0).any():
+        raise ValueError("some nodes are not reachable from the root")
+    numeric = inner[~tree.categorical[inner]]
+    if np.isnan(tree.threshold[numeric]).any():
+        raise ValueError("numeric nodes need a threshold")
+    if np.isnan(tree.value[leaf]).any():
+        raise ValueError("leaves need a value")
+
+
+def _go_left(tree: Tree, nodes: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Direction of rows currently at internal ``nodes`` with feature values ``x``."""
+    rules = tree.rules
+    nan = np.isnan(x)
+    missing = tree.missing[nodes]
+    cat = tree.categorical[nodes]
+    default = tree.default_left[nodes]
+
+    # numeric nodes
+    xv = np.where(nan & (missing == MISSING_NONE), 0.0, x)
+    thr = tree.threshold[nodes]
+    with np.errstate(invalid="ignore"):
+        left = xv <= thr if rules.operator == "<=" else xv < thr
+    to_default = (nan & (missing != MISSING_NONE)) | (
+        (missing == MISSING_ZERO) & (np.abs(xv) <= _ZERO_TOL)
+    )
+    left = np.where(to_default, default, left)
+
+    if cat.any():
+        idx = np.flatnonzero(cat)
+        code = np.where(nan[idx], -1, np.trunc(np.nan_to_num(x[idx], nan=-1.0)))
+        member = _in_sets(tree, nodes[idx], code)
+        set_left = rules.categories_go == "left"
+        go = np.where(member, set_left, not set_left)
+        if rules.categorical_nan == "default":
+            go = np.where(nan[idx], default[idx], go)
+        left[idx] = go
+    return left
+
+
+def _in_sets(tree: Tree, nodes: np.ndarray, code: np.ndarray) -> np.ndarray:
+    """Whether category ``code[j]`` is in the set of ``nodes[j]`` (vectorised by keys)."""
+    sizes = np.diff(tree.cat_offsets)
+    owner = np.repeat(np.arange(tree.n_nodes, dtype=np.int64), sizes)
+    span = np.int64(max(int(tree.cat_values.max(initial=0)), 0) + 2)
+    keys = owner * span + tree.cat_values  # sorted: owners ascend, values sorted per node
+    valid = (code >= 0) & (code < span - 1)
+    query = nodes.astype(np.int64) * span + np.where(valid, code, span - 1).astype(np.int64)
+    pos = np.searchsorted(keys, query)
+    pos = np.minimum(pos, max(keys.size - 1, 0))
+    return valid & (keys.size > 0) & (keys[pos] == query) if keys.size else np.zeros_like(valid)
+
+
+def route_rows(tree: Tree, X: np.ndarray) -> np.ndarray:
+    """Leaf node id of every row of dense float ``X`` (NaN = missing), level by level."""
+    X = np.asarray(X, dtype=np.float64)
+    node = np.zeros(X.shape[0], dtype=np.int32)
+    active = np.flatnonzero(~tree.is_leaf[node])
+    while active.size:
+        at = node[active]
+        x = X[active, tree.feature[at]]
+        left = _go_left(tree, at, x)
+        node[active] = np.where(left, tree.left[at], tree.right[at])
+        active = active[~tree.is_leaf[node[active]]]
+    return node
+
+
+def leaf_of_nodes(tree: Tree, keep: np.ndarray) -> np.ndarray:
+    """Map every node to its highest ancestor-or-self that ``keep`` marks as a leaf.
+
+    ``keep`` is a bool mask of the nodes that become leaves (collapsed internal nodes, or
+    leaves). Nodes under a collapsed node map to it; the rest map to themselves.
+    """
+    target = np.arange(tree.n_nodes, dtype=np.int32)
+    order = np.argsort(tree.depth, kind="stable")
+    # top-down: a node inherits its parent's target when the parent is (or is under) a collapse
+    for d in range(1, tree.max_depth + 1):
+        nodes = order[tree.depth[order] == d]
+        par = tree.parent[nodes]
+        inherit = target[par] != par
+        inherit |= keep[par] & ~tree.is_leaf[par]
+        target[nodes] = np.where(inherit, target[par], nodes)
+    return target
+
+
+def collapse_nodes(
+    tree: Tree, collapse: np.ndarray, value: np.ndarray | None = None
+) -> tuple[Tree, np.ndarray]:
+    """Turn the internal nodes marked in ``collapse`` into leaves and drop their subtrees.
+
+    ``value`` (length n_nodes), if given, is read at every leaf of the result: the collapsed
+    nodes and the kept leaves (pass ``tree.value`` there to keep them). Returns the compacted tree, numbered
+    breadth-first with siblings adjacent (what XGBoost needs), and ``old_to_new``: for every
+    old node the new id of the node its rows now end in.
+    """
+    collapse = np.asarray(collapse, dtype=bool) & ~tree.is_leaf
+    target = leaf_of_nodes(tree, collapse)
+    alive = target == np.arange(tree.n_nodes)
+    new_leaf = tree.is_leaf | collapse
+
+    # breadth-first renumbering of the surviving nodes, (left, right) pairs adjacent
+    order = [np.array([0])]
+    level = np.array([0])
+    while level.size:
+        inner = level[~new_leaf[level]]
+        level = np.stack([tree.left[inner], tree.right[inner]], axis=1).ravel()
+        if level.size:
+            order.append(level)
+    old_ids = np.concatenate(order)
+    new_id = np.full(tree.n_nodes, -1, dtype=np.int32)
+    new_id[old_ids] = np.arange(old_ids.size, dtype=np.int32)
+    assert np.array_equal(np.sort(old_ids), np.flatnonzero(alive))
+
+    leaf_new = new_leaf[old_ids]
+    left = np.where(leaf_new, -1, new_id[tree.left[old_ids]])
+    right = np.where(leaf_new, -1, new_id[tree.right[old_ids]])
+    vals = tree.value[old_ids].copy()
+    if value is not None:
+        value = np.asarray(value, dtype=np.float64)
+        vals[leaf_new] = value[old_ids][leaf_new]
+    cat_sets = {
+        int(new_id[o]): tree.category_set(o)
+        for o in old_ids[tree.categorical[old_ids] & ~leaf_new]
+    }
+
+    def keep(a, leaf_fill):
+        out = a[old_ids].copy()
+        out[leaf_new] = leaf_fill
+        return out
+
+    gain = tree.host_gain[old_ids].copy()
+    gain[leaf_new] = np.nan
+    new = make_tree(
+        left,
+        right,
+        keep(tree.feature, -1),
+        keep(tree.threshold, np.nan),
+        vals,
+        default_left=keep(tree.default_left, False),
+        missing=tree.missing[old_ids],
+        categorical=keep(tree.categorical, False),
+        cat_sets=cat_sets,
+        l2_extra=tree.l2_extra[old_ids],
+        host_gain=gain,
+        host_hessian=tree.host_hessian[old_ids],
+        host_count=tree.host_count[old_ids],
+        shrinkage=tree.shrinkage,
+        bias=tree.bias,
+        rules=tree.rules,
+    )
+    return new, new_id[target]
+
+
+@dataclass(frozen=True, eq=False)
+class Forest:
+    """A boosted ensemble in the IR.
+
+    Attributes
+    ----------
+    trees : tuple of Tree
+        In the host's order (iteration-major, class-minor).
+    tree_class : int array
+        Output (class) each tree adds to.
+    tree_iteration : int array
+        Boosting iteration of each tree: the trees of one iteration share its gradients.
+    base_score : float64 array, shape (n_outputs,)
+        Raw score every row starts from before the first tree (XGBoost's base margin;
+        0 for LightGBM, which folds its init score into the first trees, see ``Tree.bias``).
+    n_features : int
+    feature_names : tuple of str
+    score_dtype : numpy dtype
+        Precision in which the host accumulates raw scores (float64 LightGBM, float32 XGBoost).
+    """
+
+    trees: tuple[Tree, ...]
+    tree_class: np.ndarray
+    tree_iteration: np.ndarray
+    base_score: np.ndarray
+    n_features: int
+    feature_names: tuple[str, ...]
+    score_dtype: type = np.float64
+
+    @property
+    def n_trees(self) -> int:
+        return len(self.trees)
+
+    @property
+    def n_outputs(self) -> int:
+        return int(self.base_score.shape[0])
+
+    def with_trees(self, trees) -> Forest:
+        return replace(self, trees=tuple(trees))
+
+    def raw_score(self, X: np.ndarray) -> np.ndarray:
+        """Raw scores ``(n, n_outputs)`` of dense ``X`` by the IR's own routing."""
+        X = np.asarray(X, dtype=np.float64)
+        out = np.tile(self.base_score.astype(self.score_dtype), (X.shape[0], 1))
+        for tree, k in zip(self.trees, self.tree_class):
+            out[:, k] += tree.predict(X).astype(self.score_dtype)
+        return out
