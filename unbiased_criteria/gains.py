@@ -73,8 +73,11 @@ class NodeSums:
 
 def node_sums(tree: Tree, nodes: np.ndarray, g: np.ndarray, h: np.ndarray) -> NodeSums:
     """Sums of ``g``, ``h`` (already weighted) and counts for every node of ``tree``."""
-    s = tree.node_sums(nodes, np.stack([g, h, np.ones_like(g)], axis=1).astype(np.float64))
-    return NodeSums(G=s[:, 0], H=s[:, 1], n=np.rint(s[:, 2]).astype(np.int64))
+    return NodeSums(
+        G=tree.node_sums(nodes, g),
+        H=tree.node_sums(nodes, h),
+        n=np.rint(tree.node_sums(nodes)).astype(np.int64),
+    )
 
 
 def soft_threshold(G: np.ndarray, l1: float) -> np.ndarray:
@@ -146,48 +149,38 @@ def tree_generator(random_state, tree_index: int) -> np.random.Generator:
 class Draws:
     """Subsets of held-out rows, one per request, drawn uniformly without replacement.
 
-    Request ``q`` asks for ``k[q]`` of the rows of node ``node[q]``. The draw goes down the
-    tree with hypergeometric splits of the count (which is how a uniform subset of a node
-    divides among its leaves) and, inside each leaf, takes a window of consecutive rows, at a
-    uniform random offset (wrapping round), of a uniformly shuffled order of the leaf's rows.
-    So each subset is exactly uniform; the subsets of one call share the shuffle.
+    Request ``q`` asks for ``k[q]`` of the rows of node ``node[q]``. Every row gets a random
+    rank (a uniform shuffle); request ``q`` takes the ``k[q]`` rows of its node with the
+    smallest ranks. That subset is uniform, and it depends only on the node's rows, not on the
+    tree below it: a split that survives pruning draws the same rows when the pruned model is
+    scored again. Requests of one call share the ranks, so nested nodes get overlapping
+    (dependent) subsets; each one alone is exactly uniform, which is all E[U] = 0 needs.
+
+    Rows are kept grouped by leaf in rank order, so a request's subset is a prefix of each of
+    its leaves' blocks: ``count`` rows of leaf ``leaf`` starting at ``start[leaf]``.
     """
 
-    order: np.ndarray  # row ids grouped by leaf, shuffled inside each leaf
+    order: np.ndarray  # row ids grouped by leaf, in rank order inside each leaf
     start: np.ndarray  # first position of each node's block in ``order`` (leaves only)
-    size: np.ndarray  # rows per node
-    request: np.ndarray  # per window: request id
-    leaf: np.ndarray  # per window: leaf
-    offset: np.ndarray  # per window: offset inside the leaf block
-    count: np.ndarray  # per window: rows taken
+    request: np.ndarray  # per (request, leaf) pair: request id
+    leaf: np.ndarray  # per pair: leaf node id
+    count: np.ndarray  # per pair: rows taken from the front of the leaf's block
     n_requests: int
 
     def sums(self, values: np.ndarray) -> np.ndarray:
-        """Sum of ``values`` (columns of a 2-D array) over each request's rows."""
-        v = values[self.order].astype(np.float64)
-        cum = np.concatenate([np.zeros((1,) + v.shape[1:]), np.cumsum(v, axis=0)])
-        s, m = self.start[self.leaf], self.size[self.leaf]
-        o, j = self.offset, self.count
-        first = np.minimum(o + j, m)
-        total = cum[s + first] - cum[s + o]
-        wrap = np.maximum(o + j - m, 0)
-        total += cum[s + wrap] - cum[s]
-        if total.ndim == 1:
-            return np.bincount(self.request, total, minlength=self.n_requests)
-        return np.stack(
-            [np.bincount(self.request, c, minlength=self.n_requests) for c in total.T], axis=1
-        )
+        """Sum of 1-D ``values`` over each request's rows."""
+        s, j = self.start[self.leaf], self.count
+        cum = np.zeros(values.shape[0] + 1)
+        np.cumsum(values[self.order], dtype=np.float64, out=cum[1:])
+        return np.bincount(self.request, cum[s + j] - cum[s], minlength=self.n_requests)
 
     def rows(self, q: int) -> np.ndarray:
         """Row ids drawn for request ``q`` (for tests and inspection)."""
-        out = []
-        for leaf, o, j in zip(
-            self.leaf[self.request == q], self.offset[self.request == q],
-            self.count[self.request == q],
-        ):
-            pos = (o + np.arange(j)) % self.size[leaf]
-            out.append(self.order[self.start[leaf] + pos])
-        return np.sort(np.concatenate(out)) if out else np.zeros(0, dtype=np.int64)
+        pick = self.request == q
+        parts = [
+            self.order[s : s + j] for s, j in zip(self.start[self.leaf[pick]], self.count[pick])
+        ]
+        return np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
 
 
 def draw_subsets(
@@ -195,37 +188,47 @@ def draw_subsets(
 ) -> Draws:
     """Draw ``k[q]`` rows uniformly without replacement from the rows of ``node[q]``.
 
-    ``nodes`` holds each row's leaf node id. Cost: one shuffle and one radix sort of the rows,
-    plus work proportional to (requests x depth), never to the number of rows drawn.
+    ``nodes`` holds each row's leaf node id. The only randomness is one ``rng.permutation``
+    of the rows. Cost: that shuffle and one radix sort of the rows, plus a binary search over
+    ranks whose work grows with (requests x leaves below them), never with the rows drawn.
     """
     n = nodes.shape[0]
+    node = np.asarray(node, dtype=np.int64)
+    k = np.asarray(k, dtype=np.int64)
     size = np.bincount(nodes, minlength=tree.n_nodes)
-    count_in = np.rint(tree.ancestors @ size.astype(np.float64)).astype(np.int64)
     perm = rng.permutation(n)
-    key = nodes[perm].astype(np.int16 if tree.n_nodes < 2**15 else np.int32)
-    order = perm[np.argsort(key, kind="stable")]
+    idx = np.argsort(
+        nodes[perm].astype(np.int16 if tree.n_nodes < 2**15 else np.int32), kind="stable"
+    )
+    # row order[p] has rank idx[p]; inside each leaf block the ranks ascend
+    order = perm[idx]
     start = np.concatenate([[0], np.cumsum(size)[:-1]])
+    block = np.repeat(np.arange(tree.n_nodes, dtype=np.int64), size)
+    key = block * (n + 1) + idx  # globally ascending: (leaf, rank)
 
-    req, at, cnt = np.arange(k.size), np.asarray(node), np.asarray(k, dtype=np.int64)
-    out_req, out_leaf, out_cnt = [], [], []
-    while req.size:
-        leaf = tree.is_leaf[at]
-        take = leaf & (cnt > 0)
-        out_req.append(req[take])
-        out_leaf.append(at[take])
-        out_cnt.append(cnt[take])
-        go = ~leaf & (cnt > 0)
-        req, at, cnt = req[go], at[go], cnt[go]
-        left, right = tree.left[at], tree.right[at]
-        to_left = rng.hypergeometric(count_in[left], count_in[right], cnt)
-        req = np.concatenate([req, req])
-        at = np.concatenate([left, right])
-        cnt = np.concatenate([to_left, cnt - to_left])
-    w_req, w_leaf, w_cnt = (np.concatenate(a) for a in (out_req, out_leaf, out_cnt))
-    offset = rng.integers(0, size[w_leaf]) if w_leaf.size else np.zeros(0, dtype=np.int64)
+    # (request, leaf below it) pairs from the ancestor matrix
+    below = tree.ancestors[node]
+    pair_req = np.repeat(np.arange(node.size), np.diff(below.indptr))
+    pair_leaf = below.indices.astype(np.int64)
+    keep = tree.is_leaf[pair_leaf] & (size[pair_leaf] > 0)
+    pair_req, pair_leaf = pair_req[keep], pair_leaf[keep]
+
+    def taken(tau):  # rows of each pair with rank < tau[request]
+        pos = np.searchsorted(key, pair_leaf * (n + 1) + tau[pair_req])
+        return pos - start[pair_leaf]
+
+    # smallest tau with k rows of rank < tau in the node: the k lowest-ranked rows
+    lo, hi = np.zeros(node.size, dtype=np.int64), np.full(node.size, n, dtype=np.int64)
+    while np.any(lo < hi):
+        mid = (lo + hi) // 2
+        enough = np.bincount(pair_req, taken(mid), minlength=node.size) >= k
+        hi = np.where(enough, mid, hi)
+        lo = np.where(enough, lo, mid + 1)
+    count = taken(lo)
+    nz = count > 0
     return Draws(
-        order=order, start=start, size=size, request=w_req, leaf=w_leaf, offset=offset,
-        count=w_cnt, n_requests=int(k.size),
+        order=order, start=start, request=pair_req[nz], leaf=pair_leaf[nz], count=count[nz],
+        n_requests=int(node.size),
     )
 
 
@@ -299,17 +302,16 @@ def unbiased_gain(
         return UnbiasedGain(gain, k, n_valid, usable)
 
     req_node = np.concatenate([split, tree.left[split], tree.right[split]])
-    gh = np.stack([g_valid, h_valid], axis=1)
     if shortcut and h_valid.size and np.all(h_valid == h_valid[0]):
-        all_sums = tree.node_sums(nodes_valid, gh)
-        ratio = all_sums[req_node, 0] / (all_sums[req_node, 1] + lam)
+        sum_g = tree.node_sums(nodes_valid, g_valid)[req_node]
+        ratio = sum_g / (tree.node_sums(nodes_valid, h_valid)[req_node] + lam)
     else:
         req_k = np.tile(k[split], 3)
         ratio = np.zeros(req_node.size)
         for _ in range(n_draws):
-            s = draw_subsets(tree, nodes_valid, req_node, req_k, rng).sums(gh)
+            draws = draw_subsets(tree, nodes_valid, req_node, req_k, rng)
             with np.errstate(divide="ignore", invalid="ignore"):
-                ratio += s[:, 0] / (s[:, 1] + lam)
+                ratio += draws.sums(g_valid) / (draws.sums(h_valid) + lam)
         ratio /= n_draws
     r_I, r_L, r_R = np.split(ratio, 3)
     gain[split] = G[tree.left[split]] * r_L + G[tree.right[split]] * r_R - G[split] * r_I

@@ -392,9 +392,9 @@ def collapse_nodes(
     """Turn the internal nodes marked in ``collapse`` into leaves and drop their subtrees.
 
     ``value`` (length n_nodes), if given, is read at every leaf of the result: the collapsed
-    nodes and the kept leaves (pass ``tree.value`` there to keep them). Returns the compacted tree, numbered
-    breadth-first with siblings adjacent (what XGBoost needs), and ``old_to_new``: for every
-    old node the new id of the node its rows now end in.
+    nodes and the kept leaves (pass ``tree.value`` there to keep them). Returns the compacted
+    tree, numbered breadth-first with siblings adjacent (what XGBoost needs), and
+    ``old_to_new``: for every old node the new id of the node its rows now end in.
     """
     collapse = np.asarray(collapse, dtype=bool) & ~tree.is_leaf
     target = leaf_of_nodes(tree, collapse)

@@ -1,0 +1,313 @@
+"""Public entry points: post-hoc unbiased importance and pruning of a trained host model."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import warnings
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .gains import leaf_weight
+from .importance import GainOptions, holdout_halves, score_tree
+from .model import Model
+from .objectives import Objective
+from .replay import ReplayResult, RowSet, TreeStep, replay, resolve_bias
+from .report import ImportanceReport
+from .trees import Tree, collapse_nodes
+from .validation import check_labels, check_pair, check_weight
+
+__all__ = ["unbiased_importance", "prune", "adapter_for"]
+
+log = logging.getLogger(__name__)
+
+# host package -> adapter module; looked up by name so the core never imports a host
+_ADAPTERS = {
+    "lightgbm": "unbiased_criteria.adapters.lightgbm",
+    "xgboost": "unbiased_criteria.adapters.xgboost",
+}
+
+DEFAULT_MEMORY_BUDGET = 512 * 2**20
+
+
+def adapter_for(model: Any) -> ModuleType:
+    """The adapter module of ``model``'s host, found from its class (and base classes)."""
+    for cls in type(model).__mro__:
+        root = cls.__module__.split(".")[0]
+        if root in _ADAPTERS:
+            return importlib.import_module(_ADAPTERS[root])
+    raise TypeError(
+        "model must be a lightgbm.Booster / LGBMModel or an xgboost.Booster / XGBModel, "
+        f"got {type(model).__module__}.{type(model).__name__}"
+    )
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    adapter: ModuleType
+    model: Model
+    objective: Objective
+    train: RowSet | None
+    valid: RowSet
+
+
+def _prepare(
+    model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
+    memory_budget,
+) -> _Prepared:
+    adapter = adapter_for(model)
+    read = adapter.read_model(model)
+    if objective is not None:
+        obj = adapter.make_objective(objective, read)
+    elif read.objective is None:
+        raise ValueError(
+            "the model was trained with a custom objective: pass objective= (a name such as "
+            "'binary' or a callable f(y, raw_score, weight) -> (grad, hess))"
+        )
+    else:
+        obj = read.objective
+    check_pair(X_train, y_train, "X_train", "y_train")
+    if X_valid is None or y_valid is None:
+        raise ValueError("X_valid and y_valid are required: held-out rows drive the estimate")
+    if X_train is None and train_weight is not None:
+        raise ValueError("train_weight was given without X_train")
+
+    def rows(X, y, w, x_name, y_name, w_name):
+        router = adapter.make_router(model, read, X, x_name, memory_budget=memory_budget)
+        labels = check_labels(y, router.n_rows, y_name, obj)
+        return RowSet(router, labels, check_weight(w, router.n_rows, w_name))
+
+    valid = rows(X_valid, y_valid, valid_weight, "X_valid", "y_valid", "valid_weight")
+    train = (
+        rows(X_train, y_train, train_weight, "X_train", "y_train", "train_weight")
+        if X_train is not None
+        else None
+    )
+    read = resolve_bias(read, obj, None if train is None else train.y,
+                        None if train is None else train.weight)
+    for message in read.warnings:
+        warnings.warn(message, UserWarning, stacklevel=3)
+    return _Prepared(adapter, read, obj, train, valid)
+
+
+SPLIT_COLUMNS = (
+    "tree", "class", "node", "depth", "feature_index", "threshold", "categorical", "n_train",
+    "n_valid", "k", "biased_gain", "unbiased_gain", "host_gain", "sum_hessian",
+    "host_hessian", "host_count", "usable",
+)
+
+
+def _split_records(step: TreeStep, scores, forest_class: int) -> dict[str, np.ndarray]:
+    tree = step.tree
+    inner = tree.internal_nodes
+    return {
+        "tree": np.full(inner.size, step.index),
+        "class": np.full(inner.size, forest_class),
+        "node": inner,
+        "depth": tree.depth[inner],
+        "feature_index": tree.feature[inner],
+        "threshold": tree.threshold[inner],
+        "categorical": tree.categorical[inner],
+        "n_train": scores.n_train[inner],
+        "n_valid": scores.n_valid[inner],
+        "k": scores.k[inner],
+        "biased_gain": scores.biased[inner],
+        "unbiased_gain": scores.unbiased[inner],
+        "host_gain": tree.host_gain[inner],
+        "sum_hessian": scores.sums.H[inner],
+        "host_hessian": tree.host_hessian[inner],
+        "host_count": tree.host_count[inner],
+        "usable": scores.usable[inner],
+    }
+
+
+def _records_frame(records: list[dict], names) -> pd.DataFrame:
+    if records:
+        frame = pd.DataFrame({k: np.concatenate([r[k] for r in records]) for k in records[0]})
+    else:
+        frame = pd.DataFrame({k: np.zeros(0) for k in SPLIT_COLUMNS})
+        frame["feature_index"] = frame["feature_index"].astype(np.int64)
+    frame.insert(4, "feature", np.asarray(names, dtype=object)[frame["feature_index"]])
+    return frame
+
+
+def unbiased_importance(
+    model,
+    X_train,
+    y_train,
+    X_valid,
+    y_valid,
+    *,
+    train_weight=None,
+    valid_weight=None,
+    objective=None,
+    n_draws: int = 1,
+    min_k: int = 5,
+    random_state=None,
+    cross_fit: bool = True,
+    progress: bool = False,
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+) -> ImportanceReport:
+    """Unbiased (and biased) gain of every split of a trained model, and per feature.
+
+    Parameters
+    ----------
+    model : lightgbm.Booster, lightgbm.LGBMModel, xgboost.Booster or xgboost.XGBModel
+    X_train, y_train : array-like or None
+        Rows that give the gradient sums G (normally the training rows). ``None`` for both
+        selects the validation-only mode: the held-out rows are split in two random halves,
+        G from one and the ratios from the other (and, with ``cross_fit``, the other way round).
+    X_valid, y_valid : array-like
+        Held-out rows no decision of the model has seen. numpy, pandas (category dtype
+        included) or scipy sparse.
+    train_weight, valid_weight : array-like, optional
+        Row weights.
+    objective : str or callable, optional
+        Required for models trained with a custom objective: a host or canonical objective
+        name, or ``f(y, raw_score, weight) -> (grad, hess)``.
+    n_draws : int
+        Independent k-draws whose ratios are averaged.
+    min_k : int
+        Splits with fewer held-out rows than this in a child get U = 0 (``usable`` False).
+    random_state : int, numpy.random.SeedSequence or None
+    cross_fit : bool
+        Validation-only mode: average both assignments of the halves.
+    progress : bool
+        Show a progress bar over trees.
+    memory_budget : int
+        Bytes allowed for one chunk of leaf ids.
+
+    Returns
+    -------
+    ImportanceReport
+        ``report.to_frame()`` per feature, ``report.splits`` per split.
+    """
+    prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
+                    objective, memory_budget)
+    options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
+                          cross_fit=cross_fit)
+    forest = prep.model.forest
+    halves = holdout_halves(prep.valid.n_rows, options) if prep.train is None else None
+    records: list[dict] = []
+
+    def visit(step: TreeStep):
+        if step.tree.n_leaves > 1:
+            scores = score_tree(step, prep.model.split_score, options, halves)
+            records.append(_split_records(step, scores, int(forest.tree_class[step.index])))
+        return None
+
+    replay(prep.model, prep.objective, train=prep.train, valid=prep.valid, visit=visit,
+           progress=progress)
+    return ImportanceReport(_records_frame(records, forest.feature_names),
+                            forest.feature_names, host=prep.model.host)
+
+
+def _new_leaf_values(tree: Tree, sums, model: Model) -> np.ndarray:
+    """What the host would give every node as a leaf: shrinkage * weight(G, H) + bias."""
+    parent = tree.parent
+    extra = np.where(parent >= 0, tree.l2_extra[np.maximum(parent, 0)], 0.0)
+    w = leaf_weight(sums.G, sums.H, model.split_score, extra)
+    return tree.shrinkage * w + tree.bias
+
+
+def prune(
+    model,
+    X_train,
+    y_train,
+    X_valid,
+    y_valid,
+    *,
+    threshold: float = 0.0,
+    refit_leaves: bool = False,
+    train_weight=None,
+    valid_weight=None,
+    objective=None,
+    n_draws: int = 1,
+    min_k: int = 5,
+    random_state=None,
+    cross_fit: bool = True,
+    progress: bool = False,
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+):
+    """Remove every split whose unbiased gain is <= ``threshold``, top-down.
+
+    Trees are pruned in order, each scored at the gradients of the already pruned trees before
+    it. Walking from the root, a node with ``U <= threshold`` becomes a leaf and its subtree
+    goes; the new leaf gets the value the host would have given that node as a leaf (its G and
+    H over the training rows, the host's leaf formula, times the tree's shrinkage).
+
+    Parameters
+    ----------
+    model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
+    n_draws, min_k, random_state, cross_fit, progress, memory_budget
+        As in :func:`unbiased_importance` (``X_train = y_train = None``: validation-only mode,
+        G and the new leaf values from one half of the held-out rows).
+    threshold : float
+        Splits with ``U <= threshold`` are removed (``-inf`` keeps every split).
+    refit_leaves : bool
+        Recompute every leaf of every tree the same way, not only the new ones.
+
+    Returns
+    -------
+    A new model of the same type as ``model`` (Booster or fitted estimator); ``model`` is not
+    changed.
+    """
+    result = prune_forest(
+        model, X_train, y_train, X_valid, y_valid, threshold=threshold,
+        refit_leaves=refit_leaves, train_weight=train_weight, valid_weight=valid_weight,
+        objective=objective, n_draws=n_draws, min_k=min_k, random_state=random_state,
+        cross_fit=cross_fit, progress=progress, memory_budget=memory_budget,
+    )
+    return result.adapter.write_model(model, result.forest)
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    adapter: ModuleType
+    forest: Any
+    replay: ReplayResult
+    leaves_before: int
+    leaves_after: int
+
+
+def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
+                 refit_leaves=False, train_weight=None, valid_weight=None, objective=None,
+                 n_draws=1, min_k=5, random_state=None, cross_fit=True, progress=False,
+                 memory_budget=DEFAULT_MEMORY_BUDGET) -> PruneResult:
+    """:func:`prune` without writing: the pruned IR forest and the replayed scores."""
+    prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
+                    objective, memory_budget)
+    if prep.objective.renews_leaves:
+        raise ValueError(
+            f"pruning {prep.objective.name} models is not supported: the host renews their "
+            "leaf values from residual percentiles"
+        )
+    options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
+                          cross_fit=cross_fit)
+    halves = holdout_halves(prep.valid.n_rows, options) if prep.train is None else None
+
+    def visit(step: TreeStep):
+        tree = step.tree
+        if tree.n_leaves == 1:
+            return None
+        scores = score_tree(step, prep.model.split_score, options, halves)
+        collapse = ~tree.is_leaf & (scores.unbiased <= threshold)
+        if not collapse.any() and not refit_leaves:
+            return None
+        values = _new_leaf_values(tree, scores.sums, prep.model)
+        if not refit_leaves:
+            values = np.where(tree.is_leaf, tree.value, values)
+        return collapse_nodes(tree, collapse, values)
+
+    result = replay(prep.model, prep.objective, train=prep.train, valid=prep.valid,
+                    visit=visit, progress=progress)
+    forest = prep.model.forest
+    before = sum(t.n_leaves for t in forest.trees)
+    after = sum(t.n_leaves for t in result.trees)
+    log.info("pruning kept %d of %d leaves", after, before)
+    return PruneResult(prep.adapter, forest.with_trees(result.trees), result, before, after)
+

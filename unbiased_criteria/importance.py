@@ -1,0 +1,101 @@
+"""Scoring every split of a replayed model with B and U (host-agnostic)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .gains import NodeSums, SplitScore, biased_gain, node_sums, tree_generator, unbiased_gain
+from .replay import TreeStep
+
+__all__ = ["GainOptions", "TreeScores", "score_tree", "holdout_halves"]
+
+# spawn key of the stream that splits held-out rows in validation-only mode (trees use 0..)
+_HALVES_KEY = 2**40
+
+
+@dataclass(frozen=True)
+class GainOptions:
+    """Options of the unbiased gain shared by importance, pruning and training hooks.
+
+    See :func:`unbiased_criteria.gains.unbiased_gain` for ``n_draws``, ``min_k``, ``lam`` and
+    ``shortcut``. ``random_state`` seeds one stream per tree. ``cross_fit`` (validation-only
+    mode) averages U over both assignments of the two halves.
+    """
+
+    n_draws: int = 1
+    min_k: int = 5
+    random_state: np.random.SeedSequence | int | None = None
+    lam: float = 0.0
+    shortcut: bool = False
+    cross_fit: bool = True
+
+    def __post_init__(self):
+        if not isinstance(self.random_state, np.random.SeedSequence):
+            seed = self.random_state
+            if isinstance(seed, np.random.Generator):
+                seed = int(seed.integers(2**63))
+            object.__setattr__(self, "random_state", np.random.SeedSequence(seed))
+        if int(self.n_draws) < 1:
+            raise ValueError(f"n_draws must be a positive integer, got {self.n_draws!r}")
+        if int(self.min_k) < 1:
+            raise ValueError(f"min_k must be a positive integer, got {self.min_k!r}")
+
+
+def holdout_halves(n: int, options: GainOptions) -> np.ndarray:
+    """Random half of ``n`` held-out rows (True) for the validation-only mode."""
+    rng = tree_generator(options.random_state, _HALVES_KEY)
+    return rng.permutation(n) < n // 2
+
+
+@dataclass(frozen=True)
+class TreeScores:
+    """Per-node scores of one tree (leaves NaN); ``sums`` are the rows that give G and H."""
+
+    biased: np.ndarray
+    unbiased: np.ndarray
+    k: np.ndarray
+    usable: np.ndarray
+    n_train: np.ndarray
+    n_valid: np.ndarray
+    sums: NodeSums
+
+
+def score_tree(
+    step: TreeStep, score: SplitScore, options: GainOptions, halves: np.ndarray | None = None
+) -> TreeScores:
+    """B and U of every split of ``step.tree``.
+
+    With training rows, G and H come from them and the ratios from the held-out rows. Without
+    (validation-only mode), ``halves`` splits the held-out rows: G from one half, ratios from
+    the other, and with ``options.cross_fit`` also the other way round, averaged.
+    """
+    tree = step.tree
+    rng = tree_generator(options.random_state, step.index)
+    kw = dict(
+        rng=rng, n_draws=options.n_draws, min_k=options.min_k, lam=options.lam,
+        shortcut=options.shortcut,
+    )
+    nv, gv, hv = step.nodes_valid, step.g_valid, step.h_valid
+    if step.nodes_train is not None:
+        sums = node_sums(tree, step.nodes_train, step.g_train, step.h_train)
+        u = unbiased_gain(tree, sums.G, nv, gv, hv, **kw)
+        return TreeScores(
+            biased_gain(tree, sums, score), u.gain, u.k, u.usable, sums.n, u.n_valid, sums
+        )
+
+    a, b = halves, ~halves
+    sums_a = node_sums(tree, nv[a], gv[a], hv[a])
+    u = unbiased_gain(tree, sums_a.G, nv[b], gv[b], hv[b], **kw)
+    gain, usable = u.gain, u.usable
+    if options.cross_fit:
+        sums_b = node_sums(tree, nv[b], gv[b], hv[b])
+        u2 = unbiased_gain(tree, sums_b.G, nv[a], gv[a], hv[a], **kw)
+        gain = (u.gain + u2.gain) / 2.0
+        usable = u.usable & u2.usable
+    all_rows = node_sums(tree, nv, gv, hv)
+    return TreeScores(
+        biased_gain(tree, all_rows, score), gain, u.k, usable, sums_a.n,
+        all_rows.n, sums_a,
+    )

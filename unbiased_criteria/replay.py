@@ -1,0 +1,213 @@
+"""Replaying a boosted model: the gradients each tree was grown from.
+
+Tree ``t`` was fit to the gradients of the loss at ``F_t = base + sum_{s<t} f_s``. The replay
+rebuilds those raw scores tree by tree from each row's leaf (the host's own routing, in chunks
+of trees) and the IR's leaf values, in the host's precision. The trees of one iteration (K
+classes, parallel trees) share the gradients taken before the iteration. A visitor sees every
+tree with its rows' leaves and gradients and may replace the tree (pruning); later trees are
+then replayed at the scores of the replaced one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .model import Model, Router
+from .objectives import Objective
+from .trees import Tree
+
+__all__ = ["RowSet", "TreeStep", "ReplayResult", "replay", "resolve_bias"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RowSet:
+    """Rows routed through the model, with their labels and weights."""
+
+    router: Router
+    y: np.ndarray
+    weight: np.ndarray | None = None
+
+    @property
+    def n_rows(self) -> int:
+        return self.router.n_rows
+
+
+@dataclass(frozen=True)
+class TreeStep:
+    """What a visitor sees of tree ``index``.
+
+    ``nodes_*`` are the leaf node ids of the rows; ``g_*``, ``h_*`` their weighted gradients
+    and hessians (``w*g``, ``w*h``) at the scores before this tree's iteration; ``raw_*`` those
+    scores for this tree's output (for leaf refits). Train fields are None without training rows.
+    """
+
+    index: int
+    tree: Tree
+    nodes_train: np.ndarray | None
+    g_train: np.ndarray | None
+    h_train: np.ndarray | None
+    raw_train: np.ndarray | None
+    nodes_valid: np.ndarray | None
+    g_valid: np.ndarray | None
+    h_valid: np.ndarray | None
+    raw_valid: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """Final raw scores ``(n, n_outputs)`` and the trees as the visitor left them."""
+
+    raw_train: np.ndarray | None
+    raw_valid: np.ndarray | None
+    trees: tuple[Tree, ...]
+
+
+Visitor = Callable[[TreeStep], "tuple[Tree, np.ndarray] | None"]
+
+
+def resolve_bias(model: Model, objective: Objective, y_train, w_train) -> Model:
+    """Set the init score folded into the first trees (LightGBM) from the training labels.
+
+    Without training labels the reader's data-free estimate is used; if there is none, this
+    raises ``ValueError``.
+    """
+    if not model.bias_from_labels:
+        return model
+    forest = model.forest
+    first = np.flatnonzero(forest.tree_iteration == forest.tree_iteration.min())
+    if y_train is not None:
+        init = np.atleast_1d(objective.init_score(np.asarray(y_train), w_train))
+        bias = {int(t): float(init[forest.tree_class[t] % init.size]) for t in first}
+    else:
+        bias = {int(t): forest.trees[t].bias for t in first}
+        if any(np.isnan(b) for b in bias.values()):
+            raise ValueError(
+                "the model folds an init score into its first trees that cannot be recovered "
+                "without the training labels: pass X_train and y_train"
+            )
+    trees = list(forest.trees)
+    for t, b in bias.items():
+        trees[t] = replace(trees[t], bias=b)
+    return replace(model, forest=forest.with_trees(trees))
+
+
+def _start_scores(model: Model, n: int) -> np.ndarray:
+    f = model.forest
+    return np.tile(f.base_score.astype(f.score_dtype), (n, 1))
+
+
+def _grad_hess(objective: Objective, rows: RowSet, raw: np.ndarray):
+    score = raw if objective.n_outputs > 1 else raw[:, 0]
+    g, h = objective.grad_hess(rows.y, score, rows.weight)
+    return g.reshape(raw.shape[0], -1), h.reshape(raw.shape[0], -1)
+
+
+def replay(
+    model: Model,
+    objective: Objective,
+    *,
+    train: RowSet | None,
+    valid: RowSet | None = None,
+    visit: Visitor | None = None,
+    progress: bool = False,
+) -> ReplayResult:
+    """Replay ``model`` tree by tree on ``train`` and ``valid`` rows.
+
+    Parameters
+    ----------
+    model : Model
+        With its init bias resolved (:func:`resolve_bias`).
+    objective : Objective
+        Loss whose gradients the host used.
+    train, valid : RowSet or None
+    visit : callable, optional
+        ``visit(step) -> None | (new_tree, old_to_new)``: return a replacement tree and the map
+        from the old tree's node ids to the new tree's leaf ids (as
+        :func:`unbiased_criteria.trees.collapse_nodes` gives) to replay later trees on it.
+    progress : bool
+        Show a tqdm progress bar over trees (needs tqdm).
+
+    Returns
+    -------
+    ReplayResult
+    """
+    forest = model.forest
+    if objective.n_outputs != forest.n_outputs:
+        raise ValueError(
+            f"objective has {objective.n_outputs} outputs but the model has {forest.n_outputs}"
+        )
+    sets = {"train": train, "valid": valid}
+    raw = {k: _start_scores(model, s.n_rows) if s else None for k, s in sets.items()}
+    first_iter = forest.tree_iteration.min() if forest.n_trees else 0
+    bias = np.zeros(forest.n_outputs)
+    for t in np.flatnonzero(forest.tree_iteration == first_iter):
+        bias[forest.tree_class[t]] = forest.trees[t].bias
+    chunk = min(s.router.chunk for s in sets.values() if s) if any(sets.values()) else 1
+    trees = list(forest.trees)
+    grads: dict[str, tuple] = {}
+    bar = _progress(forest.n_trees, progress)
+
+    for start in range(0, forest.n_trees, chunk):
+        stop = min(start + chunk, forest.n_trees)
+        leaves = {k: s.router.leaf_nodes(start, stop) if s else None for k, s in sets.items()}
+        for t in range(start, stop):
+            it, cls = forest.tree_iteration[t], forest.tree_class[t]
+            if t == 0 or it != forest.tree_iteration[t - 1]:
+                shift = bias if it == first_iter else 0.0
+                grads = {
+                    k: _grad_hess(objective, s, (raw[k] + shift).astype(forest.score_dtype))
+                    if s else None
+                    for k, s in sets.items()
+                }
+                # trees of one class in one iteration (parallel trees) must not see each other
+                members = forest.tree_class[forest.tree_iteration == it]
+                shared = np.unique(members).size < members.size
+                before = {k: r.copy() if shared and r is not None else r for k, r in raw.items()}
+            step_parts = {}
+            for k in sets:
+                if sets[k] is None:
+                    step_parts[k] = (None, None, None, None)
+                    continue
+                g, h = grads[k]
+                shift = bias[cls] if it == first_iter else 0.0
+                step_parts[k] = (
+                    leaves[k][:, t - start], g[:, cls], h[:, cls], before[k][:, cls] + shift
+                )
+            step = TreeStep(t, trees[t], *step_parts["train"], *step_parts["valid"])
+            out = visit(step) if visit is not None else None
+            for k in sets:
+                if sets[k] is None:
+                    continue
+                nodes = leaves[k][:, t - start]
+                tree = trees[t]
+                if out is not None:
+                    tree, old_to_new = out
+                    nodes = old_to_new[nodes]
+                raw[k][:, cls] += tree.value[nodes].astype(forest.score_dtype)
+            if out is not None:
+                trees[t] = out[0]
+            bar.update(1)
+    bar.close()
+    return ReplayResult(raw["train"], raw["valid"], tuple(trees))
+
+
+class _NoBar:
+    def update(self, n):
+        pass
+
+    def close(self):
+        pass
+
+
+def _progress(total: int, enabled: bool):
+    if not enabled:
+        return _NoBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="trees", unit="tree")
