@@ -1,0 +1,440 @@
+"""The tree IR: construction checks, routing, node sums and collapsing."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from unbiased_criteria.trees import (
+    MISSING_NAN,
+    MISSING_NONE,
+    MISSING_ZERO,
+    DecisionRules,
+    check_tree,
+    collapse_nodes,
+    leaf_of_nodes,
+    make_tree,
+    route_rows,
+)
+
+from ._helpers import (
+    LIGHTGBM_RULES,
+    XGBOOST_RULES,
+    random_structure,
+    random_tree,
+    random_X,
+    reference_leaves,
+    reference_membership,
+    reference_path,
+)
+
+ALL_RULES = [
+    LIGHTGBM_RULES,
+    XGBOOST_RULES,
+    DecisionRules(operator="<", categories_go="left", categorical_nan="default"),
+    DecisionRules(operator="<=", categories_go="right", categorical_nan="other"),
+]
+RULE_IDS = ["lightgbm", "xgboost", "lt-left-default", "le-right-other"]
+
+NAN = np.nan
+
+
+# --------------------------------------------------------------------------- make / check
+
+
+def good_arrays():
+    """0 -> (1, 2), 1 -> (3, 4): a valid tree as keyword arrays."""
+    return dict(
+        left=[1, 3, -1, -1, -1],
+        right=[2, 4, -1, -1, -1],
+        feature=[0, 1, -1, -1, -1],
+        threshold=[0.5, 1.5, NAN, NAN, NAN],
+        value=[NAN, NAN, 1.0, 2.0, 3.0],
+    )
+
+
+def test_good_tree_passes():
+    tree = make_tree(**good_arrays())
+    check_tree(tree)
+    assert tree.n_nodes == 5 and tree.n_leaves == 3
+    assert list(tree.parent) == [-1, 0, 0, 1, 1]
+    assert list(tree.depth) == [0, 1, 1, 2, 2]
+
+
+BROKEN = {
+    # nodes 3 and 4 are leaves that no node points to
+    "orphan": dict(left=[1, -1, -1, -1, -1], right=[2, -1, -1, -1, -1],
+                   feature=[0, -1, -1, -1, -1], value=[NAN, 1.0, 2.0, 3.0, 4.0]),
+    # node 3 is the left child of both 1 and 2
+    "two parents": dict(
+        left=[1, 3, 3, -1, -1], right=[2, 4, 4, -1, -1], feature=[0, 1, 1, -1, -1],
+        threshold=[0.5, 1.5, 1.5, NAN, NAN], value=[NAN, NAN, NAN, 2.0, 3.0],
+    ),
+    # node 1 has a left child and no right child
+    "one child": dict(left=[1, 3, -1, -1, -1], right=[2, -1, -1, -1, -1]),
+    # nodes 3 -> (4, 5), 4 -> (3, 6) form a cycle that the root never reaches: every node
+    # still has exactly one parent and the child ids are in range
+    "unreachable": dict(
+        left=[1, -1, -1, 4, 3, -1, -1], right=[2, -1, -1, 5, 6, -1, -1],
+        feature=[0, -1, -1, 1, 1, -1, -1], threshold=[0.5, NAN, NAN, 1.0, 1.0, NAN, NAN],
+        value=[NAN, 1.0, 2.0, NAN, NAN, 3.0, 4.0],
+    ),
+    "numeric node without threshold": dict(threshold=[0.5, NAN, NAN, NAN, NAN]),
+    "internal node without feature": dict(feature=[0, -1, -1, -1, -1]),
+    "leaf without value": dict(value=[NAN, NAN, 1.0, NAN, 3.0]),
+    "child id out of range": dict(left=[1, 3, -1, -1, -1], right=[2, 5, -1, -1, -1]),
+    "root as a child": dict(left=[1, 0, -1, -1, -1], right=[2, 4, -1, -1, -1]),
+    "wrong shape": dict(feature=[0, 1, -1, -1]),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_make_tree_rejects(case):
+    kwargs = {**good_arrays(), **BROKEN[case]}
+    with pytest.raises(ValueError):
+        make_tree(**kwargs)
+
+
+def test_make_tree_reject_messages():
+    base = good_arrays()
+    with pytest.raises(ValueError, match="exactly one child"):
+        make_tree(**{**base, **BROKEN["one child"]})
+    with pytest.raises(ValueError, match="one parent"):
+        make_tree(**{**base, **BROKEN["two parents"]})
+    with pytest.raises(ValueError, match="one parent"):
+        make_tree(**{**base, **BROKEN["orphan"]})
+    with pytest.raises(ValueError, match="reachable"):
+        make_tree(**{**base, **BROKEN["unreachable"]})
+    with pytest.raises(ValueError, match="threshold"):
+        make_tree(**{**base, **BROKEN["numeric node without threshold"]})
+
+
+def test_categorical_node_needs_no_threshold():
+    kw = good_arrays()
+    kw["threshold"] = [NAN, 1.5, NAN, NAN, NAN]
+    tree = make_tree(**kw, cat_sets={0: [1, 3]})
+    assert tree.categorical.tolist() == [True, False, False, False, False]
+    assert tree.category_set(0).tolist() == [1, 3]
+
+
+@pytest.mark.parametrize("case", ["one child", "two parents", "unreachable",
+                                  "numeric node without threshold", "orphan"])
+def test_check_tree_rejects_a_tree_built_around_make_tree(case):
+    """check_tree alone catches a broken tree (e.g. one built with dataclasses.replace)."""
+    kw = {**good_arrays(), **BROKEN[case]}
+    n = len(kw["left"])
+    # a valid tree of the same size, then its arrays swapped for the broken ones
+    left = [1, 3, 5, -1, -1, -1, -1][:n] if n == 7 else [1, 3, -1, -1, -1]
+    right = [2, 4, 6, -1, -1, -1, -1][:n] if n == 7 else [2, 4, -1, -1, -1]
+    inner = np.array(left) >= 0
+    good = make_tree(left, right, np.where(inner, 0, -1), np.where(inner, 0.0, NAN),
+                     np.where(inner, NAN, 1.0))
+    bad = dataclasses.replace(
+        good,
+        left=np.array(kw["left"], np.int32), right=np.array(kw["right"], np.int32),
+        feature=np.array(kw["feature"], np.int32),
+        threshold=np.array(kw["threshold"], np.float64),
+        value=np.array(kw["value"], np.float64),
+    )
+    with pytest.raises(ValueError):
+        check_tree(bad)
+
+
+def test_make_tree_copies_and_freezes_inputs():
+    kw = good_arrays()
+    left = np.array(kw.pop("left"))
+    tree = make_tree(left, **kw)
+    left[0] = 2
+    assert tree.left[0] == 1
+    with pytest.raises(ValueError):
+        tree.left[0] = 2
+
+
+# --------------------------------------------------------------------------- routing
+
+
+@pytest.mark.parametrize("rules", ALL_RULES, ids=RULE_IDS)
+@pytest.mark.parametrize("seed", range(8))
+def test_route_rows_matches_reference_walk(rules, seed):
+    rng = np.random.default_rng(seed)
+    tree = random_tree(rng, n_internal=int(rng.integers(1, 25)), rules=rules)
+    X = random_X(rng, 400)
+    got = route_rows(tree, X)
+    want = reference_leaves(tree, X)
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, f"row {bad[:1]} x={X[bad[:1]]} got {got[bad[:1]]} want {want[bad[:1]]}"
+    assert tree.is_leaf[got].all()
+    np.testing.assert_array_equal(tree.predict(X), tree.value[want])
+
+
+def _numeric_stump(threshold, missing, default_left, operator):
+    return make_tree([1, -1, -1], [2, -1, -1], [0, -1, -1], [threshold, NAN, NAN],
+                     [NAN, -1.0, 1.0], missing=[missing, MISSING_NAN, MISSING_NAN],
+                     default_left=[default_left, False, False],
+                     rules=DecisionRules(operator=operator))
+
+
+@pytest.mark.parametrize(
+    "operator, x, threshold, missing, default_left, goes_left",
+    [
+        ("<=", 1.0, 1.0, MISSING_NAN, False, True),   # tie goes left with <=
+        ("<", 1.0, 1.0, MISSING_NAN, True, False),    # tie goes right with <
+        ("<", np.nextafter(1.0, 0), 1.0, MISSING_NAN, False, True),
+        ("<=", np.nextafter(1.0, 2), 1.0, MISSING_NAN, True, False),
+        ("<=", NAN, 0.5, MISSING_NAN, True, True),     # NaN -> default side
+        ("<=", NAN, 0.5, MISSING_NAN, False, False),
+        ("<=", NAN, 0.5, MISSING_NONE, False, True),   # NONE: NaN read as 0.0 <= 0.5
+        ("<=", NAN, -0.5, MISSING_NONE, True, False),  # NONE: 0.0 > -0.5, default ignored
+        ("<", NAN, 0.0, MISSING_NONE, True, False),    # NONE: 0.0 < 0.0 is false
+        ("<=", 0.0, 0.5, MISSING_ZERO, False, False),  # ZERO: 0 -> default (right)
+        ("<=", 1e-36, -1.0, MISSING_ZERO, True, True),  # |x| <= 1e-35 is zero
+        ("<=", -1e-36, 1.0, MISSING_ZERO, False, False),
+        ("<=", 1e-30, -1.0, MISSING_ZERO, True, False),  # outside the zero tolerance
+        ("<=", NAN, 0.5, MISSING_ZERO, False, False),  # ZERO: NaN -> default too
+        ("<=", 0.0, 0.5, MISSING_NAN, False, True),    # NAN: a zero is an ordinary value
+        ("<=", -np.inf, 0.0, MISSING_NAN, False, True),
+        ("<", np.inf, 0.0, MISSING_NAN, True, False),
+    ],
+)
+def test_numeric_rules(operator, x, threshold, missing, default_left, goes_left):
+    tree = _numeric_stump(threshold, missing, default_left, operator)
+    want = 1 if goes_left else 2
+    assert route_rows(tree, np.array([[x]]))[0] == want
+    assert reference_path(tree, np.array([x]))[-1] == want  # the reference agrees
+
+
+def _category_stump(rules, cats=(0, 2, 5), default_left=False):
+    return make_tree([1, -1, -1], [2, -1, -1], [0, -1, -1], None, [NAN, -1.0, 1.0],
+                     cat_sets={0: list(cats)}, default_left=[default_left, False, False],
+                     rules=rules)
+
+
+# member -> set side; non-members (including negative, unseen, huge) -> the other side
+CATEGORY_CASES = [(2.0, True), (2.9, True), (5.0, True), (0.0, True), (1.0, False),
+                  (1.99, False), (3.0, False), (6.0, False), (100.0, False), (1e12, False),
+                  (-1.0, False), (-2.0, False), (-1.5, False), (-3.0, False)]
+
+
+@pytest.mark.parametrize("x, member", CATEGORY_CASES)
+def test_categories_go_left_lightgbm(x, member):
+    tree = _category_stump(LIGHTGBM_RULES)
+    assert route_rows(tree, np.array([[x]]))[0] == (1 if member else 2)
+
+
+@pytest.mark.parametrize("x, member", CATEGORY_CASES)
+def test_categories_go_right_xgboost(x, member):
+    tree = _category_stump(XGBOOST_RULES)
+    assert route_rows(tree, np.array([[x]]))[0] == (2 if member else 1)
+
+
+@pytest.mark.parametrize("default_left", [True, False])
+def test_categorical_nan(default_left):
+    # LightGBM: NaN is a non-member (goes right whatever default_left says)
+    lgb = _category_stump(LIGHTGBM_RULES, default_left=default_left)
+    assert route_rows(lgb, np.array([[NAN]]))[0] == 2
+    # XGBoost: NaN takes the default side
+    xgb = _category_stump(XGBOOST_RULES, default_left=default_left)
+    assert route_rows(xgb, np.array([[NAN]]))[0] == (1 if default_left else 2)
+
+
+def test_lightgbm_fraction_between_minus_one_and_zero_is_category_zero():
+    # LightGBM's CategoricalDecision: int_fval = static_cast<int>(-0.5) == 0, not < 0, so the
+    # row is looked up as category 0
+    tree = _category_stump(LIGHTGBM_RULES, cats=(0,))
+    assert route_rows(tree, np.array([[-0.5]]))[0] == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="XGBoost treats any negative float category (cat < 0, before the int cast) as "
+    "invalid, i.e. a non-member; the IR truncates -0.5 to category 0 for every host",
+)
+def test_xgboost_fraction_between_minus_one_and_zero_is_not_a_member():
+    # xgboost/src/common/categorical.h: InvalidCat(cat) = cat < 0 || cat >= kMaxCat, checked
+    # on the float; an invalid category goes to the non-member (left) side
+    tree = _category_stump(XGBOOST_RULES, cats=(0,))
+    assert route_rows(tree, np.array([[-0.5]]))[0] == 1
+
+
+def test_empty_category_set_and_no_categorical_nodes():
+    tree = _category_stump(LIGHTGBM_RULES, cats=())
+    X = np.array([[0.0], [3.0], [NAN], [-1.0]])
+    np.testing.assert_array_equal(route_rows(tree, X), [2, 2, 2, 2])
+
+
+def test_route_rows_accepts_integer_and_float32_input():
+    rng = np.random.default_rng(7)
+    tree = random_tree(rng, 10, categorical=False)
+    X = rng.integers(-3, 4, size=(100, 3))
+    np.testing.assert_array_equal(route_rows(tree, X), reference_leaves(tree, X.astype(float)))
+    X32 = X.astype(np.float32)
+    np.testing.assert_array_equal(route_rows(tree, X32), route_rows(tree, X))
+
+
+def test_single_leaf_tree_routes_everything_to_root():
+    tree = make_tree([-1], [-1], [-1], None, [0.25])
+    np.testing.assert_array_equal(route_rows(tree, np.zeros((4, 2))), [0, 0, 0, 0])
+
+
+# --------------------------------------------------------------------------- node sums
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_node_sums_brute_force(seed):
+    rng = np.random.default_rng(100 + seed)
+    tree = random_tree(rng, int(rng.integers(1, 30)))
+    X = random_X(rng, 300)
+    M = reference_membership(tree, X)  # rows x nodes
+    leaves = route_rows(tree, X)
+    v = rng.normal(size=300)
+    V = rng.normal(size=(300, 3))
+    np.testing.assert_allclose(tree.node_sums(leaves, v), M.T.astype(float) @ v, atol=1e-10)
+    np.testing.assert_allclose(tree.node_sums(leaves, V), M.T.astype(float) @ V, atol=1e-10)
+    np.testing.assert_array_equal(tree.node_sums(leaves), M.sum(axis=0))
+    # only leaves were given; also every node appears, even if empty
+    assert tree.node_sums(leaves).shape == (tree.n_nodes,)
+
+
+def test_node_sums_counts_empty_nodes_as_zero():
+    tree = make_tree([1, 3, -1, -1, -1], [2, 4, -1, -1, -1], [0, 0, -1, -1, -1],
+                     [0.0, -1.0, NAN, NAN, NAN], [NAN, NAN, 1.0, 2.0, 3.0])
+    nodes = np.array([2, 2, 4])
+    np.testing.assert_array_equal(tree.node_sums(nodes), [3, 1, 2, 0, 1])
+    np.testing.assert_array_equal(tree.node_sums(nodes, np.array([1.0, 2.0, 4.0])),
+                                  [7, 4, 3, 0, 4])
+
+
+# --------------------------------------------------------------------------- collapsing
+
+
+def _collapse_case(seed, n_internal=None):
+    rng = np.random.default_rng(1000 + seed)
+    rules = [LIGHTGBM_RULES, XGBOOST_RULES][seed % 2]
+    tree = random_tree(rng, n_internal or int(rng.integers(2, 30)), rules=rules)
+    collapse = rng.random(tree.n_nodes) < 0.3  # may mark leaves (ignored) and nested nodes
+    value = np.where(tree.is_leaf, tree.value, np.round(rng.normal(size=tree.n_nodes), 3) + 10)
+    return rng, tree, collapse, value
+
+
+def _top_collapsed(tree, collapse):
+    """For each node the highest collapsed internal ancestor-or-self, else -1 (by paths)."""
+    top = np.full(tree.n_nodes, -1)
+    for v in range(tree.n_nodes):
+        chain, u = [], v
+        while u >= 0:
+            chain.append(u)
+            u = tree.parent[u]
+        marked = [u for u in chain if collapse[u] and not tree.is_leaf[u]]
+        if marked:
+            top[v] = marked[-1]
+    return top
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_collapse_nodes(seed):
+    rng, tree, collapse, value = _collapse_case(seed)
+    new, old_to_new = collapse_nodes(tree, collapse, value)
+    check_tree(new)
+    top = _top_collapsed(tree, collapse)
+    alive = top < 0
+    alive |= np.isin(np.arange(tree.n_nodes), top[top >= 0])  # collapsed nodes survive
+    # exactly the surviving nodes are kept
+    assert new.n_nodes == alive.sum()
+    # siblings adjacent, numbered breadth-first (depth never decreases with the id)
+    inner = new.internal_nodes
+    np.testing.assert_array_equal(new.right[inner], new.left[inner] + 1)
+    assert np.all(np.diff(new.depth) >= 0)
+    assert np.all(new.left[inner] > inner)
+
+    # old_to_new: nodes under (or at) a collapse map to the collapsed node's new id; the
+    # others keep their identity: same feature, threshold, set, value, children
+    assert old_to_new.shape == (tree.n_nodes,)
+    for o in range(tree.n_nodes):
+        t = top[o]
+        if t >= 0:
+            assert old_to_new[o] == old_to_new[t]
+            assert new.is_leaf[old_to_new[t]]
+            assert new.value[old_to_new[t]] == value[t]
+            continue
+        m = old_to_new[o]
+        assert new.is_leaf[m] == tree.is_leaf[o]
+        if tree.is_leaf[o]:
+            assert new.value[m] == value[o]
+            continue
+        assert new.feature[m] == tree.feature[o]
+        assert new.categorical[m] == tree.categorical[o]
+        np.testing.assert_array_equal(new.category_set(m), tree.category_set(o))
+        np.testing.assert_equal(new.threshold[m], tree.threshold[o])
+        assert new.default_left[m] == tree.default_left[o]
+        assert new.missing[m] == tree.missing[o]
+        assert new.l2_extra[m] == tree.l2_extra[o]
+        assert new.left[m] == old_to_new[tree.left[o]]
+        assert new.right[m] == old_to_new[tree.right[o]]
+    # a bijection between surviving old nodes and new nodes
+    assert np.unique(old_to_new[alive]).size == new.n_nodes
+    assert new.rules == tree.rules
+
+    # predictions: unchanged except rows that passed a collapsed node, which get its value
+    X = random_X(rng, 300)
+    old_leaf = route_rows(tree, X)
+    new_leaf = route_rows(new, X)
+    np.testing.assert_array_equal(new_leaf, old_to_new[old_leaf])
+    want = np.where(top[old_leaf] >= 0, value[np.maximum(top[old_leaf], 0)],
+                    tree.value[old_leaf])
+    np.testing.assert_array_equal(new.predict(X), want)
+    # and node sums carry over: a surviving node holds the same rows as before
+    counts_old, counts_new = tree.node_sums(old_leaf), new.node_sums(new_leaf)
+    for o in np.flatnonzero(alive):
+        assert counts_new[old_to_new[o]] == counts_old[o]
+
+
+def test_collapse_nothing_is_a_renumbering():
+    rng = np.random.default_rng(5)
+    tree = random_tree(rng, 15)
+    new, old_to_new = collapse_nodes(tree, np.zeros(tree.n_nodes, bool))
+    assert new.n_nodes == tree.n_nodes
+    assert sorted(old_to_new) == list(range(tree.n_nodes))
+    X = random_X(rng, 200)
+    np.testing.assert_array_equal(new.predict(X), tree.predict(X))
+
+
+def test_collapse_root_gives_a_stump_leaf():
+    rng = np.random.default_rng(6)
+    tree = random_tree(rng, 7)
+    value = np.full(tree.n_nodes, 4.5)
+    collapse = np.zeros(tree.n_nodes, bool)
+    collapse[0] = True
+    new, old_to_new = collapse_nodes(tree, collapse, value)
+    assert new.n_nodes == 1 and new.is_leaf[0] and new.value[0] == 4.5
+    np.testing.assert_array_equal(old_to_new, np.zeros(tree.n_nodes))
+
+
+def test_collapse_without_values_needs_internal_values():
+    tree = make_tree(**good_arrays())
+    collapse = np.array([False, True, False, False, False])
+    with pytest.raises(ValueError, match="leaves need a value"):
+        collapse_nodes(tree, collapse)  # node 1 has no value of its own
+    kw = good_arrays()
+    kw["value"] = [0.0, 7.0, 1.0, 2.0, 3.0]
+    new, old_to_new = collapse_nodes(make_tree(**kw), collapse)
+    assert new.value[old_to_new[1]] == 7.0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_leaf_of_nodes(seed):
+    rng, tree, keep, _ = _collapse_case(seed)
+    got = leaf_of_nodes(tree, keep)
+    top = _top_collapsed(tree, keep)
+    np.testing.assert_array_equal(got, np.where(top >= 0, top, np.arange(tree.n_nodes)))
+
+
+def test_random_structure_helper_is_valid():
+    # the helper builds valid trees with shuffled ids (guards the tests above)
+    rng = np.random.default_rng(0)
+    left, right = random_structure(rng, 20)
+    assert (left >= 0).sum() == 20 and left.size == 41
+    tree = make_tree(left, right, np.where(left >= 0, 0, -1), np.where(left >= 0, 0.0, NAN),
+                     np.where(left >= 0, NAN, 1.0))
+    assert not np.all(np.diff(tree.depth) >= 0)  # not breadth-first: ids really shuffled
