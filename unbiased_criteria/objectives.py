@@ -88,6 +88,10 @@ class Objective:
         """Per-row loss at ``raw`` (for metrics and tests)."""
         raise NotImplementedError
 
+    def predict(self, raw: np.ndarray) -> np.ndarray:
+        """Prediction in output space (the inverse link) from raw scores."""
+        return raw
+
     @staticmethod
     def _w(x, w):
         return x if w is None else x * w
@@ -150,6 +154,9 @@ class Logistic(Objective):
     def loss(self, y, raw):
         return np.logaddexp(0.0, -self.sigmoid * raw) + (1 - y) * self.sigmoid * raw
 
+    def predict(self, raw):
+        return _sigmoid(self.sigmoid * np.asarray(raw, dtype=np.float64))
+
 
 @dataclass(frozen=True)
 class Softmax(Objective):
@@ -196,6 +203,11 @@ class Softmax(Objective):
         logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
         return -logp[np.arange(len(y)), np.asarray(y, dtype=np.int64)]
 
+    def predict(self, raw):
+        z = np.asarray(raw, dtype=np.float64)
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
 
 @dataclass(frozen=True)
 class OneVsRest(Objective):
@@ -224,6 +236,9 @@ class OneVsRest(Objective):
         p = np.average(onehot, axis=0, weights=weight)
         return np.log(p / (1 - p)) / self.sigmoid
 
+    def predict(self, raw):
+        return _sigmoid(self.sigmoid * np.asarray(raw, dtype=np.float64))
+
 
 @dataclass(frozen=True)
 class Poisson(Objective):
@@ -248,6 +263,9 @@ class Poisson(Objective):
     def loss(self, y, raw):
         return np.exp(raw) - y * raw
 
+    def predict(self, raw):
+        return np.exp(raw)
+
 
 @dataclass(frozen=True)
 class Gamma(Objective):
@@ -263,6 +281,7 @@ class Gamma(Objective):
             raise ValueError(f"{argument} must be positive for {self.name}")
 
     init_score = Poisson.init_score
+    predict = Poisson.predict
 
     def loss(self, y, raw):
         return y * np.exp(-raw) + raw
@@ -280,6 +299,7 @@ class Tweedie(Objective):
 
     check_labels = Poisson.check_labels
     init_score = Poisson.init_score
+    predict = Poisson.predict
 
 
 @dataclass(frozen=True)
@@ -341,6 +361,9 @@ class CrossEntropy(Objective):
     def init_score(self, y, weight=None):
         p = _weighted_mean(np.float32(y), weight)
         return np.array([np.log(p / (1 - p))])
+
+    def predict(self, raw):
+        return _sigmoid(np.asarray(raw, dtype=np.float64))
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import numpy as np
 
 from .model import Model, Router
 from .objectives import Objective
+from .progress import progress_bar
 from .trees import Tree
 
 __all__ = ["RowSet", "TreeStep", "ReplayResult", "replay", "resolve_bias"]
@@ -151,7 +152,7 @@ def replay(
     chunk = min(s.router.chunk for s in sets.values() if s) if any(sets.values()) else 1
     trees = list(forest.trees)
     grads: dict[str, tuple] = {}
-    bar = _progress(forest.n_trees, progress)
+    bar = progress_bar(forest.n_trees, progress, "trees")
 
     for start in range(0, forest.n_trees, chunk):
         stop = min(start + chunk, forest.n_trees)
@@ -195,19 +196,3 @@ def replay(
             bar.update(1)
     bar.close()
     return ReplayResult(raw["train"], raw["valid"], tuple(trees))
-
-
-class _NoBar:
-    def update(self, n):
-        pass
-
-    def close(self):
-        pass
-
-
-def _progress(total: int, enabled: bool):
-    if not enabled:
-        return _NoBar()
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="trees", unit="tree")

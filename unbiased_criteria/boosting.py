@@ -1,0 +1,267 @@
+"""Training hooks, host-agnostic: the host grows each tree, the core scores and prunes it.
+
+Each round the core takes gradients at its own running raw scores (the hosts' caches do not
+see pruning), hides the held-out rows from the host by giving them zero gradient and hessian,
+lets the host grow one iteration (a :class:`Grower` supplied by an adapter), scores every new
+split with U on the held-out rows, collapses the splits with ``U <= threshold`` top-down, and
+adds the pruned trees to its running scores of the training rows and every evaluation set.
+Evaluation and early stopping run on those running scores.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import pandas as pd
+
+from .gains import SplitScore, leaf_weight, tree_generator
+from .importance import GainOptions, score_tree
+from .metrics import Metric
+from .objectives import Objective
+from .progress import progress_bar
+from .replay import TreeStep
+from .trees import Tree, collapse_nodes
+
+__all__ = ["Grower", "EvalSet", "HoldoutPlan", "BoostResult", "boost"]
+
+log = logging.getLogger(__name__)
+
+# spawn key of the stream that draws held-out rows (trees use 0..)
+_HOLDOUT_KEY = 2**41
+
+
+class Grower(Protocol):
+    """What an adapter supplies to :func:`boost`.
+
+    ``grow(grad, hess)`` grows one iteration from float32 arrays ``(n_train, K)`` and returns
+    its K trees in the IR (leaf values as the host set them: shrunk, no init score).
+    ``leaf_nodes(which)`` gives the leaf node ids ``(n_rows, K)`` of the last grown iteration
+    for the training rows (``which = 0``) or evaluation set ``which`` (1, 2, ...).
+    """
+
+    def grow(self, grad: np.ndarray, hess: np.ndarray) -> list[Tree]: ...
+
+    def leaf_nodes(self, which: int) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    """An evaluation set: its name, labels and weights (its rows live in the grower)."""
+
+    name: str
+    y: np.ndarray
+    weight: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class HoldoutPlan:
+    """Which training rows are held out.
+
+    ``fraction`` of the rows (0 = none: no pruning possible); ``redraw`` draws a new held-out
+    part every round, so every row helps build some trees.
+    """
+
+    fraction: float = 0.2
+    redraw: bool = True
+
+    def __post_init__(self):
+        if not 0.0 <= self.fraction < 1.0:
+            raise ValueError(f"holdout_fraction must be in [0, 1), got {self.fraction!r}")
+
+    def mask(self, n: int, round_: int, options: GainOptions) -> np.ndarray:
+        if self.fraction == 0:
+            return np.zeros(n, dtype=bool)
+        rng = tree_generator(options.random_state, _HOLDOUT_KEY + (round_ if self.redraw else 0))
+        return rng.permutation(n) < int(round(self.fraction * n))
+
+
+@dataclass
+class BoostResult:
+    """Trees (pruned), their outputs, init score, evaluation history and per-split scores."""
+
+    trees: list[Tree]
+    tree_class: np.ndarray
+    init_score: np.ndarray
+    raw_train: np.ndarray
+    evals_result: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    best_iteration: int = -1
+    best_score: dict[str, dict[str, float]] = field(default_factory=dict)
+    splits: pd.DataFrame | None = None
+
+
+def boost(
+    grower: Grower,
+    objective: Objective,
+    y: np.ndarray,
+    weight: np.ndarray | None,
+    *,
+    num_boost_round: int,
+    split_score: SplitScore,
+    shrinkage: float,
+    init_score: np.ndarray,
+    score_dtype=np.float64,
+    holdout: HoldoutPlan,
+    options: GainOptions,
+    prune_threshold: float | None = 0.0,
+    eval_sets: Sequence[EvalSet] = (),
+    metrics: Sequence[Metric] = (),
+    feval: Callable | None = None,
+    early_stopping_rounds: int | None = None,
+    monitor: Sequence[tuple[str, str]] | None = None,
+    callback: Callable[[int, dict], None] | None = None,
+    progress: bool = False,
+) -> BoostResult:
+    """Run the training hook (see the module docstring).
+
+    Parameters
+    ----------
+    grower : Grower
+    objective : Objective
+    y, weight : arrays
+        Training labels and weights (all training rows, held-out ones included).
+    num_boost_round : int
+    split_score : SplitScore
+        The host's regularisation (for the values of collapsed nodes).
+    shrinkage : float
+        Learning rate the host multiplies leaf outputs by.
+    init_score : array (K,)
+        Raw score every row starts from.
+    score_dtype : dtype
+        Precision of the running scores (the host's).
+    holdout : HoldoutPlan
+    options : GainOptions
+    prune_threshold : float or None
+        Collapse splits with ``U <= prune_threshold``; None switches pruning off.
+    eval_sets : sequence of EvalSet
+        Rows are held by the grower as sets 1, 2, ... in this order.
+    metrics : sequence of Metric
+        Evaluated on every eval set each round.
+    feval : callable, optional
+        ``feval(y, raw, weight) -> (name, value, higher_is_better)`` or a list of such.
+    early_stopping_rounds : int, optional
+        Stop when a monitored (set, metric) has not improved for that many rounds.
+    monitor : sequence of (set name, metric name), optional
+        Defaults to every metric on every eval set.
+    callback : callable, optional
+        ``callback(round, evaluations)`` after each round.
+    progress : bool
+        tqdm progress bar over rounds.
+    """
+    n, K = y.shape[0], objective.n_outputs
+    init = np.asarray(init_score, dtype=np.float64).reshape(K)
+    raw = np.tile(init.astype(score_dtype), (n, 1))
+    raw_eval = [np.tile(init.astype(score_dtype), (e.y.shape[0], 1)) for e in eval_sets]
+    trees: list[Tree] = []
+    classes: list[int] = []
+    records: list[pd.DataFrame] = []
+    history: dict[str, dict[str, list[float]]] = {e.name: {} for e in eval_sets}
+    best: dict[tuple[str, str], tuple[float, int]] = {}
+    best_iteration = -1
+    bar = progress_bar(num_boost_round, progress, "rounds")
+
+    for it in range(num_boost_round):
+        score = raw if K > 1 else raw[:, 0]
+        g, h = objective.grad_hess(y, score, weight)
+        g, h = g.reshape(n, K), h.reshape(n, K)
+        held = holdout.mask(n, it, options)
+        g_fit, h_fit = g.copy(), h.copy()
+        g_fit[held], h_fit[held] = 0.0, 0.0
+        new = grower.grow(g_fit, h_fit)
+        nodes = grower.leaf_nodes(0)
+        nodes_eval = [grower.leaf_nodes(i + 1) for i in range(len(eval_sets))]
+        for k, tree in enumerate(new):
+            node_k = nodes[:, k]
+            tree, old_to_new, rec = _score_and_prune(
+                tree, len(trees), node_k, g[:, k], h[:, k], held, split_score, shrinkage,
+                options, prune_threshold,
+            )
+            if rec is not None:
+                rec["class"] = k
+                records.append(rec)
+            raw[:, k] += tree.value[old_to_new[node_k]].astype(score_dtype)
+            for r, ne in zip(raw_eval, nodes_eval):
+                r[:, k] += tree.value[old_to_new[ne[:, k]]].astype(score_dtype)
+            trees.append(tree)
+            classes.append(k)
+
+        evaluations = _evaluate(eval_sets, raw_eval, metrics, feval, objective, K)
+        for (set_name, metric_name), (value, _) in evaluations.items():
+            history[set_name].setdefault(metric_name, []).append(value)
+        if callback is not None:
+            callback(it, evaluations)
+        bar.update(1)
+        if early_stopping_rounds and evaluations:
+            watched = monitor or list(evaluations)
+            stop = False
+            for key in watched:
+                value, hib = evaluations[key]
+                prev = best.get(key)
+                if prev is None or (value > prev[0] if hib else value < prev[0]):
+                    best[key] = (value, it)
+                elif it - prev[1] >= early_stopping_rounds:
+                    stop = True
+            if stop:
+                best_iteration = best[watched[0]][1]
+                log.info("early stopping at round %d, best round %d", it, best_iteration)
+                break
+    bar.close()
+    if early_stopping_rounds and best_iteration < 0 and best:
+        best_iteration = best[(monitor or list(best))[0]][1]
+    best_score: dict[str, dict[str, float]] = {}
+    for (s, m), (v, _) in best.items():
+        best_score.setdefault(s, {})[m] = v
+    splits = pd.concat(records, ignore_index=True) if records else None
+    return BoostResult(trees, np.array(classes), init, raw, history, best_iteration,
+                       best_score, splits)
+
+
+def _score_and_prune(tree, index, nodes, g, h, held, split_score, shrinkage, options,
+                     threshold):
+    identity = np.arange(tree.n_nodes)
+    if threshold is None or tree.n_leaves == 1 or not held.any():
+        return tree, identity, None
+    fit = ~held
+    step = TreeStep(index, tree, nodes[fit], g[fit], h[fit], None, nodes[held], g[held],
+                    h[held], None)
+    scores = score_tree(step, split_score, options)
+    inner = tree.internal_nodes
+    rec = pd.DataFrame({
+        "tree": index, "node": inner, "depth": tree.depth[inner],
+        "feature_index": tree.feature[inner], "threshold": tree.threshold[inner],
+        "n_train": scores.n_train[inner], "n_valid": scores.n_valid[inner],
+        "k": scores.k[inner], "biased_gain": scores.biased[inner],
+        "unbiased_gain": scores.unbiased[inner], "host_gain": tree.host_gain[inner],
+        "usable": scores.usable[inner],
+    })
+    collapse = ~tree.is_leaf & (scores.unbiased <= threshold)
+    # a split is kept iff it and all its ancestors survive: top-down
+    if not collapse.any():
+        rec["kept"] = True
+        return tree, identity, rec
+    parent = tree.parent
+    extra = np.where(parent >= 0, tree.l2_extra[np.maximum(parent, 0)], 0.0)
+    values = shrinkage * leaf_weight(scores.sums.G, scores.sums.H, split_score, extra)
+    values = np.where(tree.is_leaf, tree.value, values + tree.bias)
+    pruned, old_to_new = collapse_nodes(tree, collapse, values)
+    survivors = old_to_new[inner]
+    rec["kept"] = ~pruned.is_leaf[survivors] & (survivors >= 0)
+    return pruned, old_to_new, rec
+
+
+def _evaluate(eval_sets, raw_eval, metrics, feval, objective, K):
+    out: dict[tuple[str, str], tuple[float, bool]] = {}
+    for e, r in zip(eval_sets, raw_eval):
+        score = r if K > 1 else r[:, 0]
+        for m in metrics:
+            out[(e.name, m.name)] = (m(e.y, score, e.weight, objective), m.higher_is_better)
+        if feval is not None:
+            fevals = feval if isinstance(feval, list | tuple) else [feval]
+            for f in fevals:
+                res = f(e.y, score, e.weight)
+                for name, value, hib in res if isinstance(res, list) else [res]:
+                    out[(e.name, name)] = (float(value), bool(hib))
+    return out
