@@ -1,0 +1,868 @@
+"""XGBoost adapter: read a model into the IR, route rows with ``pred_leaf``, write the IR back.
+
+One front end for one format (treelite style): the reader parses the model JSON
+(``Booster.save_raw("json")``) and takes the training hyper-parameters (eta, lambda, alpha,
+max_delta_step, subsample...) from ``Booster.save_config()``, since the model JSON does not
+hold them. It takes no data. The writer puts IR trees back into a copy of that JSON, so reading
+a model and writing it back gives the same arrays.
+
+IR node ids are XGBoost's node ids, so ``predict(pred_leaf=True)`` returns IR ids directly.
+The one exception is a tree with tombstones (nodes the ``prune`` updater deleted, marked by
+``split_indices == 2147483647``): the IR keeps only its reachable nodes, in increasing id, and
+the router maps XGBoost's ids to them.
+
+Host facts this module relies on (XGBoost 3.x, see host-notes sections 9-13):
+
+* numeric nodes send ``x`` left iff ``x < split_condition``; categorical nodes send the
+  categories of their set **right** and everything else left; missing values (NaN, absent
+  sparse entries) go to ``default_left``'s side at every node;
+* ``split_conditions`` holds the (shrunk) leaf value at a leaf; ``base_weights`` holds the
+  unshrunk weight of an internal node;
+* ``base_score`` is in output space: a scalar string (``"5E-1"``) up to 3.0, a list string
+  (``"[2.79E0]"``) from 3.1; the margin is the objective's link of it, in float32. From 3.2
+  the multiclass intercept is a per-class vector already in margin space;
+* the predictor assumes ``right == left + 1``: siblings must have consecutive ids;
+* ``load_model`` on an existing Booster resets its training parameters, and a Booster loaded
+  from a file has default parameters in ``save_config()``.
+
+Everything is float32 in XGBoost (features, margins, gradients, leaf values); the IR stores
+the exact float32 values as float64.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xgboost
+from scipy import sparse
+
+from unbiased_criteria import objectives as _objectives
+from unbiased_criteria.gains import SplitScore
+from unbiased_criteria.model import Model, Router, UnsupportedModelError, chunk_size
+from unbiased_criteria.objectives import Objective
+from unbiased_criteria.trees import (
+    MISSING_NAN,
+    DecisionRules,
+    Forest,
+    Tree,
+    collapse_nodes,
+    make_tree,
+)
+
+__all__ = [
+    "RULES",
+    "read_model",
+    "parse_model",
+    "parse_base_score",
+    "make_objective",
+    "make_router",
+    "write_model",
+]
+
+#: XGBoost's routing: ``x < t`` goes left, a category in the set goes right, NaN goes to the
+#: default side at categorical nodes too
+RULES = DecisionRules(operator="<", categories_go="right", categorical_nan="default")
+
+_DELETED = 2147483647  # split_indices of a node the prune updater deleted
+_NO_PARENT = 2147483647  # parents[root]
+# split_conditions XGBoost writes at a categorical node (the smallest float32 denormal)
+_CAT_CONDITION = float(np.float32(1e-45))
+_HESSIAN_FLOOR = 1e-16  # kRtEps, XGBoost's floor of the logistic and softmax hessians
+
+_LOGIT_LINK = frozenset({"binary:logistic", "reg:logistic"})
+_LOG_LINK = frozenset({"count:poisson", "reg:gamma", "reg:tweedie"})
+
+# training parameters read from save_config(): XGBoost's defaults, aliases
+_DEFAULT_TRAIN = {
+    "eta": 0.3, "lambda": 1.0, "alpha": 0.0, "max_delta_step": 0.0, "subsample": 1.0,
+    "colsample_bytree": 1.0, "colsample_bylevel": 1.0, "colsample_bynode": 1.0,
+}
+_ALIASES = {"learning_rate": "eta", "reg_lambda": "lambda", "reg_alpha": "alpha"}
+
+
+# ------------------------------------------------------------------------------ reading
+
+
+def _booster(model: Any, argument: str = "model") -> xgboost.Booster:
+    """The Booster of a Booster or a fitted ``XGBModel``."""
+    if isinstance(model, xgboost.Booster):
+        return model
+    if isinstance(model, xgboost.XGBModel):
+        try:
+            return model.get_booster()
+        except Exception as err:  # sklearn's NotFittedError or XGBoostError
+            raise ValueError(f"{argument} is not fitted: {err}") from None
+    raise TypeError(
+        f"{argument} must be an xgboost.Booster or a fitted xgboost.XGBModel, "
+        f"got {type(model).__module__}.{type(model).__name__}"
+    )
+
+
+def _find(tree: Any, key: str) -> Any:
+    """First value stored under ``key`` in nested dicts (depth-first), or None."""
+    if isinstance(tree, Mapping):
+        if key in tree:
+            return tree[key]
+        for value in tree.values():
+            found = _find(value, key)
+            if found is not None:
+                return found
+    return None
+
+
+def _gbtree(learner: Mapping) -> tuple[dict, list[float] | None]:
+    """The ``gbtree`` model dict and DART's ``weight_drop`` (None for gbtree).
+
+    3.2 stores DART as ``{"name": "dart", "gbtree": {"model": ...}, "weight_drop": [...]}``,
+    3.4 as ``{"name": "gbtree", "model": {..., "weight_drop": [...]}}``.
+    """
+    booster = learner["gradient_booster"]
+    name = booster.get("name")
+    if name == "gblinear":
+        raise UnsupportedModelError("gblinear models have no trees to score")
+    if name == "dart":
+        model = booster["gbtree"]["model"]
+        weights = booster.get("weight_drop")
+    elif name == "gbtree":
+        model = booster["model"]
+        weights = model.get("weight_drop")
+    else:
+        raise UnsupportedModelError(f"unknown gradient booster {name!r}")
+    if weights is not None and not np.all(np.asarray(weights, dtype=np.float64) == 1.0):
+        raise UnsupportedModelError(
+            "DART models whose trees were dropped (weight_drop != 1) cannot be replayed: their "
+            "gradients were taken with random trees left out and the trees were rescaled"
+        )
+    return model, weights
+
+
+def parse_base_score(text: str, objective: str, n_outputs: int = 1) -> np.ndarray:
+    """The initial margin of every output from ``learner_model_param.base_score``.
+
+    Parameters
+    ----------
+    text : str
+        ``"5E-1"`` (XGBoost <= 3.0) or ``"[5E-1]"`` / ``"[a,b,c]"`` (3.1+), in output space.
+    objective : str
+        XGBoost objective name: selects the link (logit for binary:logistic and reg:logistic,
+        log for count:poisson, reg:gamma and reg:tweedie, identity otherwise; the multiclass
+        vector of 3.2+ is already a margin).
+    n_outputs : int
+        A single value is repeated for every output (old multiclass models).
+
+    Returns
+    -------
+    float64 array (n_outputs,) holding float32 values
+        Computed as XGBoost does: ``-logf(1/p - 1)`` and ``logf(p)`` in float32.
+    """
+    value = np.atleast_1d(np.asarray(json.loads(text), dtype=np.float32))
+    if value.ndim != 1 or value.size not in (1, n_outputs):
+        raise ValueError(f"base_score {text!r} does not have {n_outputs} value(s)")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if objective in _LOGIT_LINK:
+            # ProbToMargin: -logf(1.0f / p - 1.0f); logf is correctly rounded
+            ratio = np.float32(1) / value - np.float32(1)
+            value = -np.log(ratio.astype(np.float64)).astype(np.float32)
+        elif objective in _LOG_LINK:
+            value = np.log(value.astype(np.float64)).astype(np.float32)
+    return np.broadcast_to(value, (n_outputs,)).astype(np.float64)
+
+
+def _margin_to_base_score(margin: np.ndarray, objective: str) -> np.ndarray:
+    """Inverse of the link of :func:`parse_base_score` (output space, float32)."""
+    m = np.asarray(margin, dtype=np.float32)
+    with np.errstate(over="ignore"):
+        if objective in _LOGIT_LINK:
+            return np.float32(1) / (np.float32(1) + np.exp(-m))
+        if objective in _LOG_LINK:
+            return np.exp(m)
+    return m
+
+
+def _format_base_score(values: np.ndarray, as_list: bool) -> str:
+    text = [np.format_float_scientific(np.float32(v), unique=True) for v in values]
+    text = [t.replace("e+", "E").replace("e", "E") for t in text]
+    return "[" + ",".join(text) + "]" if as_list else text[0]
+
+
+def _objective_params(obj: Mapping) -> dict[str, str]:
+    """Flatten ``{"name": ..., "<x>_param": {...}}`` into one dict of strings."""
+    params: dict[str, str] = {}
+    for key, value in obj.items():
+        if key != "name" and isinstance(value, Mapping):
+            params.update({k: str(v) for k, v in value.items()})
+    return params
+
+
+def _core_objective(name: str, params: Mapping[str, str], n_outputs: int) -> Objective | None:
+    """The core objective of XGBoost objective ``name`` (None: no core equivalent).
+
+    Raises UnsupportedModelError for ranking, survival and multi-quantile objectives.
+    """
+    f32 = {"precision": "float32"}
+    make = _objectives.make_objective
+    if name.startswith(("rank:", "survival:")):
+        raise UnsupportedModelError(
+            f"objective {name!r} is not supported: ranking and survival objectives cannot be "
+            "replayed row by row"
+        )
+    if name in ("reg:squarederror", "reg:linear"):
+        return make("squared_error", **f32)
+    if name == "reg:squaredlogerror":
+        return make("squared_log_error", **f32)
+    if name in ("reg:logistic", "binary:logistic", "binary:logitraw"):
+        return make(
+            "binary_logistic", hessian_floor=_HESSIAN_FLOOR,
+            pos_weight=float(params.get("scale_pos_weight", 1.0)), **f32,
+        )
+    if name in ("multi:softprob", "multi:softmax"):
+        return make(
+            "multiclass_softmax", n_classes=n_outputs, hessian_factor=2.0,
+            hessian_floor=_HESSIAN_FLOOR, **f32,
+        )
+    if name == "count:poisson":
+        return make("poisson", max_delta_step=float(params.get("max_delta_step", 0.7)), **f32)
+    if name == "reg:gamma":
+        return make("gamma", **f32)
+    if name == "reg:tweedie":
+        power = float(params.get("tweedie_variance_power", 1.5))
+        return make("tweedie", variance_power=power, **f32)
+    if name == "reg:pseudohubererror":
+        return make("pseudo_huber", slope=float(params.get("huber_slope", 1.0)), **f32)
+    if name == "reg:absoluteerror":
+        return make("quantile", alpha=0.5, **f32)
+    if name == "reg:quantileerror":
+        alpha = np.atleast_1d(json.loads(params.get("quantile_alpha", "0.5")))
+        if alpha.size != 1:
+            raise UnsupportedModelError(
+                f"reg:quantileerror with several quantiles ({alpha.tolist()}) is not "
+                "supported: train one model per quantile"
+            )
+        return make("quantile", alpha=float(alpha[0]), **f32)
+    return None
+
+
+def _reachable(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Mask of the nodes reachable from the root, level by level."""
+    seen = np.zeros(left.size, dtype=bool)
+    level = np.array([0])
+    while level.size:
+        if seen[level].any() or level.max() >= left.size:
+            raise ValueError("tree arrays do not describe a tree")
+        seen[level] = True
+        inner = level[left[level] >= 0]
+        level = np.concatenate([left[inner], right[inner]])
+    return seen
+
+
+def _tree_arrays(tree: Mapping, index: int) -> dict[str, np.ndarray]:
+    """The per-node arrays of one tree JSON, checked for length."""
+    param = tree["tree_param"]
+    n = int(param["num_nodes"])
+    if int(param.get("size_leaf_vector", 1)) > 1:
+        raise UnsupportedModelError(
+            "multi-output trees (multi_strategy='multi_output_tree', vector leaves) are not "
+            "supported"
+        )
+    arrays = {
+        "left": np.asarray(tree["left_children"], dtype=np.int64),
+        "right": np.asarray(tree["right_children"], dtype=np.int64),
+        "split": np.asarray(tree["split_indices"], dtype=np.int64),
+        # exact float32 values (the JSON holds their shortest decimal form)
+        "cond": np.asarray(tree["split_conditions"], dtype=np.float32).astype(np.float64),
+        "default_left": np.asarray(tree["default_left"], dtype=bool),
+        "split_type": np.asarray(tree.get("split_type", np.zeros(n)), dtype=np.int64),
+        "gain": np.asarray(tree["loss_changes"], dtype=np.float32).astype(np.float64),
+        "hess": np.asarray(tree["sum_hessian"], dtype=np.float32).astype(np.float64),
+        "weight": np.asarray(tree["base_weights"], dtype=np.float32).astype(np.float64),
+    }
+    for key, value in arrays.items():
+        if value.shape != (n,):
+            raise ValueError(f"tree {index}: {key} has {value.size} entries, expected {n}")
+    return arrays
+
+
+def _node_map(tree: Mapping) -> np.ndarray | None:
+    """XGBoost node id -> IR node id for a tree with tombstones (-1 = dropped), else None."""
+    left = np.asarray(tree["left_children"], dtype=np.int64)
+    right = np.asarray(tree["right_children"], dtype=np.int64)
+    keep = _reachable(left, right)
+    if keep.all():
+        return None
+    new_id = np.full(left.size, -1, dtype=np.int32)
+    new_id[keep] = np.arange(int(keep.sum()), dtype=np.int32)
+    return new_id
+
+
+def _read_tree(tree: Mapping, index: int, shrinkage: float) -> Tree:
+    """One XGBoost tree JSON as an IR tree (see the module docstring for the ids)."""
+    a = _tree_arrays(tree, index)
+    leaf = a["left"] < 0
+    new_id = _node_map(tree)
+    keep = np.ones(leaf.size, dtype=bool) if new_id is None else new_id >= 0
+    if np.any(a["split"][keep & ~leaf] == _DELETED):
+        raise ValueError(f"tree {index}: a reachable split node is marked deleted")
+    categorical = (a["split_type"] == 1) & ~leaf
+    cat_sets = {}
+    nodes = tree.get("categories_nodes", [])
+    if len(nodes):
+        cats = np.asarray(tree["categories"], dtype=np.int64)
+        seg = np.asarray(tree["categories_segments"], dtype=np.int64)
+        size = np.asarray(tree["categories_sizes"], dtype=np.int64)
+        cat_sets = {int(v): cats[s : s + m] for v, s, m in zip(nodes, seg, size)}
+    # a categorical node with an empty set sends every category left; it is still categorical
+    if set(cat_sets) - set(np.flatnonzero(categorical).tolist()):
+        raise ValueError(f"tree {index}: categories given for a non-categorical node")
+
+    def remap(child):
+        if new_id is None:
+            return child
+        return np.where(child >= 0, new_id[np.maximum(child, 0)], -1)
+
+    # internal nodes keep the value XGBoost would give them as a leaf: eta * base_weight
+    # (exact in float64: a product of two float32 values)
+    value = np.where(leaf, a["cond"], shrinkage * a["weight"])
+    sel = np.flatnonzero(keep)
+    return make_tree(
+        remap(a["left"])[sel],
+        remap(a["right"])[sel],
+        np.where(leaf, -1, a["split"])[sel],
+        np.where(leaf | categorical, np.nan, a["cond"])[sel],
+        value[sel],
+        default_left=a["default_left"][sel],
+        missing=np.full(sel.size, MISSING_NAN, dtype=np.int8),
+        categorical=categorical[sel],
+        cat_sets={int(v if new_id is None else new_id[v]): c for v, c in cat_sets.items()},
+        host_gain=np.where(leaf, np.nan, a["gain"])[sel],
+        host_hessian=a["hess"][sel],
+        host_count=None,
+        shrinkage=shrinkage,
+        bias=0.0,
+        rules=RULES,
+    )
+
+
+def _tree_iterations(model: Mapping, n_trees: int, per_iteration: int) -> np.ndarray:
+    indptr = model.get("iteration_indptr")
+    if indptr is not None and len(indptr) > 0:
+        counts = np.diff(np.asarray(indptr, dtype=np.int64))
+        if counts.sum() != n_trees or np.any(counts < 0):
+            raise ValueError("iteration_indptr does not match the number of trees")
+        return np.repeat(np.arange(counts.size), counts)
+    # models saved before iteration_indptr existed: fixed number of trees per iteration
+    return np.arange(n_trees) // max(per_iteration, 1)
+
+
+def _train_params(config: Mapping | None, overrides: Mapping[str, Any] | None) -> dict:
+    """Training parameters from ``save_config()``, with user overrides (aliases accepted)."""
+    params: dict[str, Any] = dict(_DEFAULT_TRAIN)
+    if config:
+        tree_param = _find(config, "tree_train_param") or {}
+        params.update(tree_param)
+        for key in ("tree_method", "updater_seq", "process_type"):
+            value = _find(config, key)
+            if value is not None:
+                params[key] = value
+        generic = _find(config, "generic_param") or {}
+        if "device" in generic:
+            params["device"] = generic["device"]
+    for key, value in (overrides or {}).items():
+        params[_ALIASES.get(key, key)] = value
+    for key in _DEFAULT_TRAIN:
+        params[key] = float(params[key])
+    return params
+
+
+def _params_mismatch(trees: list, eta: float, lam: float) -> float:
+    """Median relative misfit of ``eta`` and ``lambda`` to the trees' own weights.
+
+    A parent of two leaves satisfies ``base_weight = (v_L (H_L + lam) + v_R (H_R + lam)) /
+    (eta (H + lam))`` (leaf value ``v = eta * -G/(H + lam)``, without alpha or clipping).
+    """
+    errors = []
+    for tree in trees[:20]:
+        a = _tree_arrays(tree, 0)
+        left, right = a["left"], a["right"]
+        inner = np.flatnonzero(left >= 0)
+        if a["weight"].size == 0:
+            continue
+        both = inner[(left[left[inner]] < 0) & (left[right[inner]] < 0)]
+        L, R = left[both], right[both]
+        fit = (a["cond"][L] * (a["hess"][L] + lam) + a["cond"][R] * (a["hess"][R] + lam)) / (
+            eta * (a["hess"][both] + lam)
+        )
+        scale = np.maximum(np.abs(fit), np.abs(a["weight"][both]))
+        ok = scale > 1e-6
+        errors.append(np.abs(fit - a["weight"][both])[ok] / scale[ok])
+    errors = np.concatenate(errors) if errors else np.zeros(0)
+    return float(np.median(errors)) if errors.size else 0.0
+
+
+def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
+              base_score: np.ndarray, renews: bool, check_params: bool,
+              shrinkage: float) -> tuple[str, ...]:
+    out = []
+    if params["subsample"] < 1.0:
+        out.append(
+            f"subsample={params['subsample']:g}: the host summed each node over a random "
+            "subsample, so recomputed node sums and biased gains will not match its "
+            "sum_hessian and loss_changes (the unbiased gain stays valid)"
+        )
+    mono = any(float(c) != 0 for c in re.findall(r"-?\d+(?:\.\d*)?",
+                                                    str(params.get("monotone_constraints", ""))))
+    if mono:
+        out.append("monotone constraints clip leaf weights: recomputed gains may not match")
+    method = str(params.get("tree_method", "")) + str(params.get("updater_seq", ""))
+    if "colmaker" in method or "exact" in method or "approx" in method:
+        out.append(
+            "only the hist tree method was verified against the host; exact and approx "
+            "models should match but were not checked"
+        )
+    if str(params.get("device", "cpu")).startswith(("cuda", "gpu")):
+        out.append("GPU training quantises gradients: recomputed gains are approximate")
+    best = learner.get("attributes", {}).get("best_iteration")
+    if best is not None:
+        out.append(
+            f"the model has best_iteration={best}: the IR holds all its iterations (as "
+            "Booster.predict uses), while the scikit-learn predict stops at best_iteration"
+        )
+    lmp = learner["learner_model_param"]
+    if (objective == "reg:squarederror" and np.all(base_score == 0.5)
+            and str(lmp.get("boost_from_average", "1")) == "1"):
+        out.append(
+            "base_score is 0.5 with reg:squarederror, what a custom objective (obj=) leaves: "
+            "if the model was trained with one, pass objective="
+        )
+    if check_params and not renews and params["alpha"] == 0 \
+            and params["max_delta_step"] == 0 and not mono:
+        misfit = _params_mismatch(model["trees"], shrinkage, params["lambda"])
+        if misfit > 1e-3:
+            out.append(
+                f"eta={params['eta']:g} and lambda={params['lambda']:g} do not reproduce the "
+                f"trees' own weights (median misfit {misfit:.2g}): a Booster loaded from a "
+                "file forgets its training parameters and reports XGBoost's defaults; pass "
+                "the real ones with read_model(model, params={'eta': ..., 'lambda': ...})"
+            )
+    return tuple(out)
+
+
+def parse_model(
+    js: Mapping,
+    train_params: Mapping[str, Any] | None = None,
+    *,
+    custom_objective: bool = False,
+) -> Model:
+    """The IR of a parsed XGBoost model JSON (no data, no Booster needed).
+
+    Parameters
+    ----------
+    js : dict
+        ``json.loads(booster.save_raw("json"))``; it becomes ``Model.source`` (not copied).
+    train_params : dict, optional
+        Training parameters (``eta``, ``lambda``, ``alpha``, ``max_delta_step``,
+        ``subsample``...); XGBoost's defaults where absent. When given, they are checked
+        against the trees' own weights (a warning if they do not fit).
+    custom_objective : bool
+        The model was trained with a callable objective: ``Model.objective`` is None.
+
+    Returns
+    -------
+    Model
+    """
+    learner = js["learner"]
+    model, _ = _gbtree(learner)
+    lmp = learner["learner_model_param"]
+    n_class = int(lmp.get("num_class", 0))
+    n_target = int(lmp.get("num_target", 1))
+    obj_json = learner.get("objective", {"name": "reg:squarederror"})
+    obj_name = obj_json["name"]
+    obj_params = _objective_params(obj_json)
+    objective = _core_objective(obj_name, obj_params, max(n_class, 1))
+    if n_target > 1:
+        raise UnsupportedModelError(
+            f"multi-target models (num_target={n_target}) are not supported"
+        )
+    n_outputs = max(n_class, 1)
+    params = _train_params(None, train_params)
+    n_parallel = int(model.get("gbtree_model_param", {}).get("num_parallel_tree", 1))
+    # the updaters shrink each of an iteration's parallel trees by eta / num_parallel_tree,
+    # in float32
+    eta = float(np.float32(params["eta"]) / np.float32(n_parallel))
+
+    trees_json = model["trees"]
+    trees = tuple(_read_tree(t, i, eta) for i, t in enumerate(trees_json))
+    n_trees = len(trees)
+    tree_info = np.asarray(model.get("tree_info", np.zeros(n_trees)), dtype=np.int64)
+    if tree_info.shape != (n_trees,) or (n_trees and tree_info.max() >= n_outputs):
+        raise ValueError("tree_info does not match the trees and classes")
+    per_iter = n_parallel * n_outputs
+    n_features = int(lmp["num_feature"])
+    names = learner.get("feature_names") or [f"f{i}" for i in range(n_features)]
+    base = parse_base_score(str(lmp["base_score"]), obj_name, n_outputs)
+    forest = Forest(
+        trees=trees,
+        tree_class=tree_info,
+        tree_iteration=_tree_iterations(model, n_trees, per_iter),
+        base_score=base,
+        n_features=n_features,
+        feature_names=tuple(str(n) for n in names),
+        score_dtype=np.float32,
+    )
+    split_score = SplitScore(
+        l1=params["alpha"], l2=params["lambda"], max_delta_step=params["max_delta_step"],
+        weight_float32=True,
+    )
+    warnings = list(_warnings(learner, model, params, obj_name, base,
+                              bool(objective is not None and objective.renews_leaves),
+                              check_params=train_params is not None, shrinkage=eta))
+    if objective is None and not custom_objective:
+        warnings.append(
+            f"objective {obj_name!r} has no equivalent in the core: pass objective= (a "
+            "callable f(y, raw_score, weight) -> (grad, hess))"
+        )
+    return Model(
+        forest=forest,
+        objective=None if custom_objective else objective,
+        split_score=split_score,
+        host="xgboost",
+        bias_from_labels=False,
+        warnings=tuple(warnings),
+        source=js,
+    )
+
+
+def read_model(
+    model: xgboost.Booster | xgboost.XGBModel, *, params: Mapping[str, Any] | None = None
+) -> Model:
+    """Read an XGBoost model into the IR.
+
+    Parameters
+    ----------
+    model : xgboost.Booster or fitted xgboost.XGBModel
+    params : dict, optional
+        Training parameters that override ``save_config()`` (``eta``/``learning_rate``,
+        ``lambda``/``reg_lambda``, ``alpha``/``reg_alpha``, ``max_delta_step``). Needed for a
+        model loaded from a file: XGBoost does not store them in the model, and such a Booster
+        reports its defaults (eta 0.3, lambda 1); a warning says when they do not fit the trees.
+
+    Returns
+    -------
+    Model
+        ``objective`` is None for a scikit-learn model with a callable objective. A Booster
+        trained with ``xgb.train(..., obj=f)`` cannot be told apart: it stores the params'
+        objective (reg:squarederror by default) and base_score 0.5, so pass ``objective=`` to
+        the public functions for such models. ``source`` is the parsed model JSON.
+
+    Raises
+    ------
+    UnsupportedModelError
+        gblinear, DART with dropped trees, ranking or survival objectives, multi-output trees,
+        multi-target models, reg:quantileerror with several quantiles.
+    """
+    bst = _booster(model)
+    js = json.loads(bst.save_raw("json"))
+    try:
+        config = json.loads(bst.save_config())
+    except Exception:  # a Booster without a learner configuration
+        config = None
+    train = _train_params(config, params)
+    custom = isinstance(model, xgboost.XGBModel) and callable(getattr(model, "objective", None))
+    return parse_model(js, train, custom_objective=custom)
+
+
+def make_objective(spec: str | Callable | Objective, model_ir: Model) -> Objective:
+    """The core objective for ``spec``.
+
+    Parameters
+    ----------
+    spec : str, callable or Objective
+        An XGBoost objective name (``"binary:logistic"``; its parameters are the model's when
+        the model has the same objective, else XGBoost's defaults), a canonical core name
+        (``"binary_logistic"``, float32 arithmetic, XGBoost's hessian floors and softmax
+        factor), a callable ``f(y, raw_score, weight) -> (grad, hess)``, or a core Objective.
+    model_ir : Model
+        The model read by :func:`read_model` (number of outputs, objective parameters).
+
+    Returns
+    -------
+    Objective
+    """
+    n_outputs = model_ir.forest.n_outputs
+    if isinstance(spec, Objective):
+        return spec
+    if callable(spec):
+        return _objectives.make_objective(spec, n_outputs=n_outputs)
+    if not isinstance(spec, str):
+        raise TypeError(f"objective must be a name or a callable, got {type(spec).__name__}")
+    if ":" in spec:
+        obj_json = (model_ir.source or {}).get("learner", {}).get("objective", {})
+        params = _objective_params(obj_json) if obj_json.get("name") == spec else {}
+        objective = _core_objective(spec, params, n_outputs)
+        if objective is None:
+            raise ValueError(f"XGBoost objective {spec!r} has no equivalent in the core")
+        return objective
+    params: dict[str, Any] = {"precision": "float32"}
+    if spec == "binary_logistic":
+        params["hessian_floor"] = _HESSIAN_FLOOR
+    elif spec == "multiclass_softmax":
+        params.update(n_classes=n_outputs, hessian_factor=2.0, hessian_floor=_HESSIAN_FLOOR)
+    elif spec == "multiclass_ova":
+        params["n_classes"] = n_outputs
+    return _objectives.make_objective(spec, **params)
+
+
+# ------------------------------------------------------------------------------ routing
+
+
+def _feature_types(js: Mapping) -> list[str] | None:
+    types = js["learner"].get("feature_types") or None
+    return list(types) if types else None
+
+
+def _check_X(X: Any, model_ir: Model, argument: str, missing: float) -> xgboost.DMatrix:
+    """``X`` as one DMatrix, after checking it against the model (never modifies ``X``)."""
+    forest = model_ir.forest
+    js = model_ir.source
+    has_names = bool(js["learner"].get("feature_names"))
+    names = list(forest.feature_names) if has_names else None
+    types = _feature_types(js)
+    categorical = bool(types and "c" in types)
+    if X is None:
+        raise ValueError(f"{argument} is required")
+    if isinstance(X, pd.DataFrame):
+        shape = X.shape
+    elif sparse.issparse(X):
+        shape = X.shape
+    else:
+        try:
+            X = np.asarray(X)
+        except Exception:
+            raise ValueError(f"{argument} must be a 2-D numeric array") from None
+        if X.ndim != 2:
+            raise ValueError(f"{argument} must be 2-D (rows x features), got shape {X.shape}")
+        if X.dtype.kind not in "biuf":
+            raise ValueError(f"{argument} must be numeric, got dtype {X.dtype}")
+        shape = X.shape
+    if shape[0] == 0:
+        raise ValueError(f"{argument} is empty (0 rows)")
+    if shape[1] != forest.n_features:
+        raise ValueError(
+            f"{argument} has {shape[1]} features but the model has {forest.n_features}"
+        )
+    kwargs: dict[str, Any] = {"missing": missing}
+    if isinstance(X, pd.DataFrame):
+        columns = [str(c) for c in X.columns]
+        if names is not None and columns != names:
+            diff = [c for c in columns if c not in names]
+            raise ValueError(
+                f"{argument}'s columns do not match the model's feature names "
+                f"(model: {names[:10]}{'...' if len(names) > 10 else ''}; unknown columns: "
+                f"{diff[:10]}; the order must match too)"
+            )
+        kwargs["enable_categorical"] = True
+    else:
+        kwargs.update(feature_names=names)
+        if categorical:
+            kwargs.update(feature_types=types, enable_categorical=True)
+    try:
+        return xgboost.DMatrix(X, **kwargs)
+    except (ValueError, TypeError, xgboost.core.XGBoostError) as err:
+        raise ValueError(f"{argument} cannot be read as XGBoost data: {err}") from None
+
+
+def make_router(
+    model: xgboost.Booster | xgboost.XGBModel,
+    model_ir: Model,
+    X: Any,
+    argument: str,
+    memory_budget: int = 512 * 2**20,
+) -> Router:
+    """Route the rows of ``X`` through the model's trees with XGBoost's own ``pred_leaf``.
+
+    Parameters
+    ----------
+    model : xgboost.Booster or fitted xgboost.XGBModel
+        The model ``model_ir`` was read from.
+    model_ir : Model
+    X : numpy array, pandas DataFrame (category dtype allowed) or scipy sparse matrix
+        Absent sparse entries and NaN are missing values (for an XGBModel, its ``missing``
+        value too). Its feature count, and for a DataFrame its column names, must match the
+        model. ``X`` is not modified.
+    argument : str
+        Name of ``X`` in error messages.
+    memory_budget : int
+        Bytes allowed for one chunk of leaf ids.
+
+    Returns
+    -------
+    Router
+        ``leaf_nodes(start, stop)`` gives IR node ids (int32, ``(n, stop - start)``); ``chunk``
+        is a whole number of iterations whenever the budget allows one.
+    """
+    bst = _booster(model)
+    forest = model_ir.forest
+    missing = getattr(model, "missing", np.nan) if isinstance(model, xgboost.XGBModel) \
+        else np.nan
+    dmat = _check_X(X, model_ir, argument, np.nan if missing is None else missing)
+    n_rows = int(dmat.num_row())
+    trees_json = _gbtree(model_ir.source["learner"])[0]["trees"]
+    if len(trees_json) != forest.n_trees or bst.num_boosted_rounds() != (
+        int(forest.tree_iteration[-1]) + 1 if forest.n_trees else 0
+    ):
+        raise ValueError("model_ir was not read from model")
+    maps = [_node_map(t) for t in trees_json]
+    iteration = np.asarray(forest.tree_iteration, dtype=np.int64)
+    n_iter = int(iteration[-1]) + 1 if iteration.size else 0
+    first = np.searchsorted(iteration, np.arange(n_iter + 1))  # first tree of each iteration
+
+    def leaf_nodes(start: int, stop: int) -> np.ndarray:
+        if not 0 <= start < stop <= forest.n_trees:
+            raise ValueError(f"tree range [{start}, {stop}) outside 0..{forest.n_trees}")
+        # slicing a Booster selects iterations; take the iterations covering the range
+        it0, it1 = int(iteration[start]), int(iteration[stop - 1]) + 1
+        part = bst if (it0 == 0 and it1 == n_iter) else bst[it0:it1]
+        raw = part.predict(dmat, pred_leaf=True)
+        raw = raw.reshape(n_rows, -1)
+        offset = start - int(first[it0])
+        out = raw[:, offset : offset + stop - start].astype(np.int32)
+        for j, t in enumerate(range(start, stop)):
+            if maps[t] is not None:
+                out[:, j] = maps[t][out[:, j]]
+        return out
+
+    chunk = chunk_size(n_rows, forest.n_trees, memory_budget)
+    per_iteration = int(np.bincount(iteration).max()) if iteration.size else 1
+    if chunk >= per_iteration:
+        chunk -= chunk % per_iteration  # whole iterations: no tree is predicted twice
+    return Router(n_rows=n_rows, leaf_nodes=leaf_nodes, chunk=max(int(chunk), 1))
+
+
+# ------------------------------------------------------------------------------ writing
+
+
+def _write_tree(tree: Tree, index: int, num_feature: int) -> dict:
+    """One IR tree as XGBoost's compact tree JSON (siblings renumbered adjacent if needed)."""
+    if tree.rules != RULES:
+        raise ValueError(f"tree {index} does not use XGBoost's decision rules")
+    inner = tree.internal_nodes
+    if np.any(tree.right[inner] != tree.left[inner] + 1):
+        # XGBoost's predictor takes the right child as left + 1: renumber breadth-first
+        tree, _ = collapse_nodes(tree, np.zeros(tree.n_nodes, dtype=bool))
+        inner = tree.internal_nodes
+    if np.any(tree.missing[inner] != MISSING_NAN):
+        raise ValueError(f"tree {index}: XGBoost sends only missing values to default_left")
+    leaf = tree.is_leaf
+    if not np.all(np.isfinite(tree.value[leaf])):
+        raise ValueError(f"tree {index} has a leaf without a finite value")
+    n = tree.n_nodes
+    parents = np.full(n, _NO_PARENT, dtype=np.int64)
+    parents[tree.left[inner]] = inner
+    parents[tree.right[inner]] = inner
+    cat = tree.categorical & ~leaf
+    cond = np.where(leaf, tree.value, np.where(cat, _CAT_CONDITION, tree.threshold))
+    # internal nodes: the unshrunk weight, value / shrinkage (exact for values read from XGBoost)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inner_weight = tree.value / tree.shrinkage if tree.shrinkage != 0 else tree.value
+    weight = np.where(leaf, tree.value, np.nan_to_num(inner_weight, nan=0.0))
+    gain = np.where(leaf | np.isnan(tree.host_gain), 0.0, tree.host_gain)
+    cat_nodes = np.flatnonzero(cat)
+    sizes = np.diff(tree.cat_offsets)[cat_nodes]
+    segments = np.concatenate([[0], np.cumsum(sizes)[:-1]]) if sizes.size else sizes
+    cats = [tree.category_set(v) for v in cat_nodes]
+
+    def f32(a):
+        return np.asarray(a, dtype=np.float32).astype(np.float64).tolist()
+
+    return {
+        "base_weights": f32(weight),
+        "categories": np.concatenate(cats).astype(np.int64).tolist() if cats else [],
+        "categories_nodes": cat_nodes.astype(np.int64).tolist(),
+        "categories_segments": np.asarray(segments, dtype=np.int64).tolist(),
+        "categories_sizes": sizes.astype(np.int64).tolist(),
+        "default_left": np.where(leaf, 0, tree.default_left).astype(np.int64).tolist(),
+        "id": int(index),
+        "left_children": tree.left.astype(np.int64).tolist(),
+        "loss_changes": f32(gain),
+        "parents": parents.tolist(),
+        "right_children": tree.right.astype(np.int64).tolist(),
+        "split_conditions": f32(cond),
+        "split_indices": np.where(leaf, 0, tree.feature).astype(np.int64).tolist(),
+        "split_type": cat.astype(np.int64).tolist(),
+        "sum_hessian": f32(np.nan_to_num(tree.host_hessian, nan=0.0)),
+        "tree_param": {
+            "num_deleted": "0",
+            "num_feature": str(int(num_feature)),
+            "num_nodes": str(int(n)),
+            "size_leaf_vector": "1",
+        },
+    }
+
+
+def model_json(js: Mapping, forest: Forest) -> dict:
+    """A copy of model JSON ``js`` holding ``forest``'s trees and base score."""
+    js = copy.deepcopy(dict(js))
+    learner = js["learner"]
+    model, weights = _gbtree(learner)
+    lmp = learner["learner_model_param"]
+    n_outputs = max(int(lmp.get("num_class", 0)), 1)
+    num_feature = int(lmp["num_feature"])
+    if forest.n_features != num_feature:
+        raise ValueError(f"forest has {forest.n_features} features, the model {num_feature}")
+    if forest.n_outputs != n_outputs:
+        raise ValueError(f"forest has {forest.n_outputs} outputs, the model {n_outputs}")
+    if weights is not None and len(weights) != forest.n_trees:
+        raise ValueError("a DART model must keep its number of trees")
+    model["trees"] = [_write_tree(t, i, num_feature) for i, t in enumerate(forest.trees)]
+    model["tree_info"] = np.asarray(forest.tree_class, dtype=np.int64).tolist()
+    counts = np.bincount(np.asarray(forest.tree_iteration, dtype=np.int64),
+                         minlength=0) if forest.n_trees else np.zeros(0, dtype=np.int64)
+    model["iteration_indptr"] = np.concatenate([[0], np.cumsum(counts)]).astype(int).tolist()
+    model.setdefault("gbtree_model_param", {})["num_trees"] = str(forest.n_trees)
+    # keep the original base_score text unless the forest's margin changed
+    name = learner.get("objective", {}).get("name", "reg:squarederror")
+    text = str(lmp["base_score"])
+    old = parse_base_score(text, name, n_outputs)
+    new = np.asarray(forest.base_score, dtype=np.float32).astype(np.float64)
+    if not np.array_equal(old, new):
+        lmp["base_score"] = _format_base_score(
+            _margin_to_base_score(new, name), as_list=text.lstrip().startswith("[")
+        )
+    return js
+
+
+def write_model(model: xgboost.Booster | xgboost.XGBModel, forest: Forest):
+    """A new model of ``model``'s type holding ``forest``'s trees; ``model`` is unchanged.
+
+    Parameters
+    ----------
+    model : xgboost.Booster or fitted xgboost.XGBModel
+        The template: everything but the trees (and base score, if the forest's differs) is
+        kept, training parameters included.
+    forest : Forest
+        Trees with XGBoost's decision rules (as :func:`read_model` and
+        :func:`unbiased_criteria.trees.collapse_nodes` give). Trees whose siblings do not have
+        consecutive ids are renumbered breadth-first. Internal nodes get ``base_weights =
+        value / shrinkage``; NaN statistics are written as 0.
+
+    Returns
+    -------
+    xgboost.Booster, or a fitted estimator of ``model``'s class
+    """
+    bst = _booster(model)
+    js = model_json(json.loads(bst.save_raw("json")), forest)
+    new = xgboost.Booster(model_file=bytearray(json.dumps(js).encode()))
+    # a loaded Booster has default training parameters: restore the template's (but not its
+    # model parameters: base_score may have changed)
+    config = json.loads(bst.save_config())
+    config.get("learner", {}).pop("learner_model_param", None)
+    new.load_config(json.dumps(config))
+    if isinstance(model, xgboost.Booster):
+        return new
+    # a copy of the estimator (fitted attributes included) around the new Booster
+    return copy.deepcopy(model, memo={id(bst): new})
