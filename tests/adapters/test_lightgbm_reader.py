@@ -1,0 +1,549 @@
+"""LightGBM reader and router: LightGBM itself is the oracle (predict, pred_leaf, node stats)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+lightgbm = pytest.importorskip("lightgbm")
+pd = pytest.importorskip("pandas")
+from scipy import sparse  # noqa: E402
+from unbiased_criteria.adapters import lightgbm as adapter  # noqa: E402
+
+from unbiased_criteria import gains, trees  # noqa: E402
+from unbiased_criteria.model import UnsupportedModelError  # noqa: E402
+from unbiased_criteria.objectives import (  # noqa: E402
+    Fair,
+    Gamma,
+    Huber,
+    Logistic,
+    Mape,
+    OneVsRest,
+    Poisson,
+    Quantile,
+    Softmax,
+    SquaredError,
+    Tweedie,
+)
+
+N = 600
+BASE = dict(
+    num_leaves=7, learning_rate=0.2, min_data_in_leaf=5, min_data_per_group=5, cat_smooth=1.0,
+    verbose=-1, deterministic=True, num_threads=1,
+)
+
+
+def make_data(n: int = N, seed: int = 0):
+    """Columns: 0 numeric with NaN, 1 numeric with exact zeros, 2 eight categories
+    (many-vs-many), 3 three categories (one-hot: 3 + the NaN bin <= max_cat_to_onehot=4)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    X[rng.random(n) < 0.2, 0] = np.nan
+    X[rng.random(n) < 0.3, 1] = 0.0
+    X[:, 2] = rng.integers(0, 8, n)
+    X[:, 3] = rng.integers(0, 3, n)
+    signal = np.nan_to_num(X[:, 0]) + (X[:, 2] % 3 == 0) + 0.5 * X[:, 3] + 0.3 * X[:, 1]
+    return X, signal, rng
+
+
+def labels(kind: str, signal: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    noise = rng.normal(size=signal.size)
+    if kind in ("binary", "cross_entropy"):
+        return (signal + noise > 0.8).astype(np.float64)
+    if kind in ("multiclass", "multiclassova"):
+        return np.digitize(signal + noise, [0.0, 1.0]).astype(np.float64)
+    if kind in ("poisson", "tweedie"):
+        return rng.poisson(np.exp(0.3 * signal)).astype(np.float64)
+    if kind == "gamma":
+        return rng.gamma(2.0, np.exp(0.2 * signal))
+    return signal + noise
+
+
+def train(kind="regression", rounds=5, weight=None, keep=False, X=None, y=None, **params):
+    Xd, signal, rng = make_data()
+    X = Xd if X is None else X
+    y = labels(kind, signal, rng) if y is None else y
+    p = {**BASE, "objective": kind, **params}
+    if kind in ("multiclass", "multiclassova"):
+        p.setdefault("num_class", 3)
+    ds = lightgbm.Dataset(X, y, weight=weight, categorical_feature=[2, 3], free_raw_data=False)
+    booster = lightgbm.train(p, ds, rounds, keep_training_booster=keep)
+    return booster, X, y
+
+
+def host_raw(booster, X) -> np.ndarray:
+    return booster.predict(X, raw_score=True, num_iteration=-1).reshape(X.shape[0], -1)
+
+
+# --------------------------------------------------------------------------- IR evaluation
+
+
+@pytest.mark.parametrize(
+    "kind,params",
+    [
+        ("regression", {}),
+        ("binary", {}),
+        ("multiclass", {}),
+        ("regression", {"use_missing": False}),
+        ("regression", {"zero_as_missing": True}),
+        ("poisson", {"lambda_l2": 1.0}),
+    ],
+)
+def test_ir_evaluation_equals_host_raw_score(kind, params):
+    booster, X, _ = train(kind, **params)
+    read = adapter.read_model(booster)
+    np.testing.assert_allclose(read.forest.raw_score(X), host_raw(booster, X), rtol=0, atol=1e-9)
+    # rows that probe the routing rules: NaN, exact zero, tiny, unseen / negative / fractional
+    # categories
+    probe = np.array(
+        [[np.nan, 0.0, 9.0, np.nan], [0.0, 1e-40, -1.0, 2.9], [1e-36, np.nan, 2.9, 7.0],
+         [-0.0, -1e-36, np.nan, -3.0], [5.0, 0.0, 100.0, 0.0]]
+    )
+    np.testing.assert_allclose(
+        read.forest.raw_score(probe), host_raw(booster, probe), rtol=0, atol=1e-9
+    )
+
+
+def test_missing_types_are_read():
+    for params, code in [({"use_missing": False}, trees.MISSING_NONE),
+                         ({"zero_as_missing": True}, trees.MISSING_ZERO),
+                         ({}, trees.MISSING_NAN)]:
+        booster, _, _ = train("regression", rounds=8, **params)
+        read = adapter.read_model(booster)
+        numeric = [
+            t.missing[i] for t in read.forest.trees for i in t.internal_nodes
+            if not t.categorical[i] and t.feature[i] in (0, 1)
+        ]
+        assert code in numeric, params
+
+
+def test_multiclass_trees_are_iteration_major():
+    booster, X, _ = train("multiclass", rounds=4)
+    read = adapter.read_model(booster)
+    forest = read.forest
+    assert forest.n_trees == 12 and forest.n_outputs == 3
+    np.testing.assert_array_equal(forest.tree_class, np.tile([0, 1, 2], 4))
+    np.testing.assert_array_equal(forest.tree_iteration, np.repeat([0, 1, 2, 3], 3))
+    # each tree's own contribution equals the host's contribution of that tree
+    for t in (0, 4, 11):
+        it, k = divmod(t, 3)
+        host = booster.predict(X, raw_score=True, start_iteration=it, num_iteration=1)
+        np.testing.assert_allclose(forest.trees[t].predict(X), host[:, k], atol=1e-12)
+    assert isinstance(read.objective, Softmax)
+    assert read.objective.n_classes == 3 and read.objective.hessian_factor == 1.5
+
+
+def test_categorical_sets_and_cat_l2():
+    booster, X, _ = train("regression", rounds=8, cat_l2=7.0)
+    read = adapter.read_model(booster)
+    dump = booster.dump_model(num_iteration=-1)
+    cats = {2: set(), 3: set()}
+    for t, info in zip(read.forest.trees, dump["tree_info"]):
+        stack = [info["tree_structure"]]
+        while stack:
+            node = stack.pop()
+            if "split_index" not in node:
+                continue
+            i = node["split_index"]
+            if node["decision_type"] == "==":
+                assert t.categorical[i] and np.isnan(t.threshold[i])
+                left = sorted(int(c) for c in node["threshold"].split("||"))
+                np.testing.assert_array_equal(t.category_set(i), left)
+                # eight categories: many-vs-many, cat_l2; three: one-hot, none
+                assert t.l2_extra[i] == (7.0 if node["split_feature"] == 2 else 0.0)
+                cats[node["split_feature"]].add(i)
+            else:
+                assert not t.categorical[i] and t.threshold[i] == node["threshold"]
+            stack += [node["left_child"], node["right_child"]]
+    assert cats[2] and cats[3], "the data must produce both kinds of categorical split"
+
+
+def test_pandas_category_dtype():
+    X, signal, rng = make_data()
+    y = labels("regression", signal, rng)
+    frame = pd.DataFrame(
+        {
+            "a": X[:, 0],
+            "b": X[:, 1],
+            # categories in an order that differs from the codes LightGBM stores
+            "c": pd.Categorical.from_codes(X[:, 2].astype(int), list("hgfedcba")),
+            "d": pd.Categorical.from_codes(X[:, 3].astype(int), ["z", "x", "y"]),
+        }
+    )
+    booster = lightgbm.train({**BASE, "objective": "regression"}, lightgbm.Dataset(frame, y), 6)
+    read = adapter.read_model(booster)
+    assert read.forest.feature_names == ("a", "b", "c", "d")
+    assert any(t.categorical.any() for t in read.forest.trees)
+    # the IR routes pandas codes (what pandas_categorical maps categories to)
+    np.testing.assert_allclose(read.forest.raw_score(X), host_raw(booster, frame), atol=1e-9)
+    router = adapter.make_router(booster, read, frame, "X")
+    nodes = router.leaf_nodes(0, read.forest.n_trees)
+    for t, tree in enumerate(read.forest.trees):
+        np.testing.assert_array_equal(nodes[:, t], trees.route_rows(tree, X))
+
+
+def test_single_leaf_trees():
+    X, signal, rng = make_data()
+    y = labels("regression", signal, rng)
+    # no split is possible: LightGBM keeps one constant tree holding the init score
+    booster = lightgbm.train(
+        {**BASE, "objective": "regression", "min_data_in_leaf": 10 * N}, lightgbm.Dataset(X, y), 3
+    )
+    read = adapter.read_model(booster)
+    tree = read.forest.trees[0]
+    assert tree.n_nodes == 1 and tree.is_leaf[0]
+    np.testing.assert_allclose(read.forest.raw_score(X), host_raw(booster, X), atol=1e-12)
+    assert tree.bias == pytest.approx(np.mean(np.float32(y)), rel=1e-6)
+    router = adapter.make_router(booster, read, X, "X")
+    assert np.all(router.leaf_nodes(0, read.forest.n_trees) == 0)
+
+
+def test_single_leaf_tree_inside_a_forest():
+    """A hand-edited model whose second tree is a single leaf (LightGBM's own format)."""
+    booster, X, _ = train("regression", rounds=3)
+    text = booster.model_to_string(num_iteration=-1)
+    header, blocks, trailer = adapter._split_text(text)
+    stump = (
+        "num_leaves=1\nnum_cat=0\nsplit_feature=\nsplit_gain=\nthreshold=\ndecision_type=\n"
+        "left_child=\nright_child=\nleaf_value=0.25\nleaf_weight=\nleaf_count=600\n"
+        "internal_value=\ninternal_weight=\ninternal_count=\nis_linear=0\nshrinkage=0.2\n\n"
+    )
+    body = "".join(f"Tree={t}\n{b}" for t, b in enumerate([blocks[0], stump, blocks[2]]))
+    header = "\n".join(line for line in header.split("\n") if not line.startswith("tree_sizes"))
+    edited = lightgbm.Booster(model_str=header + body + trailer)
+    read = adapter.read_model(edited)
+    assert read.forest.trees[1].n_nodes == 1 and read.forest.trees[1].value[0] == 0.25
+    np.testing.assert_allclose(read.forest.raw_score(X), host_raw(edited, X), atol=1e-12)
+
+
+# --------------------------------------------------------------------------- metadata
+
+
+def test_forest_metadata_and_shrinkage():
+    booster, X, _ = train("regression", rounds=4, lambda_l1=0.5, lambda_l2=2.0,
+                          max_delta_step=0.7)
+    read = adapter.read_model(booster)
+    forest = read.forest
+    assert read.host == "lightgbm"
+    assert forest.n_features == 4
+    assert forest.feature_names == tuple(f"Column_{i}" for i in range(4))
+    np.testing.assert_array_equal(forest.base_score, [0.0])
+    assert forest.score_dtype == np.float64
+    # tree 0 shows shrinkage 1 after AddBias; the IR keeps the learning rate
+    assert [t.shrinkage for t in forest.trees] == [0.2] * 4
+    assert booster.dump_model()["tree_info"][0]["shrinkage"] == 1
+    assert read.split_score == gains.SplitScore(l1=0.5, l2=2.0, max_delta_step=0.7)
+    for tree in forest.trees:
+        assert tree.rules == adapter.RULES
+        inner = tree.internal_nodes
+        assert np.all(tree.host_count[inner] > 0) and np.all(np.isfinite(tree.host_gain[inner]))
+
+
+def test_num_iteration_minus_one_reads_every_tree():
+    X, signal, rng = make_data()
+    y = labels("regression", signal, rng)
+    ds = lightgbm.Dataset(X[:400], y[:400])
+    valid = lightgbm.Dataset(X[400:], y[400:], reference=ds)
+    booster = lightgbm.train(
+        {**BASE, "objective": "regression", "learning_rate": 0.8}, ds, 30, valid_sets=[valid],
+        callbacks=[lightgbm.early_stopping(2, verbose=False)], keep_training_booster=True,
+    )
+    assert booster.best_iteration < booster.current_iteration()
+    read = adapter.read_model(booster)
+    assert read.forest.n_trees == booster.num_trees()
+    assert read.source.best_iteration == booster.best_iteration
+
+
+# --------------------------------------------------------------------------- init score
+
+
+@pytest.mark.parametrize("kind", ["regression", "binary", "multiclass", "poisson",
+                                  "cross_entropy", "gamma", "multiclassova"])
+def test_data_free_bias_matches_init_score(kind):
+    X, signal, rng = make_data()
+    y = labels(kind, signal, rng)
+    w = rng.uniform(0.5, 2.0, N)
+    booster, _, _ = train(kind, rounds=2, y=y, weight=w)
+    read = adapter.read_model(booster)
+    assert read.bias_from_labels
+    init = read.objective.init_score(y, w)
+    K = read.forest.n_outputs
+    for k in range(K):
+        assert read.forest.trees[k].bias == pytest.approx(init[k], rel=1e-7, abs=1e-9)
+    assert all(t.bias == 0 for t in read.forest.trees[K:])
+
+
+@pytest.mark.parametrize(
+    "kind,params",
+    [("huber", {}), ("regression", {"lambda_l1": 1.0}), ("binary", {"scale_pos_weight": 2.0}),
+     ("regression", {"max_delta_step": 0.1}), ("regression_l1", {}),
+     ("regression", {"bagging_fraction": 0.5, "bagging_freq": 1})],
+)
+def test_bias_without_exact_estimate_is_nan(kind, params):
+    booster, _, _ = train(kind, rounds=2, **params)
+    read = adapter.read_model(booster)
+    assert read.bias_from_labels and np.isnan(read.forest.trees[0].bias)
+    assert read.forest.trees[1].bias == 0
+
+
+def test_no_bias_without_boost_from_average_or_with_custom_objective():
+    booster, _, _ = train("regression", rounds=2, boost_from_average=False)
+    read = adapter.read_model(booster)
+    assert not read.bias_from_labels and read.forest.trees[0].bias == 0
+    assert read.forest.trees[0].shrinkage == 0.2
+
+    X, signal, rng = make_data()
+    y = labels("regression", signal, rng)
+
+    def l2(preds, data):
+        return preds - data.get_label(), np.ones_like(preds)
+
+    custom = lightgbm.train({**BASE, "objective": l2}, lightgbm.Dataset(X, y), 2)
+    read = adapter.read_model(custom)
+    assert read.objective is None and not read.bias_from_labels
+    obj = adapter.make_objective("regression", read)
+    assert isinstance(obj, SquaredError) and obj.precision == "float64"
+
+
+# --------------------------------------------------------------------------- objectives
+
+
+@pytest.mark.parametrize(
+    "kind,params,expected",
+    [
+        ("regression", {}, SquaredError(precision="float64")),
+        ("binary", {"sigmoid": 1.5, "scale_pos_weight": 2.5},
+         Logistic(precision="float64", sigmoid=1.5, pos_weight=2.5)),
+        ("multiclassova", {"sigmoid": 2.0},
+         OneVsRest(precision="float64", n_classes=3, sigmoid=2.0)),
+        ("poisson", {"poisson_max_delta_step": 0.3},
+         Poisson(precision="float64", max_delta_step=0.3)),
+        ("gamma", {}, Gamma(precision="float64")),
+        ("tweedie", {"tweedie_variance_power": 1.3},
+         Tweedie(precision="float64", variance_power=1.3)),
+        ("huber", {"alpha": 0.7}, Huber(precision="float64", alpha=0.7)),
+        ("fair", {"fair_c": 2.0}, Fair(precision="float64", c=2.0)),
+        ("regression_l1", {}, Quantile(precision="float64", alpha=0.5)),
+        ("quantile", {"alpha": 0.3}, Quantile(precision="float64", alpha=0.3)),
+        ("mape", {}, Mape(precision="float64")),
+    ],
+)
+def test_objective_translation(kind, params, expected):
+    booster, _, _ = train(kind, rounds=1, **params)
+    read = adapter.read_model(booster)
+    assert read.objective == expected
+    assert adapter.make_objective(kind, read) == expected
+
+
+def test_make_objective_names_callables_and_is_unbalance():
+    booster, _, y = train("binary", rounds=2, is_unbalance=True)
+    read = adapter.read_model(booster)
+    assert read.objective is None
+    assert any("is_unbalance" in w for w in read.warnings)
+    with pytest.raises(ValueError, match="y_train"):
+        adapter.make_objective("binary", read)
+    obj = adapter.make_objective("binary", read, y_train=y)
+    pos, neg = int(y.sum()), int(y.size - y.sum())
+    assert obj.pos_weight * obj.neg_weight == pytest.approx(max(pos, neg) / min(pos, neg))
+    assert adapter.make_objective("squared_error", read) == SquaredError(precision="float64")
+    custom = adapter.make_objective(lambda y, f, w: (f - y, np.ones_like(f)), read)
+    g, h = custom.grad_hess(np.zeros(3), np.ones(3))
+    np.testing.assert_array_equal(g, 1.0)
+    with pytest.raises(ValueError, match="neither"):
+        adapter.make_objective("no_such_loss", read)
+
+
+def test_is_unbalance_objective_reproduces_the_first_tree():
+    booster, X, y = train("binary", rounds=1, is_unbalance=True, keep=True)
+    read = adapter.read_model(booster)
+    obj = adapter.make_objective("binary", read, y_train=y)
+    tree = read.forest.trees[0]
+    init = obj.init_score(y)[0]
+    g, h = obj.grad_hess(y, np.full(N, init))
+    sums = gains.node_sums(tree, trees.route_rows(tree, X), g, h)
+    inner = tree.internal_nodes
+    B = gains.biased_gain(tree, sums, read.split_score)
+    np.testing.assert_allclose(B[inner], tree.host_gain[inner], rtol=1e-6)
+
+
+# --------------------------------------------------------------------------- first tree stats
+
+
+@pytest.mark.parametrize(
+    "kind,params,weighted",
+    [
+        ("regression", {}, False),
+        ("regression", {}, True),
+        ("binary", {}, False),
+        ("multiclass", {}, True),
+        ("poisson", {}, False),
+        ("regression", {"lambda_l1": 0.5, "lambda_l2": 2.0}, False),
+        ("binary", {"max_delta_step": 0.3, "lambda_l2": 1.0}, True),
+        ("binary", {"cat_l2": 3.0, "max_cat_to_onehot": 2}, False),
+    ],
+)
+def test_first_trees_node_stats_and_gain(kind, params, weighted):
+    """The first iteration is grown at the init score: no replay needed."""
+    X, signal, rng = make_data()
+    y = labels(kind, signal, rng)
+    w = rng.uniform(0.5, 2.0, N) if weighted else None
+    booster, _, _ = train(kind, rounds=2, y=y, weight=w, keep=True, **params)
+    read = adapter.read_model(booster)
+    router = adapter.make_router(booster, read, X, "X_train")
+    K = read.forest.n_outputs
+    nodes = router.leaf_nodes(0, K)
+    init = read.objective.init_score(y, w)
+    raw = np.tile(init, (N, 1))
+    g, h = read.objective.grad_hess(y, raw if K > 1 else raw[:, 0], w)
+    g, h = g.reshape(N, K), h.reshape(N, K)
+    n_checked = 0
+    for k in range(K):
+        tree = read.forest.trees[k]
+        inner = tree.internal_nodes
+        sums = gains.node_sums(tree, nodes[:, k], g[:, k], h[:, k])
+        # float32 hessians summed in double: equal up to the rounding of single rows
+        np.testing.assert_allclose(sums.H, tree.host_hessian, rtol=1e-7)
+        np.testing.assert_array_equal(sums.n, tree.host_count)
+        B = gains.biased_gain(tree, sums, read.split_score)
+        np.testing.assert_allclose(B[inner], tree.host_gain[inner], rtol=1e-6)
+        n_checked += inner.size
+    assert n_checked >= 3 * K - 1
+
+
+# --------------------------------------------------------------------------- unsupported
+
+
+@pytest.mark.parametrize(
+    "params,match",
+    [
+        ({"boosting": "dart"}, "DART"),
+        ({"boosting": "rf", "bagging_fraction": 0.5, "bagging_freq": 1}, "random forest"),
+        ({"linear_tree": True}, "linear trees"),
+        ({"objective": "regression", "reg_sqrt": True}, "reg_sqrt"),
+    ],
+)
+def test_unsupported_models_are_refused(params, match):
+    params = {"objective": "regression", **params}
+    kind = params.pop("objective")
+    booster, _, _ = train(kind, rounds=2, **params)
+    with pytest.raises(UnsupportedModelError, match=match):
+        adapter.read_model(booster)
+
+
+def test_ranking_is_refused():
+    X, signal, rng = make_data()
+    y = np.clip(np.round(signal), 0, 3)
+    ds = lightgbm.Dataset(X, y, group=[100] * 6)
+    booster = lightgbm.train({**BASE, "objective": "lambdarank"}, ds, 2)
+    with pytest.raises(UnsupportedModelError, match="ranking"):
+        adapter.read_model(booster)
+
+
+@pytest.mark.parametrize(
+    "params,word",
+    [
+        ({"bagging_fraction": 0.5, "bagging_freq": 1}, "bagging"),
+        ({"pos_bagging_fraction": 0.5, "bagging_freq": 1}, "bagging"),
+        ({"data_sample_strategy": "goss"}, "GOSS"),
+        ({"use_quantized_grad": True}, "use_quantized_grad"),
+        ({"monotone_constraints": [1, 0, 0, 0]}, "monotone"),
+        ({"feature_contri": [0.5, 1, 1, 1]}, "feature_contri"),
+        ({"path_smooth": 1.0}, "path_smooth"),
+        ({"cegb_penalty_split": 0.1}, "cegb"),
+    ],
+)
+def test_modes_that_break_host_gain_warn(params, word):
+    kind = "binary" if word == "bagging" and "pos_bagging_fraction" in params else "regression"
+    booster, _, _ = train(kind, rounds=2, **params)
+    read = adapter.read_model(booster)
+    assert any(w.startswith(word) and "unbiased gain stays valid" in w for w in read.warnings)
+
+
+def test_plain_model_has_no_warnings():
+    booster, _, _ = train("regression", rounds=2, feature_fraction=0.5, extra_trees=True)
+    assert adapter.read_model(booster).warnings == ()
+
+
+def test_sklearn_estimators_are_read():
+    X, signal, rng = make_data()
+    y = labels("multiclass", signal, rng)
+    clf = lightgbm.LGBMClassifier(n_estimators=3, num_leaves=5, verbose=-1).fit(X, y)
+    read = adapter.read_model(clf)
+    assert read.forest.n_trees == 9
+    np.testing.assert_allclose(read.forest.raw_score(X), clf.predict(X, raw_score=True),
+                               atol=1e-9)
+    with pytest.raises(ValueError, match="unfitted"):
+        adapter.read_model(lightgbm.LGBMRegressor())
+    with pytest.raises(TypeError, match="lightgbm.Booster"):
+        adapter.read_model("model.txt")
+
+
+# --------------------------------------------------------------------------- router
+
+
+@pytest.mark.parametrize("kind", ["regression", "multiclass"])
+def test_router_ids_are_leaves_and_agree_with_route_rows(kind):
+    booster, X, _ = train(kind, rounds=4)
+    read = adapter.read_model(booster)
+    forest = read.forest
+    router = adapter.make_router(booster, read, X, "X")
+    assert router.n_rows == N
+    whole = router.leaf_nodes(0, forest.n_trees)
+    assert whole.dtype == np.int32 and whole.shape == (N, forest.n_trees)
+    for t, tree in enumerate(forest.trees):
+        assert tree.is_leaf[whole[:, t]].all()
+        np.testing.assert_array_equal(whole[:, t], trees.route_rows(tree, X))
+    # the leaf ids rebuild the host's raw scores
+    raw = np.zeros((N, forest.n_outputs))
+    for t, tree in enumerate(forest.trees):
+        raw[:, forest.tree_class[t]] += tree.value[whole[:, t]]
+    np.testing.assert_allclose(raw, host_raw(booster, X), atol=1e-12)
+
+    # a tiny budget: chunks of whole iterations, same ids
+    small = adapter.make_router(booster, read, X, "X", memory_budget=1)
+    K = forest.n_outputs
+    assert small.chunk == K
+    chunks = [ids for _, _, ids in small.chunks(forest.n_trees)]
+    np.testing.assert_array_equal(np.concatenate(chunks, axis=1), whole)
+    # ranges that do not start or end on an iteration boundary
+    np.testing.assert_array_equal(small.leaf_nodes(1, forest.n_trees - 1), whole[:, 1:-1])
+
+
+def test_router_accepts_sparse_and_frames_without_modifying_them():
+    booster, X, _ = train("regression", rounds=3)
+    read = adapter.read_model(booster)
+    expected = adapter.make_router(booster, read, X, "X").leaf_nodes(0, 3)
+    dense = np.nan_to_num(X)  # sparse inputs have no NaN
+    csr = sparse.csr_matrix(dense)
+    want = adapter.make_router(booster, read, dense, "X").leaf_nodes(0, 3)
+    np.testing.assert_array_equal(adapter.make_router(booster, read, csr, "X").leaf_nodes(0, 3),
+                                  want)
+    frame = pd.DataFrame(X, columns=[f"Column_{i}" for i in range(4)])
+    before = frame.copy()
+    np.testing.assert_array_equal(
+        adapter.make_router(booster, read, frame, "X").leaf_nodes(0, 3), expected
+    )
+    pd.testing.assert_frame_equal(frame, before)
+
+
+def test_router_bad_input():
+    X, signal, rng = make_data()
+    y = labels("regression", signal, rng)
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    booster = lightgbm.train({**BASE, "objective": "regression"}, lightgbm.Dataset(frame, y), 2)
+    read = adapter.read_model(booster)
+    copy = X.copy()
+    with pytest.raises(ValueError, match="X_valid has 3 features but the model expects 4"):
+        adapter.make_router(booster, read, X[:, :3], "X_valid")
+    with pytest.raises(ValueError, match="X_valid's column names"):
+        adapter.make_router(booster, read, frame.rename(columns={"c": "e"}), "X_valid")
+    with pytest.raises(ValueError, match="X_train is empty"):
+        adapter.make_router(booster, read, X[:0], "X_train")
+    with pytest.raises(ValueError, match="X_train must be 2-D"):
+        adapter.make_router(booster, read, X[0], "X_train")
+    np.testing.assert_array_equal(X, copy)
+    # numpy input against a model trained on named columns: no names to check
+    adapter.make_router(booster, read, X, "X_valid")
+    other, _, _ = train("regression", rounds=1)
+    with pytest.raises(ValueError, match="model_ir"):
+        adapter.make_router(other, read, X, "X_valid")
