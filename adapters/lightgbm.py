@@ -695,11 +695,8 @@ def _tree_block(tree: Tree) -> str:
     def counts(a):
         return np.maximum(np.asarray(a, dtype=np.int64), 0)
 
-    leaf_weight = tree.host_hessian[leaves]
-    if L == 1 and np.isnan(leaf_weight).all():
-        weight_line = ""  # LightGBM's own single-leaf trees store no leaf weight
-    else:
-        weight_line = _join(_g17, finite(leaf_weight))
+    # LightGBM writes (and so keeps) no leaf weight for a single-leaf tree
+    weight_line = "" if L == 1 else _join(_g17, finite(tree.host_hessian[leaves]))
     shrinkage = 1.0 if tree.bias != 0 else tree.shrinkage  # AddBias resets shrinkage to 1
     lines = [
         f"num_leaves={L}",
