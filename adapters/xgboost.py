@@ -364,7 +364,7 @@ def _train_params(config: Mapping | None, overrides: Mapping[str, Any] | None) -
     params: dict[str, Any] = dict(_DEFAULT_TRAIN)
     if config:
         tree_param = _find(config, "tree_train_param") or {}
-        params.update(tree_param)
+        params.update({_ALIASES.get(k, k): v for k, v in tree_param.items()})
         for key in ("tree_method", "updater_seq", "process_type"):
             value = _find(config, key)
             if value is not None:
@@ -375,7 +375,8 @@ def _train_params(config: Mapping | None, overrides: Mapping[str, Any] | None) -
     for key, value in (overrides or {}).items():
         params[_ALIASES.get(key, key)] = value
     for key in _DEFAULT_TRAIN:
-        params[key] = float(params[key])
+        # TrainParam holds them as float32 (the config prints "0.699999988")
+        params[key] = float(np.float32(params[key]))
     return params
 
 
@@ -386,6 +387,8 @@ def _params_mismatch(trees: list, eta: float, lam: float) -> float:
     (eta (H + lam))`` (leaf value ``v = eta * -G/(H + lam)``, without alpha or clipping).
     """
     errors = []
+    if eta == 0:
+        return 0.0
     for tree in trees[:20]:
         a = _tree_arrays(tree, 0)
         left, right = a["left"], a["right"]

@@ -1,0 +1,548 @@
+"""XGBoost reader and router: the host is the oracle (predict, pred_leaf, sum_hessian,
+loss_changes)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+xgboost = pytest.importorskip("xgboost")
+xgb = xgboost
+
+from unbiased_criteria.adapters import xgboost as ax  # noqa: E402
+
+from unbiased_criteria import gains  # noqa: E402
+from unbiased_criteria.model import UnsupportedModelError  # noqa: E402
+from unbiased_criteria.objectives import CustomObjective  # noqa: E402
+from unbiased_criteria.trees import route_rows  # noqa: E402
+
+N = 600
+
+
+def make_data(n=N, p=5, nan=0.0, seed=0):
+    """Float32 features (the host reads float32), optional NaN, and a latent signal."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p)).astype(np.float32)
+    if nan:
+        X[rng.random(X.shape) < nan] = np.nan
+    signal = np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, 1]) ** 2
+    return X, signal, rng
+
+
+def labels(kind, signal, rng):
+    if kind in ("binary:logistic", "reg:logistic", "binary:logitraw"):
+        return (signal + rng.normal(size=signal.size) > 0.5).astype(np.float64)
+    if kind.startswith("multi:"):
+        return np.digitize(signal + rng.normal(size=signal.size), [0.0, 1.0]).astype(float)
+    if kind == "count:poisson":
+        return rng.poisson(np.exp(0.5 * np.clip(signal, -3, 3))).astype(float)
+    if kind in ("reg:gamma", "reg:tweedie"):
+        return rng.gamma(2.0, np.exp(0.3 * np.clip(signal, -3, 3)))
+    if kind == "reg:squaredlogerror":
+        return np.exp(0.3 * signal + 0.2 * rng.normal(size=signal.size))
+    return signal + rng.normal(size=signal.size)
+
+
+def train(objective="reg:squarederror", rounds=4, nan=0.0, weights=False, seed=0, **params):
+    X, signal, rng = make_data(nan=nan, seed=seed)
+    y = labels(objective, signal, rng)
+    w = rng.uniform(0.2, 2.0, size=y.size) if weights else None
+    d = xgb.DMatrix(X, y, weight=w)
+    params = {"objective": objective, "max_depth": 5, "eta": 0.3, "nthread": 2, **params}
+    if objective.startswith("multi:"):
+        params.setdefault("num_class", 3)
+    return xgb.train(params, d, rounds), X, y, w, d
+
+
+def cat_frame(n=N, seed=0, nan=0.0):
+    """A frame with one numeric and two categorical columns (8 and 3 categories)."""
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=n).astype(np.float32)
+    c = rng.integers(0, 8, n)
+    o = rng.choice(["x", "y", "z"], n)
+    y = a + np.isin(c, [1, 3, 5]) * 2.0 + (o == "y") * 1.0 + rng.normal(size=n) * 0.3
+    frame = pd.DataFrame({
+        "a": a,
+        "c": pd.Categorical(c, categories=range(8)),
+        "o": pd.Categorical(o, categories=["x", "y", "z"]),
+    })
+    if nan:
+        frame.loc[rng.random(n) < nan, "c"] = np.nan
+        frame.loc[rng.random(n) < nan, "a"] = np.nan
+    return frame, y
+
+
+def dense_codes(frame):
+    """The frame as the float codes the IR routes on (NaN = missing)."""
+    cols = []
+    for name in frame.columns:
+        col = frame[name]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            codes = col.cat.codes.to_numpy().astype(np.float64)
+            codes[codes < 0] = np.nan
+            cols.append(codes)
+        else:
+            cols.append(col.to_numpy(dtype=np.float64))
+    return np.column_stack(cols)
+
+
+def host_margin(bst, d):
+    return bst.predict(d, output_margin=True).reshape(d.num_row(), -1)
+
+
+def all_leaves(router, n_trees):
+    return np.concatenate([leaves for _, _, leaves in router.chunks(n_trees)], axis=1)
+
+
+# ------------------------------------------------------------------ IR evaluation == host
+
+
+@pytest.mark.parametrize(
+    "objective, params, nan",
+    [
+        ("reg:squarederror", {}, 0.0),
+        ("binary:logistic", {}, 0.0),
+        ("multi:softprob", {}, 0.0),
+        ("count:poisson", {}, 0.0),
+        ("reg:squarederror", {}, 0.2),
+        ("binary:logistic", {"num_parallel_tree": 2, "subsample": 0.7}, 0.1),
+        ("multi:softmax", {"num_parallel_tree": 2}, 0.1),
+        ("reg:gamma", {"max_depth": 7}, 0.0),
+        ("reg:squarederror", {"grow_policy": "lossguide", "max_leaves": 20, "max_depth": 0},
+         0.1),
+    ],
+)
+def test_raw_score_equals_host_margin(objective, params, nan):
+    bst, X, y, w, d = train(objective, nan=nan, **params)
+    read = ax.read_model(bst)
+    forest = read.forest
+    ref = host_margin(bst, d)
+    assert forest.raw_score(X).shape == ref.shape
+    np.testing.assert_allclose(forest.raw_score(X), ref, rtol=0, atol=1e-5)
+    assert forest.score_dtype == np.float32
+    assert all(t.rules == ax.RULES for t in forest.trees)
+    # the IR ids are XGBoost's: a leaf's value is split_conditions at pred_leaf's id
+    leaves = bst.predict(d, pred_leaf=True).reshape(len(X), -1).astype(int)
+    for t, tree in enumerate(forest.trees):
+        np.testing.assert_array_equal(route_rows(tree, X), leaves[:, t])
+
+
+@pytest.mark.parametrize("onehot", [True, False])
+def test_categorical_raw_score(onehot):
+    frame, y = cat_frame(nan=0.1)
+    d = xgb.DMatrix(frame, y, enable_categorical=True)
+    # max_cat_to_onehot above every cardinality: one-hot splits; 1: partition splits
+    bst = xgb.train({"max_depth": 5, "max_cat_to_onehot": 16 if onehot else 1, "nthread": 2},
+                    d, 4)
+    forest = ax.read_model(bst).forest
+    cat_nodes = [t.category_set(v) for t in forest.trees for v in np.flatnonzero(t.categorical)]
+    assert cat_nodes, "the model must split on categories"
+    sizes = {len(s) for s in cat_nodes}
+    assert (sizes == {1}) if onehot else (max(sizes) > 1)
+    assert forest.feature_names == ("a", "c", "o")
+    np.testing.assert_allclose(forest.raw_score(dense_codes(frame)), host_margin(bst, d),
+                               atol=1e-5, rtol=0)
+
+
+def test_dart_with_unit_weights_is_read():
+    bst, X, y, w, d = train(booster="dart", rate_drop=0.0)
+    forest = ax.read_model(bst).forest
+    np.testing.assert_allclose(forest.raw_score(X), host_margin(bst, d), atol=1e-5, rtol=0)
+
+
+def test_tombstones_are_dropped_and_routed():
+    # exact + gamma runs the prune updater, which leaves deleted nodes in place
+    bst, X, y, w, d = train(tree_method="exact", gamma=3.0, max_depth=6, rounds=3)
+    js = json.loads(bst.save_raw("json"))
+    trees = js["learner"]["gradient_booster"]["model"]["trees"]
+    assert any(int(t["tree_param"]["num_deleted"]) > 0 for t in trees)
+    read = ax.read_model(bst)
+    for tree, t in zip(read.forest.trees, trees):
+        kept = int(t["tree_param"]["num_nodes"]) - int(t["tree_param"]["num_deleted"])
+        assert tree.n_nodes == kept
+    np.testing.assert_allclose(read.forest.raw_score(X), host_margin(bst, d), atol=1e-5,
+                               rtol=0)
+    router = ax.make_router(bst, read, X, "X")
+    leaves = all_leaves(router, read.forest.n_trees)
+    for t, tree in enumerate(read.forest.trees):
+        np.testing.assert_array_equal(leaves[:, t], route_rows(tree, X))
+
+
+# ------------------------------------------------------------------ base_score
+
+
+def test_base_score_scalar_and_list_forms():
+    assert ax.parse_base_score("5E-1", "reg:squarederror") == pytest.approx([0.5])
+    assert ax.parse_base_score("[5E-1]", "reg:squarederror") == pytest.approx([0.5])
+    np.testing.assert_array_equal(ax.parse_base_score("5E-1", "binary:logistic"), [0.0])
+    np.testing.assert_array_equal(ax.parse_base_score("[5E-1]", "binary:logistic"), [0.0])
+    np.testing.assert_array_equal(ax.parse_base_score("[5E-1]", "binary:logitraw"), [0.5])
+    assert ax.parse_base_score("[2.79E0]", "count:poisson")[0] == pytest.approx(np.log(2.79))
+    assert ax.parse_base_score("2.79E0", "reg:gamma")[0] == pytest.approx(np.log(2.79))
+    multi = ax.parse_base_score("[-5.007744E-3,3.359179E-1,-3.3090997E-1]", "multi:softprob", 3)
+    np.testing.assert_array_equal(multi, np.float32([-5.007744e-3, 3.359179e-1, -3.3090997e-1]))
+    # an old multiclass model stores one scalar
+    np.testing.assert_array_equal(ax.parse_base_score("5E-1", "multi:softprob", 3), [0.5] * 3)
+    with pytest.raises(ValueError):
+        ax.parse_base_score("[1E0,2E0]", "multi:softprob", 3)
+
+
+@pytest.mark.parametrize("objective", ["binary:logistic", "count:poisson", "reg:tweedie",
+                                       "reg:squarederror"])
+@pytest.mark.parametrize("base", [0.1234567, 0.5123, 0.80254847, 0.9999])
+def test_base_margin_is_the_hosts_float32_link(objective, base):
+    # eta = 0: every leaf is 0, so the host's margin is the base margin alone
+    X, signal, rng = make_data(n=20)
+    y = labels(objective, signal, rng)
+    bst = xgb.train({"objective": objective, "eta": 0.0, "base_score": base, "max_depth": 1},
+                    xgb.DMatrix(X, y), 1)
+    margin = bst.predict(xgb.DMatrix(X), output_margin=True)[0]
+    read = ax.read_model(bst)
+    assert read.forest.base_score[0] == margin  # exactly, in float32
+
+
+def _hand_model(base_score: str, objective: str = "reg:squarederror") -> dict:
+    """A two-tree model written by hand: a numeric/categorical tree and a single leaf."""
+    tree0 = {
+        "base_weights": [0.1, -1.0, 2.0, 0.5, 0.7], "categories": [1, 3],
+        "categories_nodes": [2], "categories_segments": [0], "categories_sizes": [2],
+        "default_left": [1, 0, 0, 0, 0], "id": 0, "left_children": [1, -1, 3, -1, -1],
+        "loss_changes": [5.0, 0.0, 1.5, 0.0, 0.0], "parents": [2147483647, 0, 0, 2, 2],
+        "right_children": [2, -1, 4, -1, -1],
+        "split_conditions": [0.25, -0.3, 1e-45, 0.15, 0.21], "split_indices": [0, 0, 1, 0, 0],
+        "split_type": [0, 0, 1, 0, 0], "sum_hessian": [10.0, 4.0, 6.0, 2.0, 4.0],
+        "tree_param": {"num_deleted": "0", "num_feature": "2", "num_nodes": "5",
+                       "size_leaf_vector": "1"},
+    }
+    tree1 = {
+        "base_weights": [0.05], "categories": [], "categories_nodes": [],
+        "categories_segments": [], "categories_sizes": [], "default_left": [0], "id": 1,
+        "left_children": [-1], "loss_changes": [0.0], "parents": [2147483647],
+        "right_children": [-1], "split_conditions": [0.05], "split_indices": [0],
+        "split_type": [0], "sum_hessian": [10.0],
+        "tree_param": {"num_deleted": "0", "num_feature": "2", "num_nodes": "1",
+                       "size_leaf_vector": "1"},
+    }
+    return {
+        "learner": {
+            "attributes": {}, "feature_names": ["num", "cat"], "feature_types": ["float", "c"],
+            "gradient_booster": {"model": {
+                "gbtree_model_param": {"num_parallel_tree": "1", "num_trees": "2"},
+                "iteration_indptr": [0, 1, 2], "tree_info": [0, 0], "trees": [tree0, tree1],
+            }, "name": "gbtree"},
+            "learner_model_param": {"base_score": base_score, "boost_from_average": "1",
+                                    "num_class": "0", "num_feature": "2", "num_target": "1"},
+            "objective": {"name": objective, "reg_loss_param": {"scale_pos_weight": "1"}},
+        },
+        "version": [3, 2, 0],
+    }
+
+
+@pytest.mark.parametrize("base_score", ["5E-1", "[5E-1]"])
+def test_hand_written_model_parses_and_matches_host(base_score):
+    js = _hand_model(base_score)
+    read = ax.parse_model(js)
+    tree = read.forest.trees[0]
+    np.testing.assert_array_equal(tree.left, [1, -1, 3, -1, -1])
+    np.testing.assert_array_equal(tree.feature, [0, -1, 1, -1, -1])
+    assert tree.threshold[0] == np.float32(0.25) and np.isnan(tree.threshold[2])
+    assert tree.categorical.tolist() == [False, False, True, False, False]
+    np.testing.assert_array_equal(tree.category_set(2), [1, 3])
+    assert tree.value[1] == np.float32(-0.3) and tree.value[0] == pytest.approx(0.3 * 0.1)
+    assert np.isnan(tree.host_gain[1]) and tree.host_gain[2] == 1.5
+    assert read.forest.trees[1].n_nodes == 1
+    np.testing.assert_array_equal(read.forest.tree_iteration, [0, 1])
+    assert read.forest.base_score.tolist() == [0.5]
+    assert read.split_score == gains.SplitScore(l1=0.0, l2=1.0, weight_float32=True)
+    # the host reads the same JSON and agrees with the IR
+    bst = xgb.Booster(model_file=bytearray(json.dumps(js).encode()))
+    X = np.array([[0.0, 1], [0.3, 1], [0.3, 3], [0.3, 2], [0.3, np.nan], [np.nan, 3],
+                  [0.25, 0], [0.3, 7], [0.3, -1]], dtype=np.float32)
+    d = xgb.DMatrix(X, feature_names=["num", "cat"], feature_types=["float", "c"],
+                    enable_categorical=True)
+    np.testing.assert_allclose(read.forest.raw_score(X)[:, 0],
+                               bst.predict(d, output_margin=True), atol=1e-6)
+    np.testing.assert_array_equal(route_rows(tree, X),
+                                  bst[0:1].predict(d, pred_leaf=True).astype(int))
+
+
+def test_hand_written_tombstones():
+    js = _hand_model("[5E-1]")
+    tree = js["learner"]["gradient_booster"]["model"]["trees"][0]
+    # node 2 collapsed by the prune updater: 3 and 4 are tombstones
+    tree["left_children"][2] = tree["right_children"][2] = -1
+    tree["split_indices"][3] = tree["split_indices"][4] = 2147483647
+    tree["split_type"][2] = 0
+    tree["split_conditions"][2] = 0.6
+    tree["categories"], tree["categories_nodes"] = [], []
+    tree["categories_segments"], tree["categories_sizes"] = [], []
+    tree["tree_param"]["num_deleted"] = "2"
+    read = ax.parse_model(js)
+    t0 = read.forest.trees[0]
+    assert t0.n_nodes == 3 and t0.n_leaves == 2 and t0.value[2] == np.float32(0.6)
+
+
+# ------------------------------------------------------------------ objectives and params
+
+
+@pytest.mark.parametrize(
+    "objective, params, name, attrs",
+    [
+        ("reg:squarederror", {}, "squared_error", {}),
+        ("reg:squaredlogerror", {}, "squared_log_error", {}),
+        ("binary:logistic", {"scale_pos_weight": 2.5}, "binary_logistic",
+         {"pos_weight": 2.5, "hessian_floor": 1e-16}),
+        ("reg:logistic", {}, "binary_logistic", {"pos_weight": 1.0}),
+        ("binary:logitraw", {}, "binary_logistic", {}),
+        ("multi:softprob", {}, "multiclass_softmax",
+         {"n_classes": 3, "hessian_factor": 2.0, "hessian_floor": 1e-16}),
+        ("multi:softmax", {}, "multiclass_softmax", {"n_classes": 3}),
+        ("count:poisson", {"max_delta_step": 0.4}, "poisson", {"max_delta_step": 0.4}),
+        ("count:poisson", {}, "poisson", {"max_delta_step": 0.7}),
+        ("reg:gamma", {}, "gamma", {}),
+        ("reg:tweedie", {"tweedie_variance_power": 1.3}, "tweedie", {"variance_power": 1.3}),
+        ("reg:pseudohubererror", {"huber_slope": 2.0}, "pseudo_huber", {"slope": 2.0}),
+        ("reg:absoluteerror", {}, "quantile", {"alpha": 0.5}),
+        ("reg:quantileerror", {"quantile_alpha": 0.3}, "quantile", {"alpha": 0.3}),
+    ],
+)
+def test_objective_mapping(objective, params, name, attrs):
+    bst, *_ = train(objective, rounds=1, max_depth=2, **params)
+    obj = ax.read_model(bst).objective
+    assert obj.name == name and obj.precision == "float32"
+    for key, value in attrs.items():
+        assert getattr(obj, key) == pytest.approx(value, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"booster": "gblinear"}, "gblinear"),
+        ({"booster": "dart", "rate_drop": 0.5, "skip_drop": 0.0}, "DART"),
+        ({"objective": "rank:pairwise"}, "rank:pairwise"),
+        ({"objective": "survival:cox"}, "survival:cox"),
+        ({"objective": "reg:quantileerror", "quantile_alpha": [0.2, 0.8]}, "several"),
+        ({"multi_strategy": "multi_output_tree", "objective": "multi:softprob",
+          "num_class": 3}, "multi-output"),
+    ],
+)
+def test_unsupported_models_are_refused(params, match):
+    X, signal, rng = make_data(n=200)
+    y = labels(params.get("objective", "reg:squarederror"), signal, rng)
+    d = xgb.DMatrix(X, y)
+    if params.get("objective", "").startswith("rank:"):
+        d.set_group([100, 100])
+    if params.get("objective") == "survival:cox":
+        d.set_label(np.abs(y) + 0.1)
+    bst = xgb.train({"max_depth": 2, **params}, d, 4)
+    with pytest.raises(UnsupportedModelError, match=match):
+        ax.read_model(bst)
+
+
+def test_split_score_and_shrinkage_from_config():
+    bst, *_ = train(eta=0.1, reg_lambda=3.0, alpha=0.5, max_delta_step=0.7)
+    read = ax.read_model(bst)
+    # XGBoost holds them as float32
+    assert read.split_score == gains.SplitScore(
+        l1=0.5, l2=3.0, max_delta_step=float(np.float32(0.7)), weight_float32=True
+    )
+    assert all(t.shrinkage == np.float32(0.1) for t in read.forest.trees)
+    assert read.warnings == ()
+
+
+def test_parallel_trees_are_shrunk_by_eta_over_their_number():
+    bst, *_ = train(eta=0.3, num_parallel_tree=3)
+    read = ax.read_model(bst)
+    assert read.forest.trees[0].shrinkage == np.float32(np.float32(0.3) / np.float32(3))
+    np.testing.assert_array_equal(read.forest.tree_iteration, np.repeat(np.arange(4), 3))
+    assert read.warnings == ()
+
+
+def test_model_loaded_from_file_warns_and_params_override():
+    bst, *_ = train(eta=0.1, reg_lambda=3.0)
+    loaded = xgb.Booster(model_file=bst.save_raw("json"))
+    read = ax.read_model(loaded)
+    assert read.forest.trees[0].shrinkage == np.float32(0.3)  # XGBoost's default
+    assert any("loaded from a file" in m for m in read.warnings)
+    read = ax.read_model(loaded, params={"learning_rate": 0.1, "reg_lambda": 3.0})
+    assert read.forest.trees[0].shrinkage == np.float32(0.1)
+    assert read.split_score.l2 == 3.0
+    assert read.warnings == ()
+
+
+def test_sklearn_models_and_custom_objectives():
+    X, signal, rng = make_data()
+    y = labels("binary:logistic", signal, rng)
+    clf = xgb.XGBClassifier(n_estimators=3, max_depth=3).fit(X, y)
+    read = ax.read_model(clf)
+    assert read.objective.name == "binary_logistic"
+    np.testing.assert_allclose(read.forest.raw_score(X)[:, 0],
+                               clf.predict(X, output_margin=True), atol=1e-5)
+    reg = xgb.XGBRegressor(n_estimators=2, objective=lambda yt, p: (p - yt, np.ones_like(p)))
+    read = ax.read_model(reg.fit(X, y))
+    assert read.objective is None
+    # xgb.train(obj=...) cannot be told apart: a warning points to objective=
+    bst = xgb.train({"max_depth": 2}, xgb.DMatrix(X, y), 2,
+                    obj=lambda p, d: (p - d.get_label(), np.ones_like(p)))
+    assert any("custom objective" in m for m in ax.read_model(bst).warnings)
+    assert ax.read_model(bst).forest.feature_names == tuple(f"f{i}" for i in range(5))
+    with pytest.raises(ValueError, match="not fitted"):
+        ax.read_model(xgb.XGBRegressor())
+    with pytest.raises(TypeError, match="xgboost.Booster"):
+        ax.read_model(object())
+
+
+def test_make_objective():
+    bst, *_ = train("binary:logistic", rounds=1, scale_pos_weight=3.0)
+    read = ax.read_model(bst)
+    assert ax.make_objective("binary:logistic", read).pos_weight == 3.0
+    assert ax.make_objective("reg:logistic", read).pos_weight == 1.0
+    assert ax.make_objective("binary_logistic", read).hessian_floor == 1e-16
+    soft = ax.make_objective("multiclass_softmax", ax.read_model(train("multi:softprob",
+                                                                       rounds=1)[0]))
+    assert (soft.n_classes, soft.hessian_factor, soft.precision) == (3, 2.0, "float32")
+    custom = ax.make_objective(lambda y, raw, w: (raw - y, np.ones_like(raw)), read)
+    assert isinstance(custom, CustomObjective)
+    assert ax.make_objective(read.objective, read) is read.objective
+    with pytest.raises(ValueError):
+        ax.make_objective("binary:hinge", read)
+    with pytest.raises(ValueError):
+        ax.make_objective("no_such_objective", read)
+
+
+# ------------------------------------------------------------------ router
+
+
+@pytest.mark.parametrize("params", [{}, {"num_parallel_tree": 2},
+                                    {"objective": "multi:softprob", "num_parallel_tree": 2}])
+def test_router_leaves_chunks_and_ranges(params):
+    bst, X, y, w, d = train(rounds=5, nan=0.1, **params)
+    read = ax.read_model(bst)
+    forest = read.forest
+    full = ax.make_router(bst, read, X, "X")
+    assert full.chunk == forest.n_trees
+    ref = full.leaf_nodes(0, forest.n_trees)
+    assert ref.dtype == np.int32 and ref.shape == (len(X), forest.n_trees)
+    for t, tree in enumerate(forest.trees):
+        assert tree.is_leaf[ref[:, t]].all()
+        np.testing.assert_array_equal(ref[:, t], route_rows(tree, X))
+    # a budget of 3 trees per chunk: chunks hold whole iterations when possible
+    small = ax.make_router(bst, read, X, "X", memory_budget=len(X) * 4 * 3)
+    per_iteration = forest.n_trees // 5
+    assert small.chunk == max(3 - 3 % per_iteration, 1) if per_iteration <= 3 else 3
+    np.testing.assert_array_equal(all_leaves(small, forest.n_trees), ref)
+    # ranges that cut through iterations
+    for start, stop in [(1, 4), (3, 4), (forest.n_trees - 1, forest.n_trees)]:
+        np.testing.assert_array_equal(full.leaf_nodes(start, stop), ref[:, start:stop])
+
+
+def test_router_single_tree_and_inputs():
+    bst, X, y, w, d = train(rounds=1)
+    read = ax.read_model(bst)
+    router = ax.make_router(bst, read, X, "X")
+    ref = router.leaf_nodes(0, 1)
+    assert ref.shape == (len(X), 1)
+    from scipy import sparse
+
+    Xs = X.copy()
+    Xs[np.abs(Xs) < 0.5] = 0.0
+    Xn = Xs.copy()
+    Xn[Xn == 0.0] = np.nan  # absent sparse entries are missing
+    sp = ax.make_router(bst, read, sparse.csr_matrix(Xs), "X").leaf_nodes(0, 1)
+    np.testing.assert_array_equal(sp[:, 0], route_rows(read.forest.trees[0], Xn))
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    np.testing.assert_array_equal(ax.make_router(bst, read, frame, "X").leaf_nodes(0, 1), ref)
+
+
+def test_router_categorical_frame_and_codes():
+    frame, y = cat_frame(nan=0.1)
+    d = xgb.DMatrix(frame, y, enable_categorical=True)
+    bst = xgb.train({"max_depth": 4, "max_cat_to_onehot": 1}, d, 3)
+    read = ax.read_model(bst)
+    leaves = ax.make_router(bst, read, frame, "X").leaf_nodes(0, 3)
+    codes = dense_codes(frame)
+    for t, tree in enumerate(read.forest.trees):
+        np.testing.assert_array_equal(leaves[:, t], route_rows(tree, codes))
+    # a numpy array of codes is read with the model's feature types
+    np.testing.assert_array_equal(ax.make_router(bst, read, codes, "X").leaf_nodes(0, 3),
+                                  leaves)
+
+
+def test_router_bad_input():
+    bst, X, y, w, d = train(rounds=2, nan=0.1)
+    read = ax.read_model(bst)
+    before = X.copy()
+    with pytest.raises(ValueError, match="X_valid has 4 features but the model has 5"):
+        ax.make_router(bst, read, X[:, :4], "X_valid")
+    with pytest.raises(ValueError, match=r"X_valid is empty"):
+        ax.make_router(bst, read, X[:0], "X_valid")
+    with pytest.raises(ValueError, match=r"X_valid must be 2-D"):
+        ax.make_router(bst, read, X[:, 0], "X_valid")
+    with pytest.raises(ValueError, match=r"X_valid must be numeric"):
+        ax.make_router(bst, read, X.astype(str), "X_valid")
+    np.testing.assert_array_equal(X, before)
+
+    frame, yc = cat_frame()
+    dc = xgb.DMatrix(frame, yc, enable_categorical=True)
+    named = xgb.train({"max_depth": 3}, dc, 2)
+    read = ax.read_model(named)
+    copy = frame.copy()
+    with pytest.raises(ValueError, match="X_train's columns do not match"):
+        ax.make_router(named, read, frame.rename(columns={"a": "b"}), "X_train")
+    with pytest.raises(ValueError, match="X_train's columns do not match"):
+        ax.make_router(named, read, frame[["c", "a", "o"]], "X_train")
+    with pytest.raises(ValueError, match="X_train has 2 features"):
+        ax.make_router(named, read, frame[["a", "c"]], "X_train")
+    pd.testing.assert_frame_equal(frame, copy)
+
+
+# ------------------------------------------------------------------ node statistics
+
+
+@pytest.mark.parametrize(
+    "objective, params, weights",
+    [
+        ("reg:squarederror", {}, False),
+        ("reg:squarederror", {"reg_lambda": 3.0, "alpha": 0.5}, True),
+        ("binary:logistic", {}, False),
+        ("binary:logistic", {"max_delta_step": 0.3, "scale_pos_weight": 2.0}, True),
+        ("multi:softprob", {}, False),
+        ("multi:softprob", {"reg_lambda": 0.0}, True),
+        ("count:poisson", {}, False),
+        ("reg:gamma", {}, True),
+        ("reg:tweedie", {}, False),
+        ("reg:pseudohubererror", {}, False),
+        ("reg:squaredlogerror", {}, False),
+        ("reg:absoluteerror", {}, False),
+        ("reg:squarederror", {"num_parallel_tree": 2}, False),
+    ],
+)
+def test_first_iteration_node_sums_and_gains(objective, params, weights):
+    bst, X, y, w, d = train(objective, rounds=2, nan=0.1, weights=weights, max_depth=6,
+                            **params)
+    read = ax.read_model(bst)
+    forest, score = read.forest, read.split_score
+    first = np.flatnonzero(forest.tree_iteration == 0)
+    router = ax.make_router(bst, read, X, "X")
+    leaves = router.leaf_nodes(0, first.size)
+    raw = np.tile(forest.base_score.astype(np.float32), (len(X), 1))
+    g, h = read.objective.grad_hess(y, raw if forest.n_outputs > 1 else raw[:, 0], w)
+    g, h = g.reshape(len(X), -1), h.reshape(len(X), -1)
+    checked = 0
+    for t in first:
+        tree, k = forest.trees[t], forest.tree_class[t]
+        sums = gains.node_sums(tree, leaves[:, t], g[:, k], h[:, k])
+        np.testing.assert_allclose(sums.H, tree.host_hessian, rtol=1e-6, atol=1e-9)
+        inner = tree.internal_nodes
+        B = gains.biased_gain(tree, sums, score)[inner]
+        L, R = tree.left[inner], tree.right[inner]
+        children = (gains.node_score(sums.G[L], sums.H[L], score, weight_form=True)
+                    + gains.node_score(sums.G[R], sums.H[R], score, weight_form=True))
+        parent = gains.node_score(sums.G[inner], sums.H[inner], score)
+        tol = 1e-5 * np.maximum(np.abs(children), np.abs(parent))
+        np.testing.assert_array_less(np.abs(B - tree.host_gain[inner]), tol + 1e-12)
+        checked += inner.size
+    assert checked > 10
