@@ -1,0 +1,146 @@
+"""Full replay of LightGBM models through the core: the host's stored node statistics, split
+gains and raw scores are the oracle for every tree, not only the first."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+lightgbm = pytest.importorskip("lightgbm")
+
+from unbiased_criteria.adapters import lightgbm as adapter  # noqa: E402
+
+import unbiased_criteria as uc  # noqa: E402
+from unbiased_criteria.api import prune_forest  # noqa: E402
+from unbiased_criteria.replay import RowSet, replay, resolve_bias  # noqa: E402
+
+N = 800
+BASE = dict(
+    num_leaves=7, learning_rate=0.2, min_data_in_leaf=5, min_data_per_group=5, cat_smooth=1.0,
+    max_cat_to_onehot=4, verbose=-1, deterministic=True, num_threads=1,
+)
+
+
+def make_data(n: int = N, seed: int = 3):
+    """Numeric with NaN, numeric with zeros, 8 categories (many-vs-many), 3 categories
+    (one-hot), noise."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 5))
+    X[rng.random(n) < 0.2, 0] = np.nan
+    X[rng.random(n) < 0.3, 1] = 0.0
+    X[:, 2] = rng.integers(0, 8, n)
+    X[:, 3] = rng.integers(0, 3, n)
+    signal = np.nan_to_num(X[:, 0]) + (X[:, 2] % 3 == 0) + 0.5 * X[:, 3] + 0.3 * X[:, 1]
+    return X, signal, rng
+
+
+def labels(kind, signal, rng):
+    noise = rng.normal(size=signal.size)
+    if kind == "binary":
+        return (signal + noise > 0.8).astype(np.float64)
+    if kind == "multiclass":
+        return np.digitize(signal + noise, [0.0, 1.0]).astype(np.float64)
+    if kind == "poisson":
+        return rng.poisson(np.exp(0.3 * signal)).astype(np.float64)
+    return signal + noise
+
+
+CASES = [
+    ("regression", {}, False),
+    ("binary", {}, False),
+    ("multiclass", {}, False),
+    ("poisson", {}, False),
+    ("regression", {}, True),
+    ("multiclass", {}, True),
+    ("regression", {"lambda_l1": 0.5, "lambda_l2": 2.0}, False),
+    ("binary", {"max_delta_step": 0.3, "lambda_l2": 1.0}, True),
+    ("binary", {"scale_pos_weight": 2.5, "min_gain_to_split": 0.2}, False),
+    ("regression", {"zero_as_missing": True, "cat_l2": 4.0}, False),
+    ("regression", {"use_missing": False, "max_cat_to_onehot": 9}, False),
+]
+
+
+def fit(kind, params, weighted, keep, rounds=6):
+    X, signal, rng = make_data()
+    y = labels(kind, signal, rng)
+    w = rng.uniform(0.5, 2.0, N) if weighted else None
+    p = {**BASE, "objective": kind, **params}
+    if kind == "multiclass":
+        p["num_class"] = 3
+    ds = lightgbm.Dataset(X, y, weight=w, categorical_feature=[2, 3])
+    return lightgbm.train(p, ds, rounds, keep_training_booster=keep), X, y, w
+
+
+@pytest.mark.parametrize("keep,rtol", [(True, 1e-6), (False, 1e-5)])
+@pytest.mark.parametrize("kind,params,weighted", CASES)
+def test_replayed_gains_and_stats_match_the_host(kind, params, weighted, keep, rtol):
+    booster, X, y, w = fit(kind, params, weighted, keep)
+    report = uc.unbiased_importance(
+        booster, X, y, X[:200], y[:200], train_weight=w,
+        valid_weight=None if w is None else w[:200], random_state=0,
+    )
+    s = report.splits
+    assert len(s) >= 6 * booster.num_model_per_iteration() * 3
+    assert s["categorical"].any() and (~s["categorical"]).any()
+    np.testing.assert_allclose(s["biased_gain"], s["host_gain"], rtol=rtol)
+    # keep_training_booster: full-precision internal_weight; else 6 significant digits
+    np.testing.assert_allclose(s["sum_hessian"], s["host_hessian"], rtol=1e-7 if keep else 1e-5)
+    np.testing.assert_array_equal(s["n_train"], s["host_count"])
+
+    # the replayed raw scores are the host's
+    read = adapter.read_model(booster)
+    read = resolve_bias(read, read.objective, y, w)
+    router = adapter.make_router(booster, read, X, "X_train", memory_budget=4 * N * 3)
+    result = replay(read, read.objective, train=RowSet(router, y, w))
+    host = booster.predict(X, raw_score=True).reshape(N, -1)
+    np.testing.assert_allclose(result.raw_train, host, rtol=0, atol=1e-9)
+
+
+def test_init_score_from_labels_equals_data_free_estimate():
+    booster, X, y, _ = fit("binary", {}, False, True)
+    read = adapter.read_model(booster)
+    from_labels = resolve_bias(read, read.objective, y, None)
+    assert from_labels.forest.trees[0].bias == pytest.approx(read.forest.trees[0].bias, rel=1e-7)
+
+
+def test_bagged_model_warns_and_gains_do_not_match():
+    booster, X, y, _ = fit("regression", {"bagging_fraction": 0.5, "bagging_freq": 1}, False, True)
+    with pytest.warns(UserWarning, match="bagging"):
+        report = uc.unbiased_importance(booster, X, y, X[:200], y[:200], random_state=0)
+    s = report.splits
+    # the host's statistics come from the bags; ours from every training row
+    assert (s["n_train"] != s["host_count"]).any()
+    assert np.isfinite(s["unbiased_gain"]).all()
+
+
+@pytest.mark.parametrize("estimator", ["booster", "classifier"])
+def test_pruned_model_predicts_its_replayed_scores(estimator):
+    X, signal, rng = make_data()
+    y = labels("binary", signal, rng)
+    X[:, 4] = rng.normal(size=N)  # pure noise, gets pruned
+    params = {**BASE, "objective": "binary", "num_leaves": 15}
+    if estimator == "booster":
+        model = lightgbm.train(params, lightgbm.Dataset(X[:600], y[:600],
+                                                        categorical_feature=[2, 3]), 8)
+    else:
+        model = lightgbm.LGBMClassifier(n_estimators=8, **params).fit(
+            X[:600], y[:600], categorical_feature=[2, 3]
+        )
+    args = (model, X[:600], y[:600], X[600:], y[600:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a plain model: no replay warnings
+        result = prune_forest(*args, random_state=1)
+    assert result.leaves_after < result.leaves_before
+    pruned = uc.prune(*args, random_state=1)
+    assert type(pruned) is type(model)
+    booster = pruned if estimator == "booster" else pruned.booster_
+    np.testing.assert_allclose(
+        booster.predict(X[:600], raw_score=True), result.replay.raw_train[:, 0], atol=1e-9
+    )
+    np.testing.assert_allclose(
+        booster.predict(X[600:], raw_score=True), result.replay.raw_valid[:, 0], atol=1e-9
+    )
+    leaves = sum(t["num_leaves"] for t in booster.dump_model()["tree_info"])
+    assert leaves == result.leaves_after
