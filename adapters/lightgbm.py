@@ -519,7 +519,9 @@ def make_objective(
         if y_train is None:
             raise ValueError(
                 "the model was trained with is_unbalance=True: its class weights come from the "
-                "training label counts, pass y_train="
+                "training label counts; build the objective with unbiased_criteria.adapters."
+                "lightgbm.make_objective('binary', read_model(model), y_train=y_train) and "
+                "pass that as objective="
             )
         pos, neg = _label_weights(y_train, source.float_param("scale_pos_weight"))
         return _objectives.make_objective(
@@ -542,14 +544,16 @@ def _check_X(X: Any, forest: Forest, argument: str) -> Any:
         pd = None
     if pd is not None and isinstance(X, pd.DataFrame):
         shape = X.shape
-        names = [str(c).replace(" ", "_") for c in X.columns]
+        columns = [str(c) for c in X.columns]
+        names = [c.replace(" ", "_") for c in columns]  # as LightGBM stores them
     elif sparse.issparse(X):
-        shape, names = X.shape, None
+        shape, names, columns = X.shape, None, None
     else:
         if pd is not None and isinstance(X, pd.Series):
             raise ValueError(f"{argument} must be 2-D (rows x features), got a pandas Series")
         X = np.asarray(X)
         shape, names = X.shape, None
+        columns = None
         if X.dtype.kind not in "fiub":
             raise ValueError(f"{argument} must hold numbers, got dtype {X.dtype}")
     if len(shape) != 2:
@@ -563,10 +567,10 @@ def _check_X(X: Any, forest: Forest, argument: str) -> Any:
     model_names = list(forest.feature_names)
     default = model_names == [f"Column_{i}" for i in range(forest.n_features)]
     if names is not None and not default and names != model_names:
-        wrong = [(a, b) for a, b in zip(names, model_names) if a != b]
+        i = next(i for i, (a, b) in enumerate(zip(names, model_names)) if a != b)
         raise ValueError(
             f"{argument}'s column names do not match the model's feature names: "
-            f"first mismatch {wrong[0][0]!r} (model: {wrong[0][1]!r})"
+            f"column {i} is {columns[i]!r}, the model's is {model_names[i]!r}"
         )
     return X
 

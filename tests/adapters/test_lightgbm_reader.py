@@ -547,3 +547,15 @@ def test_router_bad_input():
     other, _, _ = train("regression", rounds=1)
     with pytest.raises(ValueError, match="model_ir"):
         adapter.make_router(other, read, X, "X_valid")
+
+
+def test_feature_names_with_spaces_match_lightgbms_underscores():
+    X, signal, rng = make_data()
+    frame = pd.DataFrame(X, columns=["x 0", "x 1", "x2", "x3"])
+    y = labels("regression", signal, rng)
+    booster = lightgbm.train({**BASE, "objective": "regression"}, lightgbm.Dataset(frame, y), 2)
+    read = adapter.read_model(booster)
+    assert read.forest.feature_names == ("x_0", "x_1", "x2", "x3")
+    adapter.make_router(booster, read, frame, "X_valid")
+    with pytest.raises(ValueError, match="'x 2'"):
+        adapter.make_router(booster, read, frame.rename(columns={"x2": "x 2"}), "X_valid")

@@ -144,3 +144,25 @@ def test_pruned_model_predicts_its_replayed_scores(estimator):
     )
     leaves = sum(t["num_leaves"] for t in booster.dump_model()["tree_info"])
     assert leaves == result.leaves_after
+
+
+def test_validation_only_mode_uses_the_data_free_init_score():
+    booster, X, y, _ = fit("regression", {}, False, True)
+    with_train = uc.unbiased_importance(booster, X, y, X[:300], y[:300], random_state=0)
+    alone = uc.unbiased_importance(booster, None, None, X[:300], y[:300], random_state=0)
+    assert len(alone.splits) == len(with_train.splits)
+    huber, X, y, _ = fit("huber", {}, False, True)
+    with pytest.raises(ValueError, match="X_train and y_train"):
+        uc.unbiased_importance(huber, None, None, X[:300], y[:300])
+
+
+def test_is_unbalance_model_needs_an_objective_built_from_the_labels():
+    booster, X, y, _ = fit("binary", {"is_unbalance": True}, False, True)
+    read = adapter.read_model(booster)
+    objective = adapter.make_objective("binary", read, y_train=y)
+    with pytest.warns(UserWarning, match="is_unbalance"):
+        report = uc.unbiased_importance(booster, X, y, X[:200], y[:200], objective=objective)
+    s = report.splits
+    np.testing.assert_allclose(s["biased_gain"], s["host_gain"], rtol=1e-6)
+    with pytest.raises(ValueError, match="y_train=y_train"):
+        uc.unbiased_importance(booster, X, y, X[:200], y[:200], objective="binary")
