@@ -61,7 +61,6 @@ __all__ = [
 RULES = DecisionRules(operator="<=", categories_go="left", categorical_nan="other")
 
 _MISSING_CODE = {"None": MISSING_NONE, "Zero": MISSING_ZERO, "NaN": MISSING_NAN}
-_MISSING_NAME = {v: k for k, v in _MISSING_CODE.items()}
 
 #: LightGBM objective names and aliases -> canonical LightGBM name (config.cpp ParseObjectiveAlias)
 _OBJECTIVE_ALIASES = {
@@ -115,7 +114,7 @@ class LightGBMSource:
         The booster's ``best_iteration`` (what ``predict`` uses by default), kept by the writer.
     """
 
-    text: str
+    text: str = field(repr=False)
     params: dict[str, str] = field(repr=False)
     objective: str | None
     n_leaves: np.ndarray = field(repr=False)
@@ -166,10 +165,6 @@ def _split_text(text: str) -> tuple[str, list[str], str]:
     body = text[first.start(): end.start()]
     blocks = re.split(r"^Tree=\d+\n", body, flags=re.MULTILINE)[1:]
     return text[: first.start()], blocks, text[end.start():]
-
-
-def _csv(value: str) -> list[float]:
-    return [float(v) for v in value.split()] if value.strip() else []
 
 
 def _check_supported(dump: dict, source: LightGBMSource, text: str) -> None:
@@ -318,42 +313,39 @@ def _data_free_bias(arrays: dict[str, Any], l2: float) -> float:
     return float(np.sum(weight * arrays["value"][leaf]) / np.sum(weight))
 
 
+#: LightGBM canonical objective -> (core objective name, its parameters from the model's)
+_CORE_OBJECTIVES: dict[str, tuple[str, Callable[[LightGBMSource, int], dict]]] = {
+    "regression": ("squared_error", lambda s, K: {}),
+    "binary": ("binary_logistic", lambda s, K: {
+        "sigmoid": s.float_param("sigmoid"), "pos_weight": s.float_param("scale_pos_weight")}),
+    # LightGBM's softmax hessian is K/(K-1) p(1-p)
+    "multiclass": ("multiclass_softmax", lambda s, K: {
+        "n_classes": K, "hessian_factor": K / (K - 1.0)}),
+    "multiclassova": ("multiclass_ova", lambda s, K: {
+        "n_classes": K, "sigmoid": s.float_param("sigmoid")}),
+    "poisson": ("poisson", lambda s, K: {
+        "max_delta_step": s.float_param("poisson_max_delta_step")}),
+    "gamma": ("gamma", lambda s, K: {}),
+    "tweedie": ("tweedie", lambda s, K: {
+        "variance_power": s.float_param("tweedie_variance_power")}),
+    "huber": ("huber", lambda s, K: {"alpha": s.float_param("alpha")}),
+    "fair": ("fair", lambda s, K: {"c": s.float_param("fair_c")}),
+    "cross_entropy": ("cross_entropy", lambda s, K: {}),
+    "regression_l1": ("quantile", lambda s, K: {"alpha": 0.5}),
+    "quantile": ("quantile", lambda s, K: {"alpha": s.float_param("alpha")}),
+    "mape": ("mape", lambda s, K: {}),
+}
+
+
 def _make_core_objective(name: str | None, source: LightGBMSource, K: int):
-    """The core objective for LightGBM's canonical objective ``name`` and the model's params."""
-    fp = source.float_param
-    o = _objectives.make_objective
-    f64 = "float64"
+    """The core objective (float64 maths, like LightGBM) for LightGBM objective ``name``."""
     if name is None:
         return None
-    if name == "regression":
-        return o("squared_error", precision=f64)
-    if name == "binary":
-        return o("binary_logistic", precision=f64, sigmoid=fp("sigmoid"),
-                 pos_weight=fp("scale_pos_weight"))
-    if name == "multiclass":
-        return o("multiclass_softmax", precision=f64, n_classes=K,
-                 hessian_factor=K / (K - 1.0))
-    if name == "multiclassova":
-        return o("multiclass_ova", precision=f64, n_classes=K, sigmoid=fp("sigmoid"))
-    if name == "poisson":
-        return o("poisson", precision=f64, max_delta_step=fp("poisson_max_delta_step"))
-    if name == "gamma":
-        return o("gamma", precision=f64)
-    if name == "tweedie":
-        return o("tweedie", precision=f64, variance_power=fp("tweedie_variance_power"))
-    if name == "huber":
-        return o("huber", precision=f64, alpha=fp("alpha"))
-    if name == "fair":
-        return o("fair", precision=f64, c=fp("fair_c"))
-    if name == "cross_entropy":
-        return o("cross_entropy", precision=f64)
-    if name == "regression_l1":
-        return o("quantile", precision=f64, alpha=0.5)
-    if name == "quantile":
-        return o("quantile", precision=f64, alpha=fp("alpha"))
-    if name == "mape":
-        return o("mape", precision=f64)
-    raise UnsupportedModelError(f"LightGBM objective {name!r} is not supported")
+    try:
+        core, params = _CORE_OBJECTIVES[name]
+    except KeyError:
+        raise UnsupportedModelError(f"LightGBM objective {name!r} is not supported") from None
+    return _objectives.make_objective(core, precision="float64", **params(source, K))
 
 
 def read_model(model: lightgbm.Booster | lightgbm.LGBMModel) -> Model:
@@ -376,6 +368,14 @@ def read_model(model: lightgbm.Booster | lightgbm.LGBMModel) -> Model:
     UnsupportedModelError
         DART, random forest, linear trees, ranking objectives, ``reg_sqrt``,
         ``cross_entropy_lambda``.
+
+    Notes
+    -----
+    The folded init score is detected from the first trees' ``shrinkage`` reading 1 while the
+    learning rate does not. With ``learning_rate=1`` the two cannot be told apart, so a model
+    trained with ``boost_from_average`` is read as holding one. A Dataset ``init_score`` used in
+    training leaves no trace in the model (its predictions lack it); the replay then starts
+    from 0, not from that score.
     """
     booster = _booster(model)
     text = booster.model_to_string(num_iteration=-1)
@@ -416,7 +416,10 @@ def read_model(model: lightgbm.Booster | lightgbm.LGBMModel) -> Model:
         objective = _make_core_objective(objective_name, source, K)
 
     # AddBias: built-in objective, boost_from_average, and the first trees' shrinkage reset to 1
-    lr = fp("learning_rate")
+    if "learning_rate" in params:
+        lr = fp("learning_rate")
+    else:  # no parameters block (hand-made model): the second iteration shows the rate
+        lr = float(infos[K]["shrinkage"]) if len(infos) > K else 1.0
     add_bias = (
         objective_name is not None and source.param("boost_from_average") in ("1", "true")
     )
