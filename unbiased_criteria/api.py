@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .gains import leaf_weight
-from .importance import GainOptions, holdout_halves, score_tree
+from .importance import GainOptions, holdout_halves, jackknife_blocks, score_tree
 from .model import Model
 from .objectives import Objective
 from .replay import ReplayResult, RowSet, TreeStep, replay, resolve_bias
@@ -149,6 +149,7 @@ def unbiased_importance(
     min_k: int = 5,
     random_state=None,
     cross_fit: bool = True,
+    n_blocks: int = 20,
     progress: bool = False,
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
 ) -> ImportanceReport:
@@ -176,6 +177,9 @@ def unbiased_importance(
     random_state : int, numpy.random.SeedSequence or None
     cross_fit : bool
         Validation-only mode: average both assignments of the halves.
+    n_blocks : int
+        Blocks of held-out rows for the jackknife standard errors (``report.to_frame()``'s
+        ``std_error``, ``report.select``); 0 or 1 switches them off.
     progress : bool
         Show a progress bar over trees.
     memory_budget : int
@@ -189,21 +193,26 @@ def unbiased_importance(
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
                     objective, memory_budget)
     options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
-                          cross_fit=cross_fit)
+                          cross_fit=cross_fit, n_blocks=n_blocks)
     forest = prep.model.forest
     halves = holdout_halves(prep.valid.n_rows, options) if prep.train is None else None
+    blocks = jackknife_blocks(prep.valid.n_rows, options)
     records: list[dict] = []
+    replicates: list[np.ndarray] = []
 
     def visit(step: TreeStep):
         if step.tree.n_leaves > 1:
-            scores = score_tree(step, prep.model.split_score, options, halves)
+            scores = score_tree(step, prep.model.split_score, options, halves, blocks)
             records.append(_split_records(step, scores, int(forest.tree_class[step.index])))
+            if scores.jackknife is not None:
+                replicates.append(scores.jackknife[:, step.tree.internal_nodes].T)
         return None
 
     replay(prep.model, prep.objective, train=prep.train, valid=prep.valid, visit=visit,
            progress=progress)
+    jack = np.concatenate(replicates) if replicates else None
     return ImportanceReport(_records_frame(records, forest.feature_names),
-                            forest.feature_names, host=prep.model.host)
+                            forest.feature_names, host=prep.model.host, jackknife=jack)
 
 
 def _new_leaf_values(tree: Tree, sums, model: Model) -> np.ndarray:

@@ -174,6 +174,26 @@ class Draws:
         np.cumsum(values[self.order], dtype=np.float64, out=cum[1:])
         return np.bincount(self.request, cum[s + j] - cum[s], minlength=self.n_requests)
 
+    def block_sums(self, values: np.ndarray, blocks: np.ndarray, n_blocks: int) -> np.ndarray:
+        """Sums of ``values`` over each request's rows in each block, ``(n_requests, n_blocks)``.
+
+        One pass over the rows whatever the number of blocks: the rows are cut at every
+        window boundary, summed per (segment, block), and windows add up their segments.
+        """
+        s, j = self.start[self.leaf], self.count
+        n = values.shape[0]
+        cuts = np.unique(np.concatenate([[0, n], s, s + j]))
+        seg = np.repeat(np.arange(cuts.size - 1), np.diff(cuts))
+        acc = np.bincount(
+            seg * n_blocks + blocks[self.order], weights=values[self.order],
+            minlength=(cuts.size - 1) * n_blocks,
+        ).reshape(-1, n_blocks)
+        cum = np.vstack([np.zeros(n_blocks), np.cumsum(acc, axis=0)])
+        pair = cum[np.searchsorted(cuts, s + j)] - cum[np.searchsorted(cuts, s)]
+        out = np.zeros((self.n_requests, n_blocks))
+        np.add.at(out, self.request, pair)
+        return out
+
     def rows(self, q: int) -> np.ndarray:
         """Row ids drawn for request ``q`` (for tests and inspection)."""
         pick = self.request == q
@@ -244,6 +264,8 @@ class UnbiasedGain:
     k: np.ndarray
     n_valid: np.ndarray
     usable: np.ndarray
+    #: (n_blocks, n_nodes): U with each block of held-out rows left out (when blocks given)
+    jackknife: np.ndarray | None = None
 
 
 def unbiased_gain(
@@ -258,6 +280,8 @@ def unbiased_gain(
     min_k: int = 5,
     lam: float = 0.0,
     shortcut: bool = False,
+    blocks: np.ndarray | None = None,
+    n_blocks: int = 0,
 ) -> UnbiasedGain:
     """Unbiased gain U of every internal node of ``tree``.
 
@@ -283,6 +307,9 @@ def unbiased_gain(
     shortcut : bool
         When every held-out hessian is equal (squared error), use all of a node's held-out
         rows instead of k drawn ones: deterministic, unbiased, less variance.
+    blocks, n_blocks : int array (n_valid,), int
+        Optional block of every held-out row (0..n_blocks-1): also return, for each block,
+        U computed with that block's rows left out of every ratio (for a jackknife).
 
     Returns
     -------
@@ -302,17 +329,48 @@ def unbiased_gain(
         return UnbiasedGain(gain, k, n_valid, usable)
 
     req_node = np.concatenate([split, tree.left[split], tree.right[split]])
+    jack = blocks is not None and n_blocks > 1
+    ratio = np.zeros(req_node.size)
+    ratio_out = np.zeros((req_node.size, n_blocks)) if jack else None
+
+    def add(sum_g, sum_h, block_g, block_h):
+        nonlocal ratio
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio += sum_g / (sum_h + lam)
+            if jack:
+                ratio_out[...] += (sum_g[:, None] - block_g) / (sum_h[:, None] - block_h + lam)
+
     if shortcut and h_valid.size and np.all(h_valid == h_valid[0]):
+        n_draws = 1
         sum_g = tree.node_sums(nodes_valid, g_valid)[req_node]
-        ratio = sum_g / (tree.node_sums(nodes_valid, h_valid)[req_node] + lam)
+        sum_h = tree.node_sums(nodes_valid, h_valid)[req_node]
+        block_g = block_h = None
+        if jack:
+            onehot = blocks[:, None] == np.arange(n_blocks)
+            block_g = tree.node_sums(nodes_valid, onehot * g_valid[:, None])[req_node]
+            block_h = tree.node_sums(nodes_valid, onehot * h_valid[:, None])[req_node]
+        add(sum_g, sum_h, block_g, block_h)
     else:
         req_k = np.tile(k[split], 3)
-        ratio = np.zeros(req_node.size)
         for _ in range(n_draws):
             draws = draw_subsets(tree, nodes_valid, req_node, req_k, rng)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratio += draws.sums(g_valid) / (draws.sums(h_valid) + lam)
-        ratio /= n_draws
-    r_I, r_L, r_R = np.split(ratio, 3)
-    gain[split] = G[tree.left[split]] * r_L + G[tree.right[split]] * r_R - G[split] * r_I
-    return UnbiasedGain(gain, k, n_valid, usable)
+            add(
+                draws.sums(g_valid), draws.sums(h_valid),
+                draws.block_sums(g_valid, blocks, n_blocks) if jack else None,
+                draws.block_sums(h_valid, blocks, n_blocks) if jack else None,
+            )
+
+    def combine(r):  # U from the ratios of (I, L, R); r is (3s,) or (3s, n_blocks)
+        r_I, r_L, r_R = np.split(r / n_draws, 3)
+        shape = (-1,) + (1,) * (r.ndim - 1)
+        G_I, G_L, G_R = (G[a].reshape(shape) for a in (split, tree.left[split],
+                                                        tree.right[split]))
+        return G_L * r_L + G_R * r_R - G_I * r_I
+
+    gain[split] = combine(ratio)
+    jackknife = None
+    if jack:
+        jackknife = np.full((n_blocks, tree.n_nodes), np.nan)
+        jackknife[:, inner] = 0.0
+        jackknife[:, split] = combine(ratio_out).T
+    return UnbiasedGain(gain, k, n_valid, usable, jackknife)

@@ -9,10 +9,11 @@ import numpy as np
 from .gains import NodeSums, SplitScore, biased_gain, node_sums, tree_generator, unbiased_gain
 from .replay import TreeStep
 
-__all__ = ["GainOptions", "TreeScores", "score_tree", "holdout_halves"]
+__all__ = ["GainOptions", "TreeScores", "score_tree", "holdout_halves", "jackknife_blocks"]
 
 # spawn key of the stream that splits held-out rows in validation-only mode (trees use 0..)
 _HALVES_KEY = 2**40
+_BLOCKS_KEY = 2**40 + 1
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,8 @@ class GainOptions:
 
     See :func:`unbiased_criteria.gains.unbiased_gain` for ``n_draws``, ``min_k``, ``lam`` and
     ``shortcut``. ``random_state`` seeds one stream per tree. ``cross_fit`` (validation-only
-    mode) averages U over both assignments of the two halves.
+    mode) averages U over both assignments of the two halves. ``n_blocks > 1`` also computes,
+    for a block jackknife, U with each of ``n_blocks`` random blocks of held-out rows left out.
     """
 
     n_draws: int = 1
@@ -30,6 +32,7 @@ class GainOptions:
     lam: float = 0.0
     shortcut: bool = False
     cross_fit: bool = True
+    n_blocks: int = 0
 
     def __post_init__(self):
         if not isinstance(self.random_state, np.random.SeedSequence):
@@ -49,6 +52,14 @@ def holdout_halves(n: int, options: GainOptions) -> np.ndarray:
     return rng.permutation(n) < n // 2
 
 
+def jackknife_blocks(n: int, options: GainOptions) -> np.ndarray | None:
+    """Block (0..n_blocks-1, equal sizes) of each of ``n`` held-out rows, or None."""
+    if options.n_blocks < 2:
+        return None
+    rng = tree_generator(options.random_state, _BLOCKS_KEY)
+    return (rng.permutation(n) % options.n_blocks).astype(np.int64)
+
+
 @dataclass(frozen=True)
 class TreeScores:
     """Per-node scores of one tree (leaves NaN); ``sums`` are the rows that give G and H."""
@@ -60,10 +71,15 @@ class TreeScores:
     n_train: np.ndarray
     n_valid: np.ndarray
     sums: NodeSums
+    jackknife: np.ndarray | None = None
 
 
 def score_tree(
-    step: TreeStep, score: SplitScore, options: GainOptions, halves: np.ndarray | None = None
+    step: TreeStep,
+    score: SplitScore,
+    options: GainOptions,
+    halves: np.ndarray | None = None,
+    blocks: np.ndarray | None = None,
 ) -> TreeScores:
     """B and U of every split of ``step.tree``.
 
@@ -78,24 +94,33 @@ def score_tree(
         shortcut=options.shortcut,
     )
     nv, gv, hv = step.nodes_valid, step.g_valid, step.h_valid
+    n_blocks = options.n_blocks if blocks is not None else 0
     if step.nodes_train is not None:
         sums = node_sums(tree, step.nodes_train, step.g_train, step.h_train)
-        u = unbiased_gain(tree, sums.G, nv, gv, hv, **kw)
+        u = unbiased_gain(tree, sums.G, nv, gv, hv, blocks=blocks, n_blocks=n_blocks, **kw)
         return TreeScores(
-            biased_gain(tree, sums, score), u.gain, u.k, u.usable, sums.n, u.n_valid, sums
+            biased_gain(tree, sums, score), u.gain, u.k, u.usable, sums.n, u.n_valid, sums,
+            u.jackknife,
         )
 
     a, b = halves, ~halves
-    sums_a = node_sums(tree, nv[a], gv[a], hv[a])
-    u = unbiased_gain(tree, sums_a.G, nv[b], gv[b], hv[b], **kw)
-    gain, usable = u.gain, u.usable
+
+    def half(g_rows, r_rows):  # G from g_rows, ratios from r_rows
+        sums = node_sums(tree, nv[g_rows], gv[g_rows], hv[g_rows])
+        part = None if blocks is None else blocks[r_rows]
+        u = unbiased_gain(tree, sums.G, nv[r_rows], gv[r_rows], hv[r_rows], blocks=part,
+                          n_blocks=n_blocks, **kw)
+        return sums, u
+
+    sums_a, u = half(a, b)
+    gain, usable, jack = u.gain, u.usable, u.jackknife
     if options.cross_fit:
-        sums_b = node_sums(tree, nv[b], gv[b], hv[b])
-        u2 = unbiased_gain(tree, sums_b.G, nv[a], gv[a], hv[a], **kw)
+        _, u2 = half(b, a)
         gain = (u.gain + u2.gain) / 2.0
         usable = u.usable & u2.usable
+        jack = None if jack is None else (jack + u2.jackknife) / 2.0
     all_rows = node_sums(tree, nv, gv, hv)
     return TreeScores(
-        biased_gain(tree, all_rows, score), gain, u.k, usable, sums_a.n,
-        all_rows.n, sums_a,
+        biased_gain(tree, all_rows, score), gain, u.k, usable, sums_a.n, all_rows.n, sums_a,
+        jack,
     )
