@@ -550,6 +550,8 @@ def _check_X(X: Any, forest: Forest, argument: str) -> Any:
         columns = [str(c) for c in X.columns]
         names = [c.replace(" ", "_") for c in columns]  # as LightGBM stores them
     elif sparse.issparse(X):
+        if X.format not in ("csr", "csc"):
+            X = sparse.csr_matrix(X)  # LightGBM predicts from CSR or CSC only (a new object)
         shape, names, columns = X.shape, None, None
     else:
         if pd is not None and isinstance(X, pd.Series):
@@ -599,7 +601,7 @@ def make_router(
     argument : str
         Name of ``X`` in error messages (``"X_valid"``).
     memory_budget : int
-        Bytes the int32 ``(n_rows, chunk)`` leaf array may use.
+        Bytes one routing call may use: LightGBM's float64 leaf array and its int32 copy.
 
     Returns
     -------
@@ -621,7 +623,8 @@ def make_router(
     X = _check_X(X, forest, argument)
     n_rows = int(X.shape[0])
     K = booster.num_model_per_iteration()
-    chunk = chunk_size(n_rows, n_trees, memory_budget)
+    # predict(pred_leaf=True) fills a float64 array, then casts it to int32: 12 bytes a leaf id
+    chunk = chunk_size(n_rows, n_trees, memory_budget // 3)
     # LightGBM selects whole iterations: keep chunks aligned to K trees
     chunk = max(K, chunk // K * K) if n_trees >= K else max(chunk, 1)
     offset = (source.n_leaves - 1).astype(np.int32)

@@ -516,8 +516,9 @@ def test_router_accepts_sparse_and_frames_without_modifying_them():
     dense = np.nan_to_num(X)  # sparse inputs have no NaN
     csr = sparse.csr_matrix(dense)
     want = adapter.make_router(booster, read, dense, "X").leaf_nodes(0, 3)
-    np.testing.assert_array_equal(adapter.make_router(booster, read, csr, "X").leaf_nodes(0, 3),
-                                  want)
+    for matrix in (csr, csr.tocsc(), csr.tocoo()):
+        router = adapter.make_router(booster, read, matrix, "X")
+        np.testing.assert_array_equal(router.leaf_nodes(0, 3), want)
     frame = pd.DataFrame(X, columns=[f"Column_{i}" for i in range(4)])
     before = frame.copy()
     np.testing.assert_array_equal(
