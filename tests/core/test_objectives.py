@@ -499,3 +499,44 @@ def test_predict_is_the_inverse_link():
     np.testing.assert_allclose(make_objective("squared_error").predict(F), F)
     P = make_objective("multiclass_softmax").predict(np.stack([F, 0 * F, -F], axis=1))
     np.testing.assert_allclose(P.sum(axis=1), 1)
+
+
+# --------------------------------------------------------------------------- host fidelity
+
+LGB_EPS = float(np.float32(1e-15))  # LightGBM's kEpsilon = 1e-15f (include/LightGBM/meta.h)
+INIT_CLAMP_BUG = (
+    "LightGBM's BoostFromScore clamps the class frequency to [kEpsilon, 1 - kEpsilon] "
+    "(binary, multiclassova) or max(kEpsilon, p) (multiclass), kEpsilon = 1e-15f; the core "
+    "gives -inf (binary, ova) or log(1e-300) (softmax) for a class absent from the labels"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=INIT_CLAMP_BUG)
+@pytest.mark.parametrize(
+    "name, params, y, want",
+    [
+        ("binary_logistic", {}, [0.0, 0.0, 0.0], [np.log(LGB_EPS / (1 - LGB_EPS))]),
+        ("multiclass_ova", {"n_classes": 3}, [0.0, 1.0, 1.0],
+         [np.log(1 / 2), np.log(2), np.log(LGB_EPS / (1 - LGB_EPS))]),
+        ("multiclass_softmax", {"n_classes": 3}, [0.0, 1.0, 1.0],
+         [np.log(1 / 3), np.log(2 / 3), np.log(LGB_EPS)]),
+    ],
+)
+def test_init_score_of_an_absent_class_is_lightgbms(name, params, y, want):
+    with np.errstate(divide="ignore"):
+        got = make_objective(name, **params).init_score(np.array(y))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Logistic's float32 branch computes p - y and p(1 - p) without the sigmoid factor "
+    "s and s**2 (only reachable with precision='float32' and sigmoid != 1)",
+)
+def test_logistic_sigmoid_in_float32_precision():
+    obj = make_objective("binary_logistic", sigmoid=2.0, precision="float32")
+    y, F = labels("binary_logistic"), F_REAL
+    g, h = obj.grad_hess(y, F)
+    gn, hn = num_derivs(obj.loss, y, F)
+    close(g, gn, rtol=1e-4, atol=1e-5)
+    close(h, hn, rtol=1e-3, atol=1e-4)

@@ -253,7 +253,9 @@ def test_lightgbm_fraction_between_minus_one_and_zero_is_category_zero():
 )
 def test_xgboost_fraction_between_minus_one_and_zero_is_not_a_member():
     # xgboost/src/common/categorical.h: InvalidCat(cat) = cat < 0 || cat >= kMaxCat, checked
-    # on the float; an invalid category goes to the non-member (left) side
+    # on the float; an invalid category goes to the non-member (left) side. Checked with
+    # xgboost 3.2.0: a one-split model with set {0} sends 0.0 and 0.5 right, -0.5 left
+    # (pred_leaf); LightGBM 4.7 sends -0.5 with category 0, as the IR does
     tree = _category_stump(XGBOOST_RULES, cats=(0,))
     assert route_rows(tree, np.array([[-0.5]]))[0] == 1
 
