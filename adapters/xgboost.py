@@ -63,6 +63,7 @@ __all__ = [
     "make_objective",
     "make_router",
     "write_model",
+    "model_json",
 ]
 
 #: XGBoost's routing: ``x < t`` goes left, a category in the set goes right, NaN goes to the

@@ -33,7 +33,7 @@ def make_data(n=N, p=5, nan=0.0, seed=0):
 
 
 def labels(kind, signal, rng):
-    if kind in ("binary:logistic", "reg:logistic", "binary:logitraw"):
+    if kind in ("binary:logistic", "reg:logistic", "binary:logitraw", "binary:hinge"):
         return (signal + rng.normal(size=signal.size) > 0.5).astype(np.float64)
     if kind.startswith("multi:"):
         return np.digitize(signal + rng.normal(size=signal.size), [0.0, 1.0]).astype(float)
@@ -124,6 +124,10 @@ def test_raw_score_equals_host_margin(objective, params, nan):
     np.testing.assert_allclose(forest.raw_score(X), ref, rtol=0, atol=1e-5)
     assert forest.score_dtype == np.float32
     assert all(t.rules == ax.RULES for t in forest.trees)
+    # XGBoost allocates siblings as (left, left + 1), lossguide included: the writer keeps ids
+    for tree in forest.trees:
+        inner = tree.internal_nodes
+        np.testing.assert_array_equal(tree.right[inner], tree.left[inner] + 1)
     # the IR ids are XGBoost's: a leaf's value is split_conditions at pred_leaf's id
     leaves = bst.predict(d, pred_leaf=True).reshape(len(X), -1).astype(int)
     for t, tree in enumerate(forest.trees):
@@ -241,6 +245,24 @@ def _hand_model(base_score: str, objective: str = "reg:squarederror") -> dict:
     }
 
 
+@pytest.mark.parametrize("layout", ["3.2", "3.4"])
+@pytest.mark.parametrize("weights, ok", [([1.0, 1.0], True), ([1.0, 0.5], False)])
+def test_hand_written_dart_layouts(layout, weights, ok):
+    js = _hand_model("[5E-1]")
+    learner = js["learner"]
+    model = learner["gradient_booster"]["model"]
+    if layout == "3.2":  # {"name": "dart", "gbtree": {"model": ...}, "weight_drop": [...]}
+        learner["gradient_booster"] = {"name": "dart", "weight_drop": weights,
+                                       "gbtree": {"name": "gbtree", "model": model}}
+    else:  # {"name": "gbtree", "model": {..., "weight_drop": [...]}}
+        model["weight_drop"] = weights
+    if ok:
+        assert ax.parse_model(js).forest.n_trees == 2
+    else:
+        with pytest.raises(UnsupportedModelError, match="weight_drop"):
+            ax.parse_model(js)
+
+
 @pytest.mark.parametrize("base_score", ["5E-1", "[5E-1]"])
 def test_hand_written_model_parses_and_matches_host(base_score):
     js = _hand_model(base_score)
@@ -320,13 +342,14 @@ def test_objective_mapping(objective, params, name, attrs):
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"booster": "gblinear"}, "gblinear"),
+        ({"booster": "gblinear", "max_depth": None}, "gblinear"),
         ({"booster": "dart", "rate_drop": 0.5, "skip_drop": 0.0}, "DART"),
         ({"objective": "rank:pairwise"}, "rank:pairwise"),
         ({"objective": "survival:cox"}, "survival:cox"),
         ({"objective": "reg:quantileerror", "quantile_alpha": [0.2, 0.8]}, "several"),
         ({"multi_strategy": "multi_output_tree", "objective": "multi:softprob",
           "num_class": 3}, "multi-output"),
+        ({"objective": "reg:squarederror", "two_targets": True}, "multi-target"),
     ],
 )
 def test_unsupported_models_are_refused(params, match):
@@ -337,7 +360,10 @@ def test_unsupported_models_are_refused(params, match):
         d.set_group([100, 100])
     if params.get("objective") == "survival:cox":
         d.set_label(np.abs(y) + 0.1)
-    bst = xgb.train({"max_depth": 2, **params}, d, 4)
+    if params.pop("two_targets", False):
+        d.set_label(np.column_stack([y, -y]))
+    params = {k: v for k, v in {"max_depth": 2, **params}.items() if v is not None}
+    bst = xgb.train(params, d, 4)
     with pytest.raises(UnsupportedModelError, match=match):
         ax.read_model(bst)
 
@@ -393,6 +419,24 @@ def test_sklearn_models_and_custom_objectives():
         ax.read_model(xgb.XGBRegressor())
     with pytest.raises(TypeError, match="xgboost.Booster"):
         ax.read_model(object())
+
+
+def test_objective_without_core_equivalent():
+    bst, *_ = train("binary:hinge", rounds=2)
+    read = ax.read_model(bst)
+    assert read.objective is None
+    assert any("binary:hinge" in m and "objective=" in m for m in read.warnings)
+
+
+def test_sklearn_missing_value_is_used_by_the_router():
+    X, signal, rng = make_data(nan=0.2)
+    y = labels("reg:squarederror", signal, rng)
+    coded = np.where(np.isnan(X), -999.0, X).astype(np.float32)
+    est = xgb.XGBRegressor(n_estimators=3, max_depth=4, missing=-999.0).fit(coded, y)
+    read = ax.read_model(est)
+    leaves = ax.make_router(est, read, coded, "X").leaf_nodes(0, 3)
+    for t, tree in enumerate(read.forest.trees):
+        np.testing.assert_array_equal(leaves[:, t], route_rows(tree, X))
 
 
 def test_make_objective():

@@ -242,6 +242,13 @@ def test_non_adjacent_siblings_are_renumbered():
     np.testing.assert_allclose(margin(new, d), margin(bst, d), atol=1e-6, rtol=0)
 
 
+def test_dart_with_unit_weights_round_trip():
+    bst, X, y, d = train("regression", booster="dart", rate_drop=0.0, max_depth=6)
+    forest = random_collapse(ax.read_model(bst).forest)
+    new = ax.write_model(bst, forest)
+    np.testing.assert_allclose(margin(new, d), forest.raw_score(X), atol=1e-5, rtol=0)
+
+
 def test_tombstoned_model_is_written_compact():
     bst, X, y, d = train("regression", tree_method="exact", gamma=3.0, max_depth=6, rounds=3)
     read = ax.read_model(bst)
