@@ -316,10 +316,9 @@ def _read_tree(tree: Mapping, index: int, shrinkage: float) -> Tree:
         cats = np.asarray(tree["categories"], dtype=np.int64)
         seg = np.asarray(tree["categories_segments"], dtype=np.int64)
         size = np.asarray(tree["categories_sizes"], dtype=np.int64)
-        cat_sets = {int(v): cats[s : s + m] for v, s, m in zip(nodes, seg, size)}
-    # a categorical node with an empty set sends every category left; it is still categorical
-    if set(cat_sets) - set(np.flatnonzero(categorical).tolist()):
-        raise ValueError(f"tree {index}: categories given for a non-categorical node")
+        # sets left on nodes that are no longer splits (collapsed by an updater) are dropped
+        cat_sets = {int(v): cats[s : s + m] for v, s, m in zip(nodes, seg, size)
+                    if categorical[v] and keep[v]}
 
     def remap(child):
         if new_id is None:
@@ -394,8 +393,6 @@ def _params_mismatch(trees: list, eta: float, lam: float) -> float:
         a = _tree_arrays(tree, 0)
         left, right = a["left"], a["right"]
         inner = np.flatnonzero(left >= 0)
-        if a["weight"].size == 0:
-            continue
         both = inner[(left[left[inner]] < 0) & (left[right[inner]] < 0)]
         L, R = left[both], right[both]
         fit = (a["cond"][L] * (a["hess"][L] + lam) + a["cond"][R] * (a["hess"][R] + lam)) / (
