@@ -92,7 +92,7 @@ def test_replayed_gains_hessians_and_margins(case):
     score = read.split_score
     router = ax.make_router(bst, read, X, "X_train", memory_budget=N * 4 * 5)
     assert router.chunk < read.forest.n_trees  # several chunks
-    found = {"B": [], "host": [], "scale": [], "H": [], "host_H": []}
+    found = {k: [] for k in ("B", "host", "scale", "H", "host_H", "value", "core_value")}
 
     def visit(step):
         tree = step.tree
@@ -107,13 +107,18 @@ def test_replayed_gains_hessians_and_margins(case):
         found["scale"].append(np.maximum(np.abs(children), np.abs(parent)))
         found["H"].append(sums.H)
         found["host_H"].append(tree.host_hessian)
+        # every node's value (leaves: split_conditions, splits: eta * base_weights) is what
+        # the core computes for it as a leaf: what pruning writes for a collapsed node
+        found["value"].append(tree.value)
+        found["core_value"].append(tree.shrinkage * gains.leaf_weight(sums.G, sums.H, score))
 
     result = replay(read, read.objective, train=RowSet(router, y, w), visit=visit)
-    B, host, scale, H, host_H = (np.concatenate(found[k]) for k in found)
+    B, host, scale, H, host_H, value, core_value = (np.concatenate(found[k]) for k in found)
     assert B.size > 50
     np.testing.assert_array_less(np.abs(B - host), 1e-5 * scale + 1e-12)
     assert np.median(np.abs(B - host) / np.abs(host)) <= 1e-6
     np.testing.assert_allclose(H, host_H, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(core_value, value, rtol=1e-4, atol=1e-7)
     margin = bst.predict(d, output_margin=True).reshape(len(y), -1)
     np.testing.assert_allclose(result.raw_train, margin, atol=1e-5, rtol=0)
     # the IR's own routing agrees with the host on these rows too
@@ -159,3 +164,24 @@ def test_alpha_with_max_delta_step():
 
     replay(read, read.objective, train=RowSet(router, y), visit=visit)
     assert np.max(np.concatenate(errors)) < 1e-3
+
+
+@pytest.mark.parametrize("name", ["logistic", "softprob", "categorical", "parallel"])
+def test_prune_end_to_end(name):
+    from unbiased_criteria.api import prune_forest
+
+    objective, params, opts = CASES[name]
+    X, y = data(objective, categorical=opts.get("categorical", False))
+    Xv, yv = data(objective, seed=1, categorical=opts.get("categorical", False))
+    d = xgb.DMatrix(X, y, enable_categorical=True)
+    bst = xgb.train({"objective": objective, "max_depth": 6, "nthread": 2, **params}, d, 6)
+    before = bst.save_raw("json")
+    result = prune_forest(bst, X, y, Xv, yv, random_state=0)
+    assert result.leaves_after < result.leaves_before
+    pruned = uc.prune(bst, X, y, Xv, yv, random_state=0)
+    assert isinstance(pruned, xgb.Booster) and bst.save_raw("json") == before
+    margin = pruned.predict(d, output_margin=True).reshape(len(y), -1)
+    # the host's predictions of the written model are the replay's scores of the pruned trees
+    np.testing.assert_allclose(margin, result.replay.raw_train, atol=1e-5, rtol=0)
+    n_leaves = sum(t.n_leaves for t in ax.read_model(pruned).forest.trees)
+    assert n_leaves == result.leaves_after
