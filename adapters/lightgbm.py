@@ -55,6 +55,7 @@ __all__ = [
     "make_router",
     "make_objective",
     "write_model",
+    "model_text",
 ]
 
 #: LightGBM's routing: ``x <= t`` goes left, a category set goes left, NaN joins the others
@@ -748,7 +749,23 @@ def _feature_importances(forest: Forest, importance_type: str) -> str:
 
 
 def model_text(source: LightGBMSource, forest: Forest) -> str:
-    """The LightGBM text model of ``forest``, with the header and trailer of ``source``."""
+    """The LightGBM text model of ``forest``, with the header and trailer of ``source``.
+
+    Parameters
+    ----------
+    source : LightGBMSource
+        ``read_model(model).source``: its header (with ``tree_sizes`` recomputed), parameters
+        block and ``pandas_categorical`` are kept; the ``feature_importances:`` block is
+        recomputed from ``forest`` as LightGBM computes it.
+    forest : Forest
+        Trees in LightGBM's order, with LightGBM's decision rules.
+
+    Returns
+    -------
+    str
+        What ``lightgbm.Booster(model_str=...)`` loads; for the forest read from ``source``
+        it equals ``source.text`` byte for byte.
+    """
     header, _, trailer = _split_text(source.text)
     blocks = [f"Tree={t}\n" + _tree_block(tree) + "\n" for t, tree in enumerate(forest.trees)]
     sizes = " ".join(str(len(b.encode("utf-8"))) for b in blocks)
@@ -795,7 +812,8 @@ def write_model(
         raise ValueError(f"forest has {forest.n_trees} trees, not a multiple of {K} per iteration")
     text = model_text(source, forest)
     booster = lightgbm.Booster(model_str=text)
-    booster.best_iteration = source.best_iteration
+    # predict() uses best_iteration by default: keep the original's (within the new trees)
+    booster.best_iteration = min(source.best_iteration, forest.n_trees // K)
     if isinstance(model, lightgbm.Booster):
         return booster
     # a copy of the estimator whose booster is the new one (the old one is not copied)
