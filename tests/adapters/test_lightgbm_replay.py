@@ -40,9 +40,9 @@ def labels(kind, signal, rng):
     noise = rng.normal(size=signal.size)
     if kind == "binary":
         return (signal + noise > 0.8).astype(np.float64)
-    if kind == "multiclass":
+    if kind in ("multiclass", "multiclassova"):
         return np.digitize(signal + noise, [0.0, 1.0]).astype(np.float64)
-    if kind == "poisson":
+    if kind in ("poisson", "tweedie"):
         return rng.poisson(np.exp(0.3 * signal)).astype(np.float64)
     return signal + noise
 
@@ -52,6 +52,8 @@ CASES = [
     ("binary", {}, False),
     ("multiclass", {}, False),
     ("poisson", {}, False),
+    ("multiclassova", {}, False),
+    ("tweedie", {"tweedie_variance_power": 1.3}, False),
     ("regression", {}, True),
     ("multiclass", {}, True),
     ("regression", {"lambda_l1": 0.5, "lambda_l2": 2.0}, False),
@@ -67,7 +69,7 @@ def fit(kind, params, weighted, keep, rounds=6):
     y = labels(kind, signal, rng)
     w = rng.uniform(0.5, 2.0, N) if weighted else None
     p = {**BASE, "objective": kind, **params}
-    if kind == "multiclass":
+    if kind in ("multiclass", "multiclassova"):
         p["num_class"] = 3
     ds = lightgbm.Dataset(X, y, weight=w, categorical_feature=[2, 3])
     return lightgbm.train(p, ds, rounds, keep_training_booster=keep), X, y, w
