@@ -68,7 +68,9 @@ __all__ = [
 
 #: XGBoost's routing: ``x < t`` goes left, a category in the set goes right, NaN goes to the
 #: default side at categorical nodes too
-RULES = DecisionRules(operator="<", categories_go="right", categorical_nan="default")
+RULES = DecisionRules(
+    operator="<", categories_go="right", categorical_nan="default", negative_is_invalid=True
+)
 
 _DELETED = 2147483647  # split_indices of a node the prune updater deleted
 _NO_PARENT = 2147483647  # parents[root]
@@ -219,7 +221,7 @@ def _core_objective(name: str, params: Mapping[str, str], n_outputs: int) -> Obj
         return make("squared_log_error", **f32)
     if name in ("reg:logistic", "binary:logistic", "binary:logitraw"):
         return make(
-            "binary_logistic", hessian_floor=_HESSIAN_FLOOR,
+            "binary_logistic", hessian_floor=_HESSIAN_FLOOR, soft_labels=True,
             pos_weight=float(params.get("scale_pos_weight", 1.0)), **f32,
         )
     if name in ("multi:softprob", "multi:softmax"):
@@ -237,7 +239,7 @@ def _core_objective(name: str, params: Mapping[str, str], n_outputs: int) -> Obj
     if name == "reg:pseudohubererror":
         return make("pseudo_huber", slope=float(params.get("huber_slope", 1.0)), **f32)
     if name == "reg:absoluteerror":
-        return make("quantile", alpha=0.5, **f32)
+        return make("absolute_error", **f32)
     if name == "reg:quantileerror":
         alpha = np.atleast_1d(json.loads(params.get("quantile_alpha", "0.5")))
         if alpha.size != 1:
@@ -517,7 +519,7 @@ def parse_model(
     )
     split_score = SplitScore(
         l1=params["alpha"], l2=params["lambda"], max_delta_step=params["max_delta_step"],
-        weight_float32=True,
+        weight_float32=True, raw_gradient_score=True,
     )
     warnings = list(_warnings(learner, model, params, obj_name, base,
                               bool(objective is not None and objective.renews_leaves),

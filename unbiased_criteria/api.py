@@ -65,8 +65,9 @@ def _prepare(
         obj = adapter.make_objective(objective, read)
     elif read.objective is None:
         raise ValueError(
-            "the model was trained with a custom objective: pass objective= (a name such as "
-            "'binary' or a callable f(y, raw_score, weight) -> (grad, hess))"
+            "the model's objective is unknown (a custom objective) or not supported: pass "
+            "objective= (a name such as 'binary' or a callable "
+            "f(y, raw_score, weight) -> (grad, hess))"
         )
     else:
         obj = read.objective

@@ -54,12 +54,17 @@ class SplitScore:
         Clip of the leaf weight (0 = none).
     weight_float32 : bool
         XGBoost rounds the leaf weight to float32 and scores children from that weight.
+    raw_gradient_score : bool
+        Score a node from its weight ``w`` as ``-(2 G w + (H + l2) w^2)`` with the raw ``G``
+        (XGBoost) instead of the soft-thresholded ``T(G)`` (LightGBM). The two differ only
+        when ``l1 > 0`` and the weight form is used (``max_delta_step > 0``).
     """
 
     l1: float = 0.0
     l2: float = 0.0
     max_delta_step: float = 0.0
     weight_float32: bool = False
+    raw_gradient_score: bool = False
 
 
 @dataclass(frozen=True)
@@ -107,7 +112,7 @@ def node_score(G, H, score: SplitScore, l2_extra=0.0, weight_form: bool = False)
     TG = soft_threshold(G, score.l1)
     if weight_form or score.max_delta_step > 0:
         w = leaf_weight(G, H, score, l2_extra)
-        return -(2.0 * TG * w + (H + lam) * w * w)
+        return -(2.0 * (G if score.raw_gradient_score else TG) * w + (H + lam) * w * w)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(H + lam > 0, TG * TG / (H + lam), 0.0)
 
@@ -116,16 +121,16 @@ def biased_gain(tree: Tree, sums: NodeSums, score: SplitScore) -> np.ndarray:
     """The host's split gain B of every internal node (NaN at leaves).
 
     Children are scored with ``l2 + tree.l2_extra[I]`` (LightGBM's cat_l2), the parent with
-    ``l2``; with ``weight_float32`` children are scored from the float32 weight (XGBoost hist).
+    ``l2``; every node from its (clipped) weight when ``max_delta_step > 0``, else with the
+    plain ``T(G)^2 / (H + l2)``.
     """
     inner = tree.internal_nodes
     L, R = tree.left[inner], tree.right[inner]
     extra = tree.l2_extra[inner]
-    wf = score.weight_float32
     B = np.full(tree.n_nodes, np.nan)
     B[inner] = (
-        node_score(sums.G[L], sums.H[L], score, extra, wf)
-        + node_score(sums.G[R], sums.H[R], score, extra, wf)
+        node_score(sums.G[L], sums.H[L], score, extra)
+        + node_score(sums.G[R], sums.H[R], score, extra)
         - node_score(sums.G[inner], sums.H[inner], score)
     )
     return B

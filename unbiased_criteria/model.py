@@ -4,8 +4,9 @@ An adapter module (``unbiased_criteria.adapters.<host>``) provides
 
 * ``read_model(model) -> Model``: parse a host model (Booster or fitted sklearn estimator);
   no data. Raises :class:`UnsupportedModelError` for kinds it cannot score exactly.
-* ``make_router(model, X, argument) -> Router``: check ``X`` against the model (feature count,
-  names) and route its rows through the host's own ``pred_leaf``, in chunks of trees.
+* ``make_router(model, read, X, argument, memory_budget=...) -> Router``: check ``X`` against
+  the model (feature count, names) and route its rows through the host's own ``pred_leaf``,
+  in chunks of trees.
 * ``make_objective(spec, read) -> Objective``: a host objective name (``"regression"``,
   ``"binary:logistic"``...), a canonical name or a callable, as the core's objective.
 * ``write_model(model, forest) -> model``: a new host model of the same type holding

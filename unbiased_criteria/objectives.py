@@ -29,6 +29,20 @@ def _sigmoid(z):
         return 1.0 / (1.0 + np.exp(-z))
 
 
+def _check_classes(y, argument, n_classes, name):
+    if not (np.all(y == np.round(y)) and y.min() >= 0 and y.max() < n_classes):
+        raise ValueError(f"{argument} must hold class indices 0..{n_classes - 1} for {name}")
+
+
+def _check_non_negative(y, argument, name):
+    if np.any(y < 0):
+        raise ValueError(f"{argument} must be non-negative for {name}")
+
+
+# LightGBM clamps class frequencies away from 0 and 1 before taking logs
+_K_EPSILON = 1e-15
+
+
 def _weighted_mean(y, w):
     return float(np.average(y, weights=w)) if w is not None else float(np.mean(y))
 
@@ -108,7 +122,7 @@ class SquaredError(Objective):
         return np.array([_weighted_mean(np.float32(y), weight)])
 
     def loss(self, y, raw):
-        return (raw - y) ** 2
+        return 0.5 * (raw - y) ** 2
 
 
 @dataclass(frozen=True)
@@ -117,13 +131,15 @@ class Logistic(Objective):
 
     ``sigmoid`` is LightGBM's sigmoid parameter (p = 1/(1+exp(-sigmoid*F))); ``pos_weight``
     multiplies gradient and hessian of positive rows (scale_pos_weight / is_unbalance);
-    ``hessian_floor`` is XGBoost's 1e-16 floor applied before the weight.
+    ``hessian_floor`` is XGBoost's 1e-16 floor applied before the weight; ``soft_labels``
+    accepts any label in [0, 1] (XGBoost), not only 0 and 1 (LightGBM).
     """
 
     sigmoid: float = 1.0
     pos_weight: float = 1.0
     neg_weight: float = 1.0
     hessian_floor: float = 0.0
+    soft_labels: bool = False
     name = "binary_logistic"
 
     def _grad_hess(self, y, raw, w):
@@ -135,7 +151,7 @@ class Logistic(Objective):
             g, h = r, np.abs(r) * (s - np.abs(r))
         else:
             p = _sigmoid(s * raw).astype(raw.dtype)
-            g, h = p - y, p * (1 - p)
+            g, h = s * (p - y), s * s * p * (1 - p)
         h = np.maximum(h, raw.dtype.type(self.hessian_floor))
         lw = np.where(y > 0, self.pos_weight, self.neg_weight).astype(raw.dtype)
         if self.pos_weight != 1.0 or self.neg_weight != 1.0:
@@ -144,11 +160,15 @@ class Logistic(Objective):
 
     def check_labels(self, y, argument):
         super().check_labels(y, argument)
-        if not np.isin(y, (0, 1)).all():
+        if self.soft_labels:
+            if np.any((y < 0) | (y > 1)):
+                raise ValueError(f"{argument} must lie in [0, 1] for {self.name}")
+        elif not np.isin(y, (0, 1)).all():
             raise ValueError(f"{argument} must hold binary labels 0 and 1 for {self.name}")
 
     def init_score(self, y, weight=None):
         p = _weighted_mean((np.float32(y) > 0).astype(np.float64), weight)
+        p = min(max(p, _K_EPSILON), 1.0 - _K_EPSILON)
         return np.array([np.log(p / (1.0 - p)) / self.sigmoid])
 
     def loss(self, y, raw):
@@ -188,15 +208,12 @@ class Softmax(Objective):
 
     def check_labels(self, y, argument):
         super().check_labels(y, argument)
-        if not (np.all(y == np.round(y)) and y.min() >= 0 and y.max() < self.n_classes):
-            raise ValueError(
-                f"{argument} must hold class indices 0..{self.n_classes - 1} for {self.name}"
-            )
+        _check_classes(y, argument, self.n_classes, self.name)
 
     def init_score(self, y, weight=None):
         onehot = np.asarray(y).astype(np.int64)[:, None] == np.arange(self.n_classes)
         p = np.average(onehot, axis=0, weights=weight)
-        return np.log(np.maximum(p, 1e-300))
+        return np.log(np.maximum(p, _K_EPSILON))
 
     def loss(self, y, raw):
         z = raw - raw.max(axis=1, keepdims=True)
@@ -229,11 +246,13 @@ class OneVsRest(Objective):
             g, h = g * w[:, None], h * w[:, None]
         return g, h
 
-    check_labels = Softmax.check_labels
+    def check_labels(self, y, argument):
+        super().check_labels(y, argument)
+        _check_classes(y, argument, self.n_classes, self.name)
 
     def init_score(self, y, weight=None):
         onehot = np.asarray(y).astype(np.int64)[:, None] == np.arange(self.n_classes)
-        p = np.average(onehot, axis=0, weights=weight)
+        p = np.clip(np.average(onehot, axis=0, weights=weight), _K_EPSILON, 1 - _K_EPSILON)
         return np.log(p / (1 - p)) / self.sigmoid
 
     def predict(self, raw):
@@ -254,8 +273,7 @@ class Poisson(Objective):
 
     def check_labels(self, y, argument):
         super().check_labels(y, argument)
-        if np.any(y < 0):
-            raise ValueError(f"{argument} must be non-negative for {self.name}")
+        _check_non_negative(y, argument, self.name)
 
     def init_score(self, y, weight=None):
         return np.array([np.log(_weighted_mean(np.float32(y), weight))])
@@ -297,7 +315,10 @@ class Tweedie(Objective):
         a, b = np.exp((1 - rho) * raw), np.exp((2 - rho) * raw)
         return self._w(-y * a + b, w), self._w(-y * (1 - rho) * a + (2 - rho) * b, w)
 
-    check_labels = Poisson.check_labels
+    def check_labels(self, y, argument):
+        super().check_labels(y, argument)
+        _check_non_negative(y, argument, self.name)
+
     init_score = Poisson.init_score
     predict = Poisson.predict
 
@@ -384,10 +405,28 @@ class SquaredLogError(Objective):
 
 
 @dataclass(frozen=True)
-class Quantile(Objective):
-    """Pinball loss; gradient (1-alpha) above the label, -alpha below, unit hessian.
+class AbsoluteError(Objective):
+    """L1 loss: gradient sign(F - y), unit hessian (LightGBM regression_l1, XGBoost
+    reg:absoluteerror). The hosts renew leaf values with a weighted median."""
 
-    ``alpha = 0.5`` is the absolute error. The hosts renew leaf values with a percentile.
+    name = "absolute_error"
+    renews_leaves = True
+
+    def _grad_hess(self, y, raw, w):
+        return self._w(np.sign(raw - y), w), self._w(np.ones_like(raw), w)
+
+    def init_score(self, y, weight=None):
+        return np.array([_weighted_percentile(np.float32(y), weight, 0.5)])
+
+    def loss(self, y, raw):
+        return np.abs(raw - y)
+
+
+@dataclass(frozen=True)
+class Quantile(Objective):
+    """Pinball loss: gradient (1-alpha) at or above the label, -alpha below; unit hessian.
+
+    The hosts renew leaf values with a percentile of residuals.
     """
 
     alpha: float = 0.5
@@ -395,15 +434,15 @@ class Quantile(Objective):
     renews_leaves = True
 
     def _grad_hess(self, y, raw, w):
-        d = raw - y
-        if self.alpha == 0.5:
-            g = np.sign(d)
-        else:
-            g = np.where(d >= 0, 1 - self.alpha, -self.alpha).astype(raw.dtype)
+        g = np.where(raw - y >= 0, 1 - self.alpha, -self.alpha).astype(raw.dtype)
         return self._w(g, w), self._w(np.ones_like(raw), w)
 
     def init_score(self, y, weight=None):
         return np.array([_weighted_percentile(np.float32(y), weight, self.alpha)])
+
+    def loss(self, y, raw):
+        d = y - raw
+        return np.maximum(self.alpha * d, (self.alpha - 1) * d)
 
 
 @dataclass(frozen=True)
@@ -447,7 +486,7 @@ OBJECTIVES: dict[str, type[Objective]] = {
     cls.name: cls
     for cls in (
         SquaredError, Logistic, Softmax, OneVsRest, Poisson, Gamma, Tweedie, PseudoHuber,
-        Huber, Fair, CrossEntropy, SquaredLogError, Quantile, Mape,
+        Huber, Fair, CrossEntropy, SquaredLogError, AbsoluteError, Quantile, Mape,
     )
 }
 

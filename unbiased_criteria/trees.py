@@ -62,11 +62,16 @@ class DecisionRules:
     categorical_nan : {"other", "default"}
         Where NaN goes at a categorical node: with the non-members (LightGBM) or to the
         default side (XGBoost).
+    negative_is_invalid : bool
+        A negative category value is a non-member even when it truncates to 0 (XGBoost
+        checks the sign before truncating: -0.5 is invalid; LightGBM truncates first: -0.5
+        is category 0).
     """
 
     operator: Literal["<=", "<"] = "<="
     categories_go: Literal["left", "right"] = "left"
     categorical_nan: Literal["other", "default"] = "other"
+    negative_is_invalid: bool = False
 
 
 def _array(values, dtype, n: int | None = None, fill=None) -> np.ndarray:
@@ -332,6 +337,8 @@ def _go_left(tree: Tree, nodes: np.ndarray, x: np.ndarray) -> np.ndarray:
     if cat.any():
         idx = np.flatnonzero(cat)
         code = np.where(nan[idx], -1, np.trunc(np.nan_to_num(x[idx], nan=-1.0)))
+        if rules.negative_is_invalid:
+            code = np.where(x[idx] < 0, -1, code)
         member = _in_sets(tree, nodes[idx], code)
         set_left = rules.categories_go == "left"
         go = np.where(member, set_left, not set_left)
@@ -496,7 +503,8 @@ class Forest:
 
     def raw_score(self, X: np.ndarray) -> np.ndarray:
         """Raw scores ``(n, n_outputs)`` of dense ``X`` by the IR's own routing."""
-        X = np.asarray(X, dtype=np.float64)
+        # a host that reads features as float32 compares them as float32
+        X = np.asarray(X, dtype=np.float64).astype(self.score_dtype).astype(np.float64)
         out = np.tile(self.base_score.astype(self.score_dtype), (X.shape[0], 1))
         for tree, k in zip(self.trees, self.tree_class):
             out[:, k] += tree.predict(X).astype(self.score_dtype)

@@ -278,7 +278,7 @@ def test_hand_written_model_parses_and_matches_host(base_score):
     assert read.forest.trees[1].n_nodes == 1
     np.testing.assert_array_equal(read.forest.tree_iteration, [0, 1])
     assert read.forest.base_score.tolist() == [0.5]
-    assert read.split_score == gains.SplitScore(l1=0.0, l2=1.0, weight_float32=True)
+    assert read.split_score == gains.SplitScore(l1=0.0, l2=1.0, weight_float32=True, raw_gradient_score=True)
     # the host reads the same JSON and agrees with the IR
     bst = xgb.Booster(model_file=bytearray(json.dumps(js).encode()))
     X = np.array([[0.0, 1], [0.3, 1], [0.3, 3], [0.3, 2], [0.3, np.nan], [np.nan, 3],
@@ -327,7 +327,7 @@ def test_hand_written_tombstones():
         ("reg:gamma", {}, "gamma", {}),
         ("reg:tweedie", {"tweedie_variance_power": 1.3}, "tweedie", {"variance_power": 1.3}),
         ("reg:pseudohubererror", {"huber_slope": 2.0}, "pseudo_huber", {"slope": 2.0}),
-        ("reg:absoluteerror", {}, "quantile", {"alpha": 0.5}),
+        ("reg:absoluteerror", {}, "absolute_error", {}),
         ("reg:quantileerror", {"quantile_alpha": 0.3}, "quantile", {"alpha": 0.3}),
     ],
 )
@@ -373,7 +373,8 @@ def test_split_score_and_shrinkage_from_config():
     read = ax.read_model(bst)
     # XGBoost holds them as float32
     assert read.split_score == gains.SplitScore(
-        l1=0.5, l2=3.0, max_delta_step=float(np.float32(0.7)), weight_float32=True
+        l1=0.5, l2=3.0, max_delta_step=float(np.float32(0.7)), weight_float32=True,
+        raw_gradient_score=True,
     )
     assert all(t.shrinkage == np.float32(0.1) for t in read.forest.trees)
     assert read.warnings == ()

@@ -21,7 +21,9 @@ from unbiased_criteria.trees import (
 )
 
 LIGHTGBM_RULES = DecisionRules(operator="<=", categories_go="left", categorical_nan="other")
-XGBOOST_RULES = DecisionRules(operator="<", categories_go="right", categorical_nan="default")
+XGBOOST_RULES = DecisionRules(
+    operator="<", categories_go="right", categorical_nan="default", negative_is_invalid=True
+)
 
 #: numeric thresholds are drawn from this grid, so rows hit them exactly
 NUMERIC_GRID = np.array([-2.0, -1.0, -0.5, 0.0, 0.25, 0.5, 1.0, 2.0])

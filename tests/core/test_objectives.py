@@ -97,17 +97,12 @@ def labels(name, n=N, rng=None):
     return f32(rng.normal(0, 2, n))
 
 
-SQUARED_ERROR_LOSS_BUG = (
-    "SquaredError.loss is (F - y)**2 while its gradient/hessian F - y, 1 (the hosts') are the "
-    "derivatives of (F - y)**2 / 2: loss and gradient disagree by a factor 2"
-)
 
 
 @pytest.mark.parametrize(
     "name, params",
     [
-        pytest.param("squared_error", {}, marks=pytest.mark.xfail(
-            strict=True, reason=SQUARED_ERROR_LOSS_BUG)),
+        ("squared_error", {}),
         ("binary_logistic", {}),
         ("binary_logistic", {"sigmoid": 2.0}),
         ("binary_logistic", {"sigmoid": 0.5}),
@@ -188,15 +183,11 @@ def test_huber_and_mape_gradients_and_unit_hessian():
     np.testing.assert_array_equal(h, 1)
 
 
-QUANTILE_HALF_BUG = (
-    "Quantile(alpha=0.5) returns sign(F - y) (the L1 gradient, +-1) instead of the pinball "
-    "gradient +-0.5 that LightGBM 'quantile' and XGBoost 'reg:quantileerror' use at alpha=0.5"
-)
 
 
 @pytest.mark.parametrize("alpha", [
     0.1, 0.2, 0.9,
-    pytest.param(0.5, marks=pytest.mark.xfail(strict=True, reason=QUANTILE_HALF_BUG)),
+    0.5,
 ])
 def test_quantile_gradient_is_the_pinball_derivative(alpha):
     """LightGBM RegressionQuantileloss / XGBoost quantile: (1 - alpha) if F >= y else -alpha,
@@ -340,10 +331,6 @@ def test_unknown_objective_name():
 
 # --------------------------------------------------------------------------- labels
 
-OBJECTIVE_LABEL_BUG = (
-    "check_labels = <OtherClass>.check_labels reuses a method whose zero-argument super() "
-    "is bound to the other class, so on this class it raises TypeError instead of ValueError"
-)
 
 BAD_LABELS = [
     ("squared_error", {}, [np.nan]),
@@ -363,12 +350,9 @@ BAD_LABELS = [
     ("cross_entropy", {}, [1.5]),
     ("cross_entropy", {}, [-0.1]),
     ("squared_log_error", {}, [-1.0]),
-    pytest.param("tweedie", {}, [-1.0], marks=pytest.mark.xfail(
-        strict=True, reason=OBJECTIVE_LABEL_BUG)),
-    pytest.param("multiclass_ova", {"n_classes": 3}, [3.0], marks=pytest.mark.xfail(
-        strict=True, reason=OBJECTIVE_LABEL_BUG)),
-    pytest.param("multiclass_ova", {"n_classes": 3}, [np.nan], marks=pytest.mark.xfail(
-        strict=True, reason=OBJECTIVE_LABEL_BUG)),
+    ("tweedie", {}, [-1.0]),
+    ("multiclass_ova", {"n_classes": 3}, [3.0]),
+    ("multiclass_ova", {"n_classes": 3}, [np.nan]),
 ]
 
 
@@ -391,10 +375,8 @@ def test_check_labels_rejects_out_of_range_naming_the_argument(name, params, bad
         ("poisson", {}, [0.0, 3.0]),
         ("gamma", {}, [0.1, 3.0]),
         ("cross_entropy", {}, [0.0, 0.3, 1.0]),
-        pytest.param("tweedie", {}, [0.0, 2.0], marks=pytest.mark.xfail(
-            strict=True, reason=OBJECTIVE_LABEL_BUG)),
-        pytest.param("multiclass_ova", {"n_classes": 3}, [0.0, 2.0], marks=pytest.mark.xfail(
-            strict=True, reason=OBJECTIVE_LABEL_BUG)),
+        ("tweedie", {}, [0.0, 2.0]),
+        ("multiclass_ova", {"n_classes": 3}, [0.0, 2.0]),
     ],
 )
 def test_check_labels_accepts_valid_labels(name, params, good):
@@ -427,8 +409,6 @@ def test_init_score_minimises_the_loss(name, params, weighted):
         y = (rng.random(300) < 0.3).astype(np.float64)
     w = _weights(y.size, weighted)
     ww = np.ones_like(y) if w is None else w
-    # squared error's loss method is off by a factor 2 (see the xfail above); the minimiser
-    # is the same, so use it as is
     init = obj.init_score(y, w)
     assert init.shape == (1,)
 
@@ -504,14 +484,8 @@ def test_predict_is_the_inverse_link():
 # --------------------------------------------------------------------------- host fidelity
 
 LGB_EPS = float(np.float32(1e-15))  # LightGBM's kEpsilon = 1e-15f (include/LightGBM/meta.h)
-INIT_CLAMP_BUG = (
-    "LightGBM's BoostFromScore clamps the class frequency to [kEpsilon, 1 - kEpsilon] "
-    "(binary, multiclassova) or max(kEpsilon, p) (multiclass), kEpsilon = 1e-15f; the core "
-    "gives -inf (binary, ova) or log(1e-300) (softmax) for a class absent from the labels"
-)
 
 
-@pytest.mark.xfail(strict=True, reason=INIT_CLAMP_BUG)
 @pytest.mark.parametrize(
     "name, params, y, want",
     [
@@ -528,11 +502,6 @@ def test_init_score_of_an_absent_class_is_lightgbms(name, params, y, want):
     np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Logistic's float32 branch computes p - y and p(1 - p) without the sigmoid factor "
-    "s and s**2 (only reachable with precision='float32' and sigmoid != 1)",
-)
 def test_logistic_sigmoid_in_float32_precision():
     obj = make_objective("binary_logistic", sigmoid=2.0, precision="float32")
     y, F = labels("binary_logistic"), F_REAL

@@ -246,11 +246,6 @@ def test_lightgbm_fraction_between_minus_one_and_zero_is_category_zero():
     assert route_rows(tree, np.array([[-0.5]]))[0] == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="XGBoost treats any negative float category (cat < 0, before the int cast) as "
-    "invalid, i.e. a non-member; the IR truncates -0.5 to category 0 for every host",
-)
 def test_xgboost_fraction_between_minus_one_and_zero_is_not_a_member():
     # xgboost/src/common/categorical.h: InvalidCat(cat) = cat < 0 || cat >= kMaxCat, checked
     # on the float; an invalid category goes to the non-member (left) side. Checked with
