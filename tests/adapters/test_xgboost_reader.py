@@ -278,7 +278,9 @@ def test_hand_written_model_parses_and_matches_host(base_score):
     assert read.forest.trees[1].n_nodes == 1
     np.testing.assert_array_equal(read.forest.tree_iteration, [0, 1])
     assert read.forest.base_score.tolist() == [0.5]
-    assert read.split_score == gains.SplitScore(l1=0.0, l2=1.0, weight_float32=True, raw_gradient_score=True)
+    assert read.split_score == gains.SplitScore(
+        l1=0.0, l2=1.0, weight_float32=True, raw_gradient_score=True
+    )
     # the host reads the same JSON and agrees with the IR
     bst = xgb.Booster(model_file=bytearray(json.dumps(js).encode()))
     X = np.array([[0.0, 1], [0.3, 1], [0.3, 3], [0.3, 2], [0.3, np.nan], [np.nan, 3],
