@@ -332,7 +332,7 @@ _CORE_OBJECTIVES: dict[str, tuple[str, Callable[[LightGBMSource, int], dict]]] =
     "huber": ("huber", lambda s, K: {"alpha": s.float_param("alpha")}),
     "fair": ("fair", lambda s, K: {"c": s.float_param("fair_c")}),
     "cross_entropy": ("cross_entropy", lambda s, K: {}),
-    "regression_l1": ("quantile", lambda s, K: {"alpha": 0.5}),
+    "regression_l1": ("absolute_error", lambda s, K: {}),
     "quantile": ("quantile", lambda s, K: {"alpha": s.float_param("alpha")}),
     "mape": ("mape", lambda s, K: {}),
 }

@@ -64,9 +64,10 @@ def _prepare(
     if objective is not None:
         obj = adapter.make_objective(objective, read)
     elif read.objective is None:
+        why = "".join(f" ({m})" for m in read.warnings)
         raise ValueError(
-            "the model's objective is unknown (a custom objective) or not supported: pass "
-            "objective= (a name such as 'binary' or a callable "
+            "the model's objective is unknown (a custom objective) or cannot be read from "
+            f"the model{why}: pass objective= (a name such as 'binary' or a callable "
             "f(y, raw_score, weight) -> (grad, hess))"
         )
     else:
