@@ -34,7 +34,10 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Callable, Mapping
+import warnings
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -43,7 +46,10 @@ import xgboost
 from scipy import sparse
 
 from unbiased_criteria import objectives as _objectives
+from unbiased_criteria.boosting import BoostResult, EvalSet, HoldoutPlan, boost
 from unbiased_criteria.gains import SplitScore
+from unbiased_criteria.importance import GainOptions
+from unbiased_criteria.metrics import METRICS, Metric
 from unbiased_criteria.model import Model, Router, UnsupportedModelError, chunk_size
 from unbiased_criteria.objectives import Objective
 from unbiased_criteria.trees import (
@@ -54,6 +60,7 @@ from unbiased_criteria.trees import (
     collapse_nodes,
     make_tree,
 )
+from unbiased_criteria.validation import check_labels
 
 __all__ = [
     "RULES",
@@ -64,6 +71,11 @@ __all__ = [
     "make_router",
     "write_model",
     "model_json",
+    "train",
+    "XGBGrower",
+    "TrainingRecord",
+    "training_record",
+    "training_splits",
 ]
 
 #: XGBoost's routing: ``x < t`` goes left, a category in the set goes right, NaN goes to the
@@ -382,6 +394,14 @@ def _train_params(config: Mapping | None, overrides: Mapping[str, Any] | None) -
     return params
 
 
+def _split_score(params: Mapping[str, Any]) -> SplitScore:
+    """XGBoost's regularisation from training parameters (as :func:`_train_params` gives)."""
+    return SplitScore(
+        l1=params["alpha"], l2=params["lambda"], max_delta_step=params["max_delta_step"],
+        weight_float32=True, raw_gradient_score=True,
+    )
+
+
 def _params_mismatch(trees: list, eta: float, lam: float) -> float:
     """Median relative misfit of ``eta`` and ``lambda`` to the trees' own weights.
 
@@ -517,10 +537,7 @@ def parse_model(
         feature_names=tuple(str(n) for n in names),
         score_dtype=np.float32,
     )
-    split_score = SplitScore(
-        l1=params["alpha"], l2=params["lambda"], max_delta_step=params["max_delta_step"],
-        weight_float32=True, raw_gradient_score=True,
-    )
+    split_score = _split_score(params)
     warnings = list(_warnings(learner, model, params, obj_name, base,
                               bool(objective is not None and objective.renews_leaves),
                               check_params=train_params is not None, shrinkage=eta))
@@ -839,6 +856,17 @@ def model_json(js: Mapping, forest: Forest) -> dict:
     return js
 
 
+def _load_with_config(js: Mapping, template: xgboost.Booster) -> xgboost.Booster:
+    """A Booster loaded from model JSON ``js`` with ``template``'s training configuration."""
+    new = xgboost.Booster(model_file=bytearray(json.dumps(js).encode()))
+    # a loaded Booster has default training parameters: restore the template's (but not its
+    # model parameters: base_score may have changed)
+    config = json.loads(template.save_config())
+    config.get("learner", {}).pop("learner_model_param", None)
+    new.load_config(json.dumps(config))
+    return new
+
+
 def write_model(model: xgboost.Booster | xgboost.XGBModel, forest: Forest):
     """A new model of ``model``'s type holding ``forest``'s trees; ``model`` is unchanged.
 
@@ -858,14 +886,752 @@ def write_model(model: xgboost.Booster | xgboost.XGBModel, forest: Forest):
     xgboost.Booster, or a fitted estimator of ``model``'s class
     """
     bst = _booster(model)
-    js = model_json(json.loads(bst.save_raw("json")), forest)
-    new = xgboost.Booster(model_file=bytearray(json.dumps(js).encode()))
-    # a loaded Booster has default training parameters: restore the template's (but not its
-    # model parameters: base_score may have changed)
-    config = json.loads(bst.save_config())
-    config.get("learner", {}).pop("learner_model_param", None)
-    new.load_config(json.dumps(config))
+    new = _load_with_config(model_json(json.loads(bst.save_raw("json")), forest), bst)
     if isinstance(model, xgboost.Booster):
         return new
     # a copy of the estimator (fitted attributes included) around the new Booster
     return copy.deepcopy(model, memo={id(bst): new})
+
+
+# ------------------------------------------------------------------------------ training
+#
+# The training hook: XGBoost grows each iteration from the core loop's gradients
+# (``Booster.boost``), the core scores and prunes it and keeps the running scores; at the end
+# the pruned trees are written into a Booster with the intercept ``xgb.train`` would have used.
+
+#: objectives the training hook drives (the core has their gradients, XGBoost keeps its leaves)
+_TRAIN_OBJECTIVES = (
+    "reg:squarederror", "reg:squaredlogerror", "reg:logistic", "reg:pseudohubererror",
+    "binary:logistic", "binary:logitraw", "multi:softmax", "multi:softprob", "count:poisson",
+    "reg:gamma", "reg:tweedie",
+)
+#: XGBoost objectives the training hook refuses, and why
+_REFUSED_OBJECTIVES = {
+    "reg:absoluteerror": "XGBoost renews its leaf values from its own prediction cache, which "
+    "does not see pruning, and from held-out rows",
+    "reg:quantileerror": "XGBoost renews its leaf values from its own prediction cache, which "
+    "does not see pruning, and from held-out rows",
+    "binary:hinge": "the core has no hinge loss",
+}
+#: XGBoost's default metric of each objective (``ObjFunction::DefaultEvalMetric``)
+_DEFAULT_METRIC = {
+    "reg:squarederror": "rmse", "reg:squaredlogerror": "rmsle", "reg:logistic": "rmse",
+    "reg:pseudohubererror": "mphe", "binary:logistic": "logloss", "binary:logitraw": "logloss",
+    "multi:softmax": "mlogloss", "multi:softprob": "mlogloss",
+    "count:poisson": "poisson-nloglik", "reg:gamma": "gamma-deviance",
+}
+#: prefixes of metrics XGBoost maximises when early stopping is not told (callback.py)
+_MAXIMIZE_PREFIXES = ("auc", "aucpr", "pre", "pre@", "map", "ndcg", "auc@", "aucpr@", "map@",
+                      "ndcg@")
+_LOG_EPS = np.float32(1e-16)  # XGBoost's clamp in logloss, mlogloss and poisson-nloglik
+_RT_EPS = np.float32(1e-6)  # kRtEps in gamma-deviance
+
+
+def _sigmoid32(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return np.float32(1) / (np.float32(1) + np.exp(-x))
+
+
+def _softmax32(x: np.ndarray) -> np.ndarray:
+    """XGBoost's softmax: float32 exponentials, their sum in double, float32 division."""
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, dtype=np.float64, keepdims=True).astype(np.float32)
+
+
+def _eval_transform(objective: str, raw: np.ndarray) -> np.ndarray:
+    """Predictions that XGBoost's metrics see (``EvalTransform``), in float32."""
+    raw = np.asarray(raw, dtype=np.float32)
+    if objective in _LOGIT_LINK:
+        return _sigmoid32(raw)
+    if objective in _LOG_LINK:
+        with np.errstate(over="ignore"):
+            return np.exp(raw)
+    if objective in ("multi:softprob", "multi:softmax"):
+        return _softmax32(raw)
+    return raw
+
+
+def _predict_transform(objective: str, raw: np.ndarray) -> np.ndarray:
+    """What ``Booster.predict`` returns (``PredTransform``): softmax gives class indices."""
+    if objective == "multi:softmax":
+        return np.argmax(np.asarray(raw, dtype=np.float32), axis=1).astype(np.float32)
+    return _eval_transform(objective, raw)
+
+
+def _weighted_mean(rows: np.ndarray, w: np.ndarray | None, *, mean: bool = True) -> float:
+    """XGBoost's reduction: float32 ``row * weight``, sums in double, ``sum / sum(w)``."""
+    if w is None:
+        total, wsum = float(np.sum(rows, dtype=np.float64)), float(rows.size)
+    else:
+        w32 = np.asarray(w, dtype=np.float32)
+        total = float(np.sum(rows * w32, dtype=np.float64))
+        wsum = float(np.sum(w32, dtype=np.float64))
+    if not mean:
+        return total
+    return total if wsum == 0 else total / wsum
+
+
+def _metric_rows(name: str, param: float | None, y: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Per-row float32 values of XGBoost's elementwise metric ``name`` (see metric/*.cu)."""
+    one = np.float32(1)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if name in ("rmse", "mae", "mape", "mphe"):
+            diff = y - p
+            if name == "rmse":
+                return diff * diff
+            if name == "mae":
+                return np.abs(diff)
+            if name == "mape":
+                return np.abs(diff / y)
+            slope = np.float32(param)
+            z = diff / slope
+            return slope * slope * (np.sqrt(one + z * z) - one)
+        if name == "rmsle":
+            diff = np.log1p(y) - np.log1p(p)
+            return diff * diff
+        if name == "logloss":
+            pos = np.where(y == 0, np.float32(0), -y * np.log(np.maximum(p, _LOG_EPS)))
+            neg = np.where(one - y == 0, np.float32(0),
+                           -(one - y) * np.log(np.maximum(one - p, _LOG_EPS)))
+            return pos + neg
+        if name == "error":
+            return np.where(p > np.float32(param), one - y, y)
+        if name == "poisson-nloglik":
+            from scipy.special import gammaln
+
+            py = np.maximum(p, _LOG_EPS)
+            return gammaln(y + one).astype(np.float32) + py - np.log(py) * y
+        if name == "gamma-nloglik":
+            py = np.maximum(p, np.float32(1e-6))
+            return y / py + np.log(py)
+        if name == "gamma-deviance":
+            pt, lt = p + _RT_EPS, y + _RT_EPS
+            return np.log(pt / lt) + lt / pt - one
+        if name == "tweedie-nloglik":
+            rho = np.float32(param)
+            a = y * np.exp((one - rho) * np.log(p)) / (one - rho)
+            b = np.exp((np.float32(2) - rho) * np.log(p)) / (np.float32(2) - rho)
+            return -a + b
+        if name == "mlogloss":
+            pk = p[np.arange(y.size), y.astype(np.int64)]
+            return np.where(pk > _LOG_EPS, -np.log(pk), -np.log(_LOG_EPS))
+        if name == "merror":
+            return (np.argmax(p, axis=1) != y.astype(np.int64)).astype(np.float32)
+    raise AssertionError(name)
+
+
+_ELEMENTWISE = ("rmse", "rmsle", "mae", "mape", "mphe", "logloss", "error", "poisson-nloglik",
+                "gamma-nloglik", "gamma-deviance", "tweedie-nloglik")
+_MULTICLASS_METRICS = ("mlogloss", "merror")
+_SUPPORTED_METRICS = (*_ELEMENTWISE, *_MULTICLASS_METRICS, "auc", "error@<t>",
+                      "tweedie-nloglik@<rho>")
+
+
+def _maximize(name: str, maximize: bool | None) -> bool:
+    """Whether early stopping maximises metric ``name`` (XGBoost's rule when not told)."""
+    if maximize is not None:
+        return bool(maximize)
+    return name != "mape" and any(name.startswith(p) for p in _MAXIMIZE_PREFIXES)
+
+
+def _xgb_metric(spec: str, objective: str, n_outputs: int, params: Mapping[str, Any],
+                maximize: bool | None) -> Metric:
+    """XGBoost's metric ``spec`` (``"rmse"``, ``"error@0.7"``...) on the core's raw scores.
+
+    The core calls ``func(y, raw, weight, objective)``; the predictions are the link of the
+    ``params`` objective (``objective``) as XGBoost's ``EvalTransform`` gives them, also with a
+    custom objective, and the arithmetic is XGBoost's (float32 rows, double sums).
+    """
+    if not isinstance(spec, str):
+        raise TypeError(f"params['eval_metric'] must hold metric names, got {spec!r}")
+    base, _, arg = spec.partition("@")
+    param: float | None = None
+    name = spec
+    if base == "error":
+        param = float(np.float32(arg)) if arg else 0.5
+        name = "error" if np.float32(param) == np.float32(0.5) else f"error@{param:g}"
+    elif base == "tweedie-nloglik":
+        if not arg:
+            raise ValueError("params['eval_metric']: write tweedie-nloglik@rho, e.g. "
+                             "'tweedie-nloglik@1.5'")
+        param = float(np.float32(arg))
+        name = f"tweedie-nloglik@{param:g}"
+    elif base == "mphe":
+        param = float(params.get("huber_slope", 1.0))
+    elif arg or base not in (*_ELEMENTWISE, *_MULTICLASS_METRICS, "auc"):
+        raise ValueError(
+            f"params['eval_metric']: metric {spec!r} is not supported by the training hook; "
+            f"supported: {list(_SUPPORTED_METRICS)}"
+        )
+    multiclass = base in _MULTICLASS_METRICS
+    if multiclass != (n_outputs > 1) or (base == "auc" and n_outputs > 1):
+        raise ValueError(
+            f"params['eval_metric']: metric {spec!r} does not fit objective {objective!r} "
+            f"with {n_outputs} output(s)"
+        )
+
+    def func(y, raw, weight, _objective):
+        p = _eval_transform(objective, raw)
+        y32 = np.asarray(y, dtype=np.float32)
+        if base == "auc":
+            return METRICS["auc"][0](y32, p.astype(np.float64), weight, None)
+        value = _weighted_mean(_metric_rows(base, param, y32, p), weight,
+                               mean=base != "gamma-deviance")
+        if base in ("rmse", "rmsle"):
+            return float(np.sqrt(value))
+        if base == "gamma-deviance":
+            wsum = float(np.sum(np.asarray(weight, dtype=np.float32), dtype=np.float64)) \
+                if weight is not None else float(y32.size)
+            return 2.0 * value / (wsum if wsum > 0 else float(_RT_EPS))
+        return value
+
+    return Metric(name, func, _maximize(name, maximize))
+
+
+def _normalise_params(params: Any) -> dict[str, Any]:
+    """``params`` (a dict, or pairs as ``xgb.train`` accepts) as a new dict.
+
+    Repeated ``eval_metric`` pairs become one list; nothing the caller passed is modified.
+    """
+    if isinstance(params, Mapping):
+        out = dict(params)
+    else:
+        try:
+            pairs = [(k, v) for k, v in params]
+        except (TypeError, ValueError):
+            raise TypeError("params must be a dict (or a list of (key, value) pairs)") from None
+        out: dict[str, Any] = {}
+        metrics: list[Any] = []
+        for key, value in pairs:
+            if key == "eval_metric":
+                metrics.extend(value if isinstance(value, list | tuple) else [value])
+            else:
+                out[key] = value
+        if metrics:
+            out["eval_metric"] = metrics
+    if isinstance(out.get("eval_metric"), tuple):
+        out["eval_metric"] = list(out["eval_metric"])
+    return out
+
+
+def _check_training_params(params: Mapping[str, Any], custom: bool) -> str:
+    """The objective name of ``params``, after refusing what the hook cannot drive."""
+    name = params.get("objective", "reg:squarederror")
+    if callable(name):
+        raise TypeError("params['objective'] must be an XGBoost objective name; pass a callable "
+                        "objective as obj=")
+    if not isinstance(name, str):
+        raise TypeError(f"params['objective'] must be a string, got {type(name).__name__}")
+    if name in _REFUSED_OBJECTIVES or name.startswith(("rank:", "survival:")):
+        why = _REFUSED_OBJECTIVES.get(name, "ranking and survival objectives are not row-wise")
+        raise UnsupportedModelError(
+            f"params['objective']={name!r} is not supported by the training hook: {why}"
+        )
+    if name not in _TRAIN_OBJECTIVES:
+        raise ValueError(
+            f"params['objective']: unknown objective {name!r}; the training hook supports "
+            f"{list(_TRAIN_OBJECTIVES)} (or pass a callable as obj=)"
+        )
+    booster = params.get("booster", "gbtree")
+    if booster != "gbtree":
+        raise UnsupportedModelError(
+            f"params['booster']={booster!r} is not supported by the training hook: only gbtree "
+            "(DART drops and rescales trees, gblinear has none)"
+        )
+    if int(params.get("num_parallel_tree", 1)) != 1:
+        raise UnsupportedModelError(
+            "params['num_parallel_tree'] > 1 is not supported by the training hook: the core "
+            "loop takes one tree per output and iteration"
+        )
+    if params.get("multi_strategy", "one_output_per_tree") != "one_output_per_tree":
+        raise UnsupportedModelError("multi_strategy='multi_output_tree' (vector leaves) is not "
+                                    "supported")
+    return name
+
+
+def _labels(dmat: xgboost.DMatrix, argument: str) -> np.ndarray:
+    y = np.asarray(dmat.get_label())
+    n = int(dmat.num_row())
+    if y.size == 0:
+        raise ValueError(f"{argument} has no labels: build it with xgboost.DMatrix(X, label=y)")
+    if y.size != n:
+        raise UnsupportedModelError(
+            f"{argument} has {y.size} labels for {n} rows: multi-target training is not "
+            "supported"
+        )
+    return y
+
+
+def _weights(dmat: xgboost.DMatrix) -> np.ndarray | None:
+    w = np.asarray(dmat.get_weight())
+    return w if w.size else None
+
+
+def _check_dmatrix(dmat: Any, argument: str, reference: xgboost.DMatrix | None) -> None:
+    if not isinstance(dmat, xgboost.DMatrix):
+        raise TypeError(f"{argument} must be an xgboost.DMatrix, got {type(dmat).__name__}")
+    if int(dmat.num_row()) == 0:
+        raise ValueError(f"{argument} is empty (0 rows)")
+    if dmat.get_base_margin().size:
+        raise ValueError(
+            f"{argument} has a base_margin: the training hook starts every row from the "
+            "model's base_score (one value per output)"
+        )
+    if dmat.get_group().size:
+        raise UnsupportedModelError(f"{argument} has query groups: ranking is not supported")
+    if reference is not None and dmat is not reference:
+        if int(dmat.num_col()) != int(reference.num_col()):
+            raise ValueError(f"{argument} has {dmat.num_col()} features but dtrain has "
+                             f"{reference.num_col()}")
+        names, ref_names = dmat.feature_names, reference.feature_names
+        if names is not None and ref_names is not None and list(names) != list(ref_names):
+            raise ValueError(f"{argument}'s feature names do not match dtrain's")
+
+
+class XGBGrower:
+    """The core's :class:`~unbiased_criteria.boosting.Grower` on an XGBoost Booster.
+
+    One ``xgboost.Booster(params, [dtrain, *eval DMatrices])`` is built once. Each
+    :meth:`grow` calls ``Booster.boost`` with the core's gradients, so XGBoost grows the trees
+    exactly as ``xgb.train`` would from them (its own objective is never evaluated: boosting
+    with given gradients neither estimates an intercept nor reads the prediction cache), then
+    reads only the new iteration's trees (``booster[it:it + 1]``, its JSON) into the IR.
+    :meth:`leaf_nodes` routes a DMatrix through that iteration with ``pred_leaf``.
+
+    The Booster keeps the unpruned trees; only the core's trees and running scores count.
+
+    Parameters
+    ----------
+    params : dict
+        XGBoost parameters (objective included: it sets the number of outputs).
+    dtrain : xgboost.DMatrix
+    evals : sequence of xgboost.DMatrix
+        Routed as sets 1, 2, ... in this order.
+    """
+
+    def __init__(self, params: Mapping[str, Any], dtrain: xgboost.DMatrix,
+                 evals: list[xgboost.DMatrix] | tuple = ()):
+        self.booster = xgboost.Booster(dict(params), [dtrain, *evals])
+        self.data = [dtrain, *evals]
+        self.train_params = _train_params(json.loads(self.booster.save_config()), None)
+        js = json.loads(self.booster.save_raw("json"))
+        self.n_outputs = max(int(js["learner"]["learner_model_param"].get("num_class", 0)), 1)
+        #: eta as XGBoost multiplies leaf weights by it (float32)
+        self.shrinkage = float(np.float32(self.train_params["eta"]))
+        self.iteration = 0
+        self._part: xgboost.Booster | None = None
+        self._maps: list[np.ndarray | None] = []
+        self._leaves: dict[int, np.ndarray] = {}
+
+    def grow(self, grad: np.ndarray, hess: np.ndarray) -> list[Tree]:
+        """Grow one iteration from float32 ``(n, K)`` gradients; its K trees in the IR."""
+        K = self.n_outputs
+        if K == 1:
+            grad, hess = np.ascontiguousarray(grad[:, 0]), np.ascontiguousarray(hess[:, 0])
+        it = self.iteration
+        self.booster.boost(self.data[0], it, grad=grad, hess=hess)
+        self.iteration += 1
+        part = self.booster[it : it + 1]
+        model, _ = _gbtree(json.loads(part.save_raw("json"))["learner"])
+        trees_json = model["trees"]
+        if np.asarray(model.get("tree_info", []), dtype=np.int64).tolist() != list(range(K)):
+            raise ValueError(f"iteration {it} does not hold one tree per output")
+        self._part = part
+        self._maps = [_node_map(t) for t in trees_json]
+        self._leaves = {}
+        return [_read_tree(t, it * K + k, self.shrinkage) for k, t in enumerate(trees_json)]
+
+    def leaf_nodes(self, which: int) -> np.ndarray:
+        """IR leaf ids ``(n_rows, K)`` of the last iteration for set ``which`` (0 = train)."""
+        dmat = self.data[which]
+        key = id(dmat)
+        if key not in self._leaves:  # dtrain given as an eval set is routed once
+            n = int(dmat.num_row())
+            ids = self._part.predict(dmat, pred_leaf=True).reshape(n, -1).astype(np.int32)
+            for k, node_map in enumerate(self._maps):
+                if node_map is not None:
+                    ids[:, k] = node_map[ids[:, k]]
+            self._leaves[key] = ids
+        return self._leaves[key]
+
+
+@dataclass(frozen=True)
+class TrainingRecord:
+    """What :func:`train` gathered, kept for the Booster it returned.
+
+    Attributes
+    ----------
+    splits : pandas.DataFrame
+        One row per split the host made (before pruning): ``tree`` (index in the returned
+        model), ``class``, ``iteration``, ``node`` (XGBoost's node id in the unpruned tree),
+        ``depth``, ``feature_index``, ``feature``, ``threshold``, ``n_train``, ``n_valid``
+        (held-out rows reaching it), ``k``, ``biased_gain`` (B on the rows that built it),
+        ``unbiased_gain`` (U), ``host_gain`` (XGBoost's loss_chg), ``usable`` (k >= min_k) and
+        ``kept`` (the split is in the returned model). Empty when nothing was scored
+        (``prune_threshold=None`` or ``holdout_fraction=0``).
+    result : BoostResult
+        The core loop's result: pruned trees, ``init_score`` (the intercept's margin),
+        ``raw_train`` (running float32 margins of dtrain, ``(n, K)``), ``evals_result``,
+        ``best_iteration``.
+    raw_eval : tuple of arrays
+        Running float32 margins ``(n_rows, K)`` of each eval set, in ``evals`` order.
+    feature_names : tuple of str
+    """
+
+    splits: pd.DataFrame
+    result: BoostResult
+    raw_eval: tuple[np.ndarray, ...]
+    feature_names: tuple[str, ...]
+
+    def importance(self) -> pd.DataFrame:
+        """Per feature: sums of ``unbiased_gain`` and ``biased_gain``, ``splits``, ``kept``.
+
+        One row per feature (its name as index), zeros for features never split on.
+        """
+        s = self.splits
+        frame = pd.DataFrame(
+            {
+                "unbiased_gain": s.groupby("feature_index")["unbiased_gain"].sum(),
+                "biased_gain": s.groupby("feature_index")["biased_gain"].sum(),
+                "splits": s.groupby("feature_index").size(),
+                "kept": s.groupby("feature_index")["kept"].sum(),
+            }
+        ).reindex(range(len(self.feature_names)), fill_value=0)
+        frame.index = pd.Index(self.feature_names, name="feature")
+        return frame.astype({"splits": np.int64, "kept": np.int64})
+
+
+#: Booster returned by train() -> its TrainingRecord (dropped with the Booster)
+_RECORDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+_SPLIT_COLUMNS = ("tree", "class", "iteration", "node", "depth", "feature_index", "feature",
+                  "threshold", "n_train", "n_valid", "k", "biased_gain", "unbiased_gain",
+                  "host_gain", "usable", "kept")
+
+
+def training_record(booster: xgboost.Booster) -> TrainingRecord:
+    """The :class:`TrainingRecord` of a Booster returned by :func:`train`.
+
+    The record lives as long as that Booster object, in this process: a copy, a slice
+    (``booster[a:b]``), a pickled or saved-and-loaded Booster has none.
+
+    Parameters
+    ----------
+    booster : xgboost.Booster
+        The very object :func:`train` returned.
+
+    Returns
+    -------
+    TrainingRecord
+
+    Raises
+    ------
+    KeyError
+        ``booster`` was not returned by :func:`train` in this process.
+    """
+    try:
+        return _RECORDS[booster]
+    except (KeyError, TypeError):
+        raise KeyError(
+            "booster was not returned by unbiased_criteria.adapters.xgboost.train in this "
+            "process (copies, slices, pickled and loaded Boosters carry no training record)"
+        ) from None
+
+
+def training_splits(booster: xgboost.Booster) -> pd.DataFrame:
+    """The per-split table gathered while :func:`train` built ``booster`` (a copy).
+
+    See :class:`TrainingRecord` for the columns and :func:`training_record` for which
+    Boosters have one. Per-feature sums: ``training_record(booster).importance()``.
+    """
+    return training_record(booster).splits.copy()
+
+
+def _split_table(splits: pd.DataFrame | None, names: tuple[str, ...], K: int) -> pd.DataFrame:
+    if splits is None or splits.empty:
+        return pd.DataFrame({c: pd.Series(dtype=object if c == "feature" else np.float64)
+                             for c in _SPLIT_COLUMNS})
+    out = splits.copy()
+    out["iteration"] = out["tree"] // K
+    out["feature"] = np.asarray(names, dtype=object)[out["feature_index"].to_numpy()]
+    return out[list(_SPLIT_COLUMNS)].reset_index(drop=True)
+
+
+def _custom_objective(obj: Callable, dtrain: xgboost.DMatrix, n_outputs: int) -> Objective:
+    """XGBoost's ``obj(preds, dtrain) -> (grad, hess)`` as the core's ``f(y, raw, weight)``.
+
+    ``preds`` are float32 margins ``(n,)`` or ``(n, K)``; flat results are row-major, as
+    XGBoost reads them. The callable applies weights itself (it has ``dtrain``).
+    """
+    n = int(dtrain.num_row())
+
+    def func(y, raw, weight):
+        grad, hess = obj(np.array(raw, dtype=np.float32), dtrain)
+        for what, value in (("grad", grad), ("hess", hess)):
+            if np.size(value) != n * n_outputs:
+                raise ValueError(
+                    f"obj returned {np.size(value)} {what} values, expected {n * n_outputs} "
+                    f"({n} rows x {n_outputs} outputs; flat arrays are row-major)"
+                )
+        return grad, hess
+
+    return _objectives.make_objective(func, n_outputs=n_outputs)
+
+
+def _host_intercept(params: Mapping[str, Any], dtrain: xgboost.DMatrix,
+                    grower: XGBGrower, custom: bool) -> str:
+    """``base_score`` (model JSON text) that ``xgb.train`` would give the model.
+
+    XGBoost estimates it in its first ``update`` only (not when boosting with given gradients,
+    nor for ``obj=``): so one throwaway round of depth 1 with the same parameters and data
+    gives it exactly, whatever the objective and XGBoost version.
+    """
+    if not custom:
+        scratch = xgboost.Booster({**params, "max_depth": 1}, [dtrain])
+        scratch.update(dtrain, 0)
+        lmp = json.loads(scratch.save_raw("json"))["learner"]["learner_model_param"]
+    else:  # obj=: xgb.train keeps the parameter (0.5 unless given)
+        lmp = json.loads(grower.booster.save_raw("json"))["learner"]["learner_model_param"]
+    return str(lmp["base_score"])
+
+
+def train(
+    params: Mapping[str, Any] | Sequence[tuple[str, Any]],
+    dtrain: xgboost.DMatrix,
+    num_boost_round: int = 10,
+    *,
+    evals: Sequence[tuple[xgboost.DMatrix, str]] | None = (),
+    obj: Callable | None = None,
+    maximize: bool | None = None,
+    custom_metric: Callable | None = None,
+    early_stopping_rounds: int | None = None,
+    evals_result: dict | None = None,
+    verbose_eval: bool | int = True,
+    callbacks: Sequence[xgboost.callback.TrainingCallback] | None = None,
+    holdout_fraction: float = 0.2,
+    redraw_holdout: bool = True,
+    prune_threshold: float | None = 0.0,
+    n_draws: int = 1,
+    min_k: int = 5,
+    random_state: int | np.random.SeedSequence | None = None,
+    progress: bool = False,
+) -> xgboost.Booster:
+    """Train with XGBoost's tree builder, pruning every new tree by its unbiased gain.
+
+    Each round the core takes gradients at its own running margins, gives the held-out rows
+    zero gradient and hessian (they stay in ``dtrain``), lets XGBoost grow one iteration from
+    them (``Booster.boost``), scores every new split with U on the held-out rows, collapses
+    the splits with ``U <= prune_threshold`` top-down (a collapsed node gets the value XGBoost
+    would give it as a leaf, ``eta * w``) and adds the pruned trees to its margins of dtrain
+    and of every eval set. Evaluation and early stopping run on those margins.
+
+    With ``prune_threshold=None`` and ``holdout_fraction=0`` the result is the model
+    ``xgboost.train(params, dtrain, num_boost_round, ...)`` gives.
+
+    Parameters
+    ----------
+    params : dict or list of (key, value) pairs
+        As for ``xgboost.train``. ``objective``: one of ``reg:squarederror``,
+        ``reg:squaredlogerror``, ``reg:logistic``, ``reg:pseudohubererror``,
+        ``binary:logistic``, ``binary:logitraw``, ``multi:softmax``, ``multi:softprob``,
+        ``count:poisson``, ``reg:gamma``, ``reg:tweedie`` (its link and default metric also
+        apply with ``obj=``). ``eval_metric``: XGBoost names among rmse, rmsle, mae, mape,
+        mphe, logloss, error, error@t, auc, mlogloss, merror, poisson-nloglik, gamma-nloglik,
+        gamma-deviance, tweedie-nloglik@rho; default: the objective's, as in XGBoost.
+        Not supported: ``num_parallel_tree > 1``, DART, gblinear, vector leaves.
+    dtrain : xgboost.DMatrix
+        Training rows with labels (and weights); no base_margin, no groups.
+    num_boost_round : int
+    evals : sequence of (DMatrix, name)
+        Evaluated every round on the running margins (pruned trees).
+    obj : callable, optional
+        ``obj(preds, dtrain) -> (grad, hess)`` as in ``xgboost.train``: ``preds`` are float32
+        margins ``(n,)`` or ``(n, K)``; flat results are row-major; it applies weights.
+        ``base_score`` then stays the parameter (0.5 unless given), as in ``xgboost.train``.
+    maximize : bool, optional
+        Whether early stopping maximises its metric; None: XGBoost's rule (auc, map, ndcg...).
+    custom_metric : callable, optional
+        ``f(preds, dmatrix) -> (name, value)`` or a list of such, as in ``xgboost.train``:
+        ``preds`` as ``Booster.predict`` gives them (margins with ``obj=``). Its values are
+        recorded as XGBoost records them (``"%f"``, 6 decimals).
+    early_stopping_rounds : int, optional
+        Stop when the last metric on the last eval set has not improved for that many rounds.
+        The returned model keeps every tree; ``best_iteration`` and ``best_score`` are set as
+        attributes (``booster.best_iteration``), as XGBoost does.
+    evals_result : dict, optional
+        Filled with ``{eval name: {metric: [value per round]}}``.
+    verbose_eval : bool or int
+        Print the evaluations every ``verbose_eval`` rounds (True: every round) with
+        XGBoost's own ``EvaluationMonitor``, which prints where XGBoost prints. Pass False and
+        ``callbacks=[xgboost.callback.EvaluationMonitor(logger=...)]`` to send them to a
+        ``logging`` logger instead. False prints nothing.
+    callbacks : sequence of xgboost.callback.TrainingCallback, optional
+        Called as ``xgboost.train`` calls them (``before_training``, ``after_iteration``
+        with the evaluation log, ``after_training``). ``model`` is the Booster growing the
+        trees, which holds them unpruned, except in ``after_training``, which gets (and may
+        replace) the returned model. They cannot stop training (a warning says so) and must
+        not change training parameters.
+    holdout_fraction : float in [0, 1)
+        Share of training rows held out each round to score the new splits.
+    redraw_holdout : bool
+        Draw a new held-out part every round (every row helps build some trees).
+    prune_threshold : float or None
+        Collapse splits with ``U <= prune_threshold``; None: no pruning and no scoring.
+    n_draws, min_k : int
+        Options of the unbiased gain (see :func:`unbiased_criteria.unbiased_importance`).
+    random_state : int, SeedSequence or None
+        Seeds the held-out draws and the k-subsampling.
+    progress : bool
+        Show a tqdm progress bar over rounds.
+
+    Returns
+    -------
+    xgboost.Booster
+        The pruned model, with the intercept ``xgboost.train`` would have used and the
+        training parameters of ``params``: ``predict(dmat, output_margin=True)`` equals the
+        loop's running margins. Its per-split scores: :func:`training_splits`, and
+        :func:`training_record` for the rest.
+
+    Raises
+    ------
+    ValueError
+        Unknown objective or metric, ``holdout_fraction`` outside [0, 1), ``dtrain``
+        without labels, labels outside the objective's range, early stopping without evals.
+    UnsupportedModelError
+        Objectives, boosters and options the hook cannot drive (see ``params``).
+    """
+    params = _normalise_params(params)
+    holdout = HoldoutPlan(float(holdout_fraction), bool(redraw_holdout))
+    options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state)
+    if obj is not None and not callable(obj):
+        raise TypeError(f"obj must be a callable f(preds, dtrain) -> (grad, hess), got {obj!r}")
+    if custom_metric is not None and not callable(custom_metric):
+        raise TypeError("custom_metric must be a callable f(preds, dmatrix) -> (name, value)")
+    name = _check_training_params(params, custom=obj is not None)
+    if int(num_boost_round) != num_boost_round or num_boost_round < 0:
+        raise ValueError(f"num_boost_round must be a non-negative integer, got "
+                         f"{num_boost_round!r}")
+    _check_dmatrix(dtrain, "dtrain", None)
+    evals = list(evals or [])
+    for i, pair in enumerate(evals):
+        if not (isinstance(pair, tuple | list) and len(pair) == 2 and isinstance(pair[1], str)):
+            raise TypeError(f"evals[{i}] must be a (DMatrix, name) pair")
+        _check_dmatrix(pair[0], f"evals[{i}] ({pair[1]!r})", dtrain)
+        if "-" in pair[1]:
+            raise ValueError(f"evals[{i}]: the name {pair[1]!r} must not contain '-'")
+    if early_stopping_rounds and not evals:
+        raise ValueError("early_stopping_rounds needs at least one eval set in evals")
+    if prune_threshold is not None and holdout.fraction == 0:
+        warnings.warn("holdout_fraction=0 leaves no held-out rows: no split is scored or "
+                      "pruned", UserWarning, stacklevel=2)
+    y = _labels(dtrain, "dtrain")
+    weight = _weights(dtrain)
+    eval_y = [_labels(d, f"evals[{i}] ({s!r})") for i, (d, s) in enumerate(evals)]
+
+    grower = XGBGrower(params, dtrain, [d for d, _ in evals])
+    K = grower.n_outputs
+    model_ir = parse_model(json.loads(grower.booster.save_raw("json")), grower.train_params)
+    objective = model_ir.objective if obj is None else _custom_objective(obj, dtrain, K)
+    y = check_labels(y, y.size, "dtrain's labels", objective)
+    for i, (labels, (_, set_name)) in enumerate(zip(eval_y, evals)):
+        check_labels(labels, labels.size, f"evals[{i}] ({set_name!r}) labels", objective)
+    base_score = _host_intercept(params, dtrain, grower, custom=obj is not None)
+    init = parse_base_score(base_score, name, K)
+
+    metric_names = params.get("eval_metric")
+    if metric_names is None:
+        off = str(params.get("disable_default_eval_metric", "0")).lower() in ("1", "true")
+        metric_names = [] if off or name not in _DEFAULT_METRIC else [_DEFAULT_METRIC[name]]
+        if name == "reg:tweedie":
+            rho = float(np.float32(params.get("tweedie_variance_power", 1.5)))
+            metric_names = [] if off else [f"tweedie-nloglik@{rho:g}"]
+    elif isinstance(metric_names, str):
+        metric_names = [metric_names]
+    metrics = [_xgb_metric(m, name, K, params, maximize) for m in metric_names]
+    eval_sets = [EvalSet(s, eval_y[i], _weights(d)) for i, (d, s) in enumerate(evals)]
+
+    # XGBoost stops on the last metric of the last eval set; a custom metric's names are
+    # known once it has run, so the feval hook below fills ``monitor`` in the first round
+    monitor: list[tuple[str, str]] = []
+    if evals and metrics:
+        monitor.append((evals[-1][1], metrics[-1].name))
+    position = {id(e.y): i for i, e in enumerate(eval_sets)}
+    latest: list[np.ndarray | None] = [None] * len(eval_sets)
+
+    def feval(y_set, raw, w_set):
+        # keeps a view of the running margins (updated in place by the loop)
+        i = position[id(y_set)]
+        latest[i] = raw
+        if custom_metric is None:
+            return []
+        preds = np.array(raw, dtype=np.float32) if obj is not None \
+            else _predict_transform(name, raw)
+        res = custom_metric(preds, evals[i][0])
+        out = [(str(m), float(f"{v:f}"), _maximize(str(m), maximize))
+               for m, v in (res if isinstance(res, list) else [res])]
+        if i == len(eval_sets) - 1 and out:
+            monitor[:] = [(evals[i][1], out[-1][0])]
+        return out
+
+    if early_stopping_rounds and not (metrics or custom_metric):
+        raise ValueError("early_stopping_rounds needs a metric: the objective has no default "
+                         "one and params has no eval_metric")
+
+    callbacks = list(callbacks or [])
+    for cb in callbacks:
+        if not isinstance(cb, xgboost.callback.TrainingCallback):
+            raise TypeError("callbacks must be xgboost.callback.TrainingCallback instances")
+    if verbose_eval:
+        period = 1 if verbose_eval is True else int(verbose_eval)
+        callbacks.append(xgboost.callback.EvaluationMonitor(period=period))
+    history: dict[str, dict[str, list[float]]] = {}
+    warned = []
+
+    def on_round(it: int, evaluations: dict) -> None:
+        for (set_name, metric_name), (value, _) in evaluations.items():
+            history.setdefault(set_name, {}).setdefault(metric_name, []).append(value)
+        stop = [cb.after_iteration(grower.booster, it, history) for cb in callbacks]
+        if any(stop) and not warned:
+            warned.append(True)
+            warnings.warn("a callback asked to stop training: the training hook cannot stop "
+                          "from a callback (use early_stopping_rounds)", UserWarning,
+                          stacklevel=2)
+
+    for cb in callbacks:
+        cb.before_training(grower.booster)
+    result = boost(
+        grower, objective, y, weight,
+        num_boost_round=int(num_boost_round), split_score=model_ir.split_score,
+        shrinkage=grower.shrinkage, init_score=init, score_dtype=np.float32,
+        holdout=holdout, options=options, prune_threshold=prune_threshold,
+        eval_sets=eval_sets, metrics=metrics, feval=feval if eval_sets else None,
+        early_stopping_rounds=early_stopping_rounds, monitor=monitor, callback=on_round,
+        progress=progress,
+    )
+
+    n_trees = len(result.trees)
+    forest = replace(
+        model_ir.forest, trees=tuple(result.trees), tree_class=result.tree_class,
+        tree_iteration=np.arange(n_trees, dtype=np.int64) // K, base_score=init,
+    )
+    js = json.loads(grower.booster.save_raw("json"))
+    js["learner"]["learner_model_param"]["base_score"] = base_score
+    booster = _load_with_config(model_json(js, forest), grower.booster)
+    if early_stopping_rounds and result.best_iteration >= 0:
+        set_name, metric_name = monitor[0]
+        booster.set_attr(best_iteration=str(result.best_iteration),
+                         best_score=str(result.best_score[set_name][metric_name]))
+    raw_eval = tuple(
+        np.array(r, dtype=np.float32).reshape(r.shape[0], K) if r is not None
+        else np.tile(init.astype(np.float32), (e.y.size, 1))
+        for r, e in zip(latest, eval_sets)
+    )
+    record = TrainingRecord(_split_table(result.splits, forest.feature_names, K), result,
+                            raw_eval, forest.feature_names)
+    for cb in callbacks:
+        out = cb.after_training(booster)
+        booster = out if isinstance(out, xgboost.Booster) else booster
+    _RECORDS[booster] = record
+    if evals_result is not None:
+        evals_result.update(result.evals_result)
+    return booster
