@@ -1,0 +1,150 @@
+"""``ImportanceReport.plot()``: the bars drawn are the report's numbers.
+
+Two horizontal bars per feature (unbiased, biased) whose widths are ``to_frame()``'s
+``unbiased_gain`` and ``biased_gain``; error bars of +-2 standard errors on the unbiased bars
+when the report has standard errors, none when it has not.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+matplotlib = pytest.importorskip("matplotlib")
+matplotlib.use("Agg")  # before pyplot: no display needed
+
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.collections import LineCollection  # noqa: E402
+from matplotlib.container import BarContainer  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+
+import unbiased_criteria as uc  # noqa: E402
+from unbiased_criteria.datasets import paper_example  # noqa: E402
+from unbiased_criteria.report import ImportanceReport  # noqa: E402
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def hand_made_report(with_jackknife: bool = True) -> ImportanceReport:
+    """Four features, the last without splits; gains of both signs."""
+    splits = pd.DataFrame({
+        "feature_index": [0, 0, 1, 2, 2, 2],
+        "unbiased_gain": [3.0, 1.5, -2.0, 0.25, -0.5, 4.0],
+        "biased_gain": [5.0, 2.0, 1.0, 8.0, 6.0, 9.5],
+        "host_gain": [5.5, 2.5, 1.5, 7.0, 6.5, 9.0],
+    })
+    jack = None
+    if with_jackknife:
+        rng = np.random.default_rng(0)
+        jack = splits["unbiased_gain"].to_numpy()[:, None] + rng.normal(0, 0.3, (6, 10))
+    return ImportanceReport(splits, ["a", "b", "c", "d"], host="test", jackknife=jack)
+
+
+def bar_containers(ax) -> list[BarContainer]:
+    bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+    assert len(bars) == 2, ax.containers
+    return bars
+
+
+def bar_patches(ax) -> list[Rectangle]:
+    return [p for p in ax.patches if isinstance(p, Rectangle)]
+
+
+def check_bars(ax, frame: pd.DataFrame) -> None:
+    n = len(frame)
+    # 2 bars per feature, nothing else drawn as a patch on the axes
+    assert len(bar_patches(ax)) == 2 * n
+    unbiased, biased = bar_containers(ax)
+    assert len(unbiased.patches) == len(biased.patches) == n
+    np.testing.assert_allclose([p.get_width() for p in unbiased.patches],
+                               frame["unbiased_gain"].to_numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose([p.get_width() for p in biased.patches],
+                               frame["biased_gain"].to_numpy(), rtol=1e-12, atol=1e-12)
+    # bars start at 0 and each feature's pair sits at its tick, the unbiased bar first
+    assert all(p.get_x() == 0 for p in bar_patches(ax))
+    ticks = ax.get_yticks()
+    centres_u = [p.get_y() + p.get_height() / 2 for p in unbiased.patches]
+    centres_b = [p.get_y() + p.get_height() / 2 for p in biased.patches]
+    np.testing.assert_allclose(centres_u, ticks - 0.2)
+    np.testing.assert_allclose(centres_b, ticks + 0.2)
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(frame.index)
+
+
+def error_segments(container: BarContainer) -> np.ndarray | None:
+    """(n, 2) x-extents of the error bars attached to a bar container, or None."""
+    eb = getattr(container, "errorbar", None)
+    if eb is None:
+        return None
+    _, _, lines = eb.lines
+    assert len(lines) == 1
+    segs = lines[0].get_segments()
+    return np.array([[s[0][0], s[1][0]] for s in segs])
+
+
+def save_png(ax, path) -> bytes:
+    ax.figure.savefig(path, format="png", dpi=60)
+    plt.close(ax.figure)
+    return path.read_bytes()
+
+
+def test_bars_and_error_bars_equal_the_frame(tmp_path):
+    report = hand_made_report()
+    frame = report.to_frame()
+    assert frame["std_error"].notna().all() and frame.loc["d", "std_error"] == 0
+    ax = report.plot()
+    check_bars(ax, frame)
+    unbiased, biased = bar_containers(ax)
+    assert error_segments(biased) is None
+    segs = error_segments(unbiased)
+    assert segs is not None and len(segs) == len(frame)
+    u, se = frame["unbiased_gain"].to_numpy(), frame["std_error"].to_numpy()
+    np.testing.assert_allclose(np.sort(segs, axis=1), np.column_stack([u - 2 * se, u + 2 * se]),
+                               rtol=1e-12, atol=1e-12)
+    assert len([c for c in ax.collections if isinstance(c, LineCollection)]) == 1
+    assert "SE" in ax.get_legend().get_texts()[0].get_text()
+    png = save_png(ax, tmp_path / "plot.png")
+    assert png.startswith(PNG_MAGIC) and len(png) > 2000
+
+
+def test_no_error_bars_without_standard_errors(tmp_path):
+    report = hand_made_report(with_jackknife=False)
+    frame = report.to_frame()
+    assert frame["std_error"].isna().all()
+    ax = report.plot()
+    check_bars(ax, frame)
+    assert all(error_segments(c) is None for c in bar_containers(ax))
+    assert not [c for c in ax.collections if isinstance(c, LineCollection)]
+    assert ax.get_legend().get_texts()[0].get_text() == "unbiased gain"
+    assert save_png(ax, tmp_path / "plot.png").startswith(PNG_MAGIC)
+
+
+def test_normalized_bars_are_shares():
+    report = hand_made_report()
+    frame = report.to_frame()
+    ax = report.plot(normalize=True)
+    shares = frame[["unbiased_gain", "biased_gain"]]
+    shares = shares / shares.abs().sum()
+    check_bars(ax, shares.assign(std_error=frame["std_error"]))
+    segs = error_segments(bar_containers(ax)[0])
+    half = (segs[:, 1] - segs[:, 0]) / 2
+    scale = frame["unbiased_gain"].abs().sum()
+    np.testing.assert_allclose(half, 2 * frame["std_error"].to_numpy() / scale, rtol=1e-12)
+    plt.close(ax.figure)
+
+
+def test_plot_of_a_real_model_into_given_axes(tmp_path):
+    lgb = pytest.importorskip("lightgbm")
+    X, y = paper_example(1000, random_state=0)
+    Xv, yv = paper_example(1000, random_state=1)
+    model = lgb.train({"objective": "regression", "learning_rate": 0.1, "num_leaves": 7,
+                       "verbose": -1, "seed": 0}, lgb.Dataset(X, y), num_boost_round=10)
+    report = uc.unbiased_importance(model, X, y, Xv, yv, random_state=0)
+    frame = report.to_frame()
+    fig, (left, right) = plt.subplots(1, 2)
+    ax = report.plot(ax=right)
+    assert ax is right and not left.patches
+    check_bars(ax, frame)
+    segs = error_segments(bar_containers(ax)[0])
+    np.testing.assert_allclose((segs[:, 1] - segs[:, 0]) / 2, 2 * frame["std_error"], rtol=1e-9)
+    assert save_png(ax, tmp_path / "model.png").startswith(PNG_MAGIC)
