@@ -22,7 +22,7 @@ def train(host: str, X, y, rounds: int, seed: int):
     if host == "lightgbm":
         lgb = pytest.importorskip("lightgbm")
         params = {"objective": "regression", "learning_rate": 0.05, "num_leaves": 31,
-                  "verbose": -1, "seed": seed, "min_data_in_leaf": 20}
+                  "verbose": -1, "seed": seed, "min_data_in_leaf": 20, "num_threads": 1}
         return lgb.train(params, lgb.Dataset(X, y), num_boost_round=rounds)
     xgb = pytest.importorskip("xgboost")
     params = {"objective": "reg:squarederror", "eta": 0.05, "max_depth": 5, "seed": seed,

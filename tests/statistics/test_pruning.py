@@ -16,7 +16,7 @@ def train(host: str, X, y, rounds: int, seed: int = 0, **extra):
     if host == "lightgbm":
         lgb = pytest.importorskip("lightgbm")
         params = {"objective": "regression", "learning_rate": 0.05, "num_leaves": 31,
-                  "verbose": -1, "seed": seed, **extra}
+                  "verbose": -1, "seed": seed, "num_threads": 1, **extra}
         return lgb.train(params, lgb.Dataset(X, y), num_boost_round=rounds)
     xgb = pytest.importorskip("xgboost")
     params = {"objective": "reg:squarederror", "eta": 0.05, "max_depth": 5, "seed": seed,
