@@ -12,13 +12,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .gains import leaf_weight
 from .importance import GainOptions, holdout_halves, jackknife_blocks, score_tree
 from .model import Model
 from .objectives import Objective
+from .pruning import prune_tree
 from .replay import ReplayResult, RowSet, TreeStep, replay, resolve_bias
 from .report import ImportanceReport
-from .trees import Tree, collapse_nodes
 from .validation import check_labels, check_pair, check_weight
 
 __all__ = ["unbiased_importance", "prune", "adapter_for"]
@@ -217,14 +216,6 @@ def unbiased_importance(
                             forest.feature_names, host=prep.model.host, jackknife=jack)
 
 
-def _new_leaf_values(tree: Tree, sums, model: Model) -> np.ndarray:
-    """What the host would give every node as a leaf: shrinkage * weight(G, H) + bias."""
-    parent = tree.parent
-    extra = np.where(parent >= 0, tree.l2_extra[np.maximum(parent, 0)], 0.0)
-    w = leaf_weight(sums.G, sums.H, model.split_score, extra)
-    return tree.shrinkage * w + tree.bias
-
-
 def prune(
     model,
     X_train,
@@ -302,17 +293,10 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     halves = holdout_halves(prep.valid.n_rows, options) if prep.train is None else None
 
     def visit(step: TreeStep):
-        tree = step.tree
-        if tree.n_leaves == 1:
+        if step.tree.n_leaves == 1:
             return None
         scores = score_tree(step, prep.model.split_score, options, halves)
-        collapse = ~tree.is_leaf & (scores.unbiased <= threshold)
-        if not collapse.any() and not refit_leaves:
-            return None
-        values = _new_leaf_values(tree, scores.sums, prep.model)
-        if not refit_leaves:
-            values = np.where(tree.is_leaf, tree.value, values)
-        return collapse_nodes(tree, collapse, values)
+        return prune_tree(step.tree, scores, prep.model.split_score, threshold, refit_leaves)
 
     result = replay(prep.model, prep.objective, train=prep.train, valid=prep.valid,
                     visit=visit, progress=progress)

@@ -18,13 +18,14 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from .gains import SplitScore, leaf_weight, tree_generator
+from .gains import SplitScore, tree_generator
 from .importance import GainOptions, score_tree
 from .metrics import Metric
 from .objectives import Objective
 from .progress import progress_bar
+from .pruning import prune_tree
 from .replay import TreeStep
-from .trees import Tree, collapse_nodes
+from .trees import Tree
 
 __all__ = ["Grower", "EvalSet", "HoldoutPlan", "BoostResult", "boost"]
 
@@ -237,18 +238,13 @@ def _score_and_prune(tree, index, nodes, g, h, held, split_score, shrinkage, opt
         "unbiased_gain": scores.unbiased[inner], "host_gain": tree.host_gain[inner],
         "usable": scores.usable[inner],
     })
-    collapse = ~tree.is_leaf & (scores.unbiased <= threshold)
-    # a split is kept iff it and all its ancestors survive: top-down
-    if not collapse.any():
+    out = prune_tree(tree, scores, split_score, threshold)
+    if out is None:
         rec["kept"] = True
         return tree, identity, rec
-    parent = tree.parent
-    extra = np.where(parent >= 0, tree.l2_extra[np.maximum(parent, 0)], 0.0)
-    values = shrinkage * leaf_weight(scores.sums.G, scores.sums.H, split_score, extra)
-    values = np.where(tree.is_leaf, tree.value, values + tree.bias)
-    pruned, old_to_new = collapse_nodes(tree, collapse, values)
-    survivors = old_to_new[inner]
-    rec["kept"] = ~pruned.is_leaf[survivors] & (survivors >= 0)
+    pruned, old_to_new = out
+    # a split is kept iff it is still an internal node: it and all its ancestors survived
+    rec["kept"] = ~pruned.is_leaf[old_to_new[inner]]
     return pruned, old_to_new, rec
 
 
