@@ -1,0 +1,150 @@
+"""The public entry points reject bad input with one clear error naming the argument, and
+never modify what the caller passed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import unbiased_criteria as uc
+from unbiased_criteria.datasets import paper_example
+
+HOSTS = ["lightgbm", "xgboost"]
+
+
+def fit(host: str, X, y, objective: str = "regression", **extra):
+    if host == "lightgbm":
+        lgb = pytest.importorskip("lightgbm")
+        params = {"objective": objective, "verbose": -1, "num_threads": 1, **extra}
+        return lgb.train(params, lgb.Dataset(X, y), num_boost_round=5)
+    xgb = pytest.importorskip("xgboost")
+    name = {"regression": "reg:squarederror", "binary": "binary:logistic"}.get(objective,
+                                                                              objective)
+    params = {"objective": name, "max_depth": 3, "nthread": 1, **extra}
+    return xgb.train(params, xgb.DMatrix(X, y, enable_categorical=True), 5)
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = paper_example(400, random_state=0)
+    Xv, yv = paper_example(300, random_state=1)
+    return X, y, Xv, yv
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_wrong_feature_count(host, data):
+    X, y, Xv, yv = data
+    model = fit(host, X, y)
+    with pytest.raises(ValueError, match="X_valid"):
+        uc.unbiased_importance(model, X, y, Xv.iloc[:, :2], yv)
+    with pytest.raises(ValueError, match="X_train"):
+        uc.unbiased_importance(model, X.assign(extra=1.0), y, Xv, yv)
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_wrong_feature_names(host, data):
+    X, y, Xv, yv = data
+    model = fit(host, X, y)
+    renamed = Xv.rename(columns={"X3": "noise"})
+    with pytest.raises(ValueError, match="X_valid"):
+        uc.unbiased_importance(model, X, y, renamed, yv)
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_labels_outside_the_objective(host, data):
+    X, y, Xv, yv = data
+    yb, yvb = (y > 0).astype(float), (yv > 0).astype(float)
+    model = fit(host, X, yb, objective="binary")
+    with pytest.raises(ValueError, match="y_valid"):
+        uc.unbiased_importance(model, X, yb, Xv, yvb + 2.0)
+    with pytest.raises(ValueError, match="y_train"):
+        uc.unbiased_importance(model, X, np.where(yb > 0, 1.0, -1.0), Xv, yvb)
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_nan_labels_and_length(host, data):
+    X, y, Xv, yv = data
+    model = fit(host, X, y)
+    bad = yv.copy()
+    bad[3] = np.nan
+    with pytest.raises(ValueError, match="y_valid contains NaN"):
+        uc.unbiased_importance(model, X, y, Xv, bad)
+    with pytest.raises(ValueError, match="y_train has 399 labels"):
+        uc.unbiased_importance(model, X, y[:-1], Xv, yv)
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_empty_held_out_set(host, data):
+    X, y, Xv, yv = data
+    model = fit(host, X, y)
+    with pytest.raises(ValueError, match="X_valid"):
+        uc.unbiased_importance(model, X, y, Xv.iloc[:0], yv[:0])
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_weights_of_the_wrong_length_or_sign(host, data):
+    X, y, Xv, yv = data
+    model = fit(host, X, y)
+    with pytest.raises(ValueError, match="valid_weight has 10 weights"):
+        uc.unbiased_importance(model, X, y, Xv, yv, valid_weight=np.ones(10))
+    with pytest.raises(ValueError, match="train_weight must be finite and non-negative"):
+        uc.unbiased_importance(model, X, y, Xv, yv, train_weight=-np.ones(len(y)))
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_dart_is_refused(host, data):
+    X, y, Xv, yv = data
+    extra = {"boosting": "dart"} if host == "lightgbm" else {"booster": "dart",
+                                                              "rate_drop": 0.5}
+    model = fit(host, X, y, **extra)
+    with pytest.raises(uc.UnsupportedModelError, match="(?i)dart"):
+        uc.unbiased_importance(model, X, y, Xv, yv)
+    with pytest.raises(uc.UnsupportedModelError, match="(?i)dart"):
+        uc.prune(model, X, y, Xv, yv)
+
+
+def test_custom_objective_needs_objective():
+    lgb = pytest.importorskip("lightgbm")
+    X, y = paper_example(300, random_state=0)
+    Xv, yv = paper_example(300, random_state=1)
+
+    def l2(preds, data):
+        return preds - data.get_label(), np.ones_like(preds)
+
+    model = lgb.train({"objective": l2, "verbose": -1, "num_threads": 1}, lgb.Dataset(X, y),
+                      num_boost_round=5)
+    with pytest.raises(ValueError, match="objective="):
+        uc.unbiased_importance(model, X, y, Xv, yv)
+    report = uc.unbiased_importance(model, X, y, Xv, yv, objective="regression")
+    assert len(report.splits) > 0
+
+
+def test_not_a_model():
+    X, y = paper_example(50, random_state=0)
+    with pytest.raises(TypeError, match="model must be"):
+        uc.unbiased_importance(object(), X, y, X, y)
+
+
+def test_half_given_training_pair():
+    lgb = pytest.importorskip("lightgbm")
+    X, y = paper_example(300, random_state=0)
+    model = lgb.train({"objective": "regression", "verbose": -1}, lgb.Dataset(X, y), 3)
+    with pytest.raises(ValueError, match="X_train and y_train"):
+        uc.unbiased_importance(model, X, None, X, y)
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_inputs_are_never_modified(host, data):
+    X, y, Xv, yv = data
+    model = fit(host, X, y)
+    w, wv = np.linspace(0.5, 2, len(y)), np.linspace(0.5, 2, len(yv))
+    copies = [a.copy() for a in (X, y, Xv, yv, w, wv)]
+    uc.unbiased_importance(model, X, y, Xv, yv, train_weight=w, valid_weight=wv,
+                           random_state=0)
+    uc.prune(model, X, y, Xv, yv, train_weight=w, valid_weight=wv, random_state=0)
+    for before, after in zip(copies, (X, y, Xv, yv, w, wv)):
+        if isinstance(before, pd.DataFrame):
+            pd.testing.assert_frame_equal(before, after)
+        else:
+            np.testing.assert_array_equal(before, after)
