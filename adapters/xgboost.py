@@ -1535,8 +1535,6 @@ def train(
     y = check_labels(y, y.size, "dtrain's labels", objective)
     for i, (labels, (_, set_name)) in enumerate(zip(eval_y, evals)):
         check_labels(labels, labels.size, f"evals[{i}] ({set_name!r}) labels", objective)
-    base_score = _host_intercept(params, dtrain, grower, custom=obj is not None)
-    init = parse_base_score(base_score, name, K)
 
     metric_names = params.get("eval_metric")
     if metric_names is None:
@@ -1549,6 +1547,8 @@ def train(
         metric_names = [metric_names]
     metrics = [_xgb_metric(m, name, K, params, maximize) for m in metric_names]
     eval_sets = [EvalSet(s, eval_y[i], _weights(d)) for i, (d, s) in enumerate(evals)]
+    base_score = _host_intercept(params, dtrain, grower, custom=obj is not None)
+    init = parse_base_score(base_score, name, K)
 
     # XGBoost stops on the last metric of the last eval set; a custom metric's names are
     # known once it has run, so the feval hook below fills ``monitor`` in the first round
