@@ -1114,7 +1114,7 @@ def _normalise_params(params: Any) -> dict[str, Any]:
     return out
 
 
-def _check_training_params(params: Mapping[str, Any], custom: bool) -> str:
+def _check_training_params(params: Mapping[str, Any]) -> str:
     """The objective name of ``params``, after refusing what the hook cannot drive."""
     name = params.get("objective", "reg:squarederror")
     if callable(name):
@@ -1379,18 +1379,18 @@ def _custom_objective(obj: Callable, dtrain: xgboost.DMatrix, n_outputs: int) ->
 
 
 def _host_intercept(params: Mapping[str, Any], dtrain: xgboost.DMatrix,
-                    grower: XGBGrower, custom: bool) -> str:
+                    grower: XGBGrower, estimate: bool) -> str:
     """``base_score`` (model JSON text) that ``xgb.train`` would give the model.
 
     XGBoost estimates it in its first ``update`` only (not when boosting with given gradients,
-    nor for ``obj=``): so one throwaway round of depth 1 with the same parameters and data
-    gives it exactly, whatever the objective and XGBoost version.
+    so neither for ``obj=`` nor with 0 rounds): one throwaway round of depth 1 with the same
+    parameters and data gives it exactly, whatever the objective and XGBoost version.
     """
-    if not custom:
+    if estimate:
         scratch = xgboost.Booster({**params, "max_depth": 1}, [dtrain])
         scratch.update(dtrain, 0)
         lmp = json.loads(scratch.save_raw("json"))["learner"]["learner_model_param"]
-    else:  # obj=: xgb.train keeps the parameter (0.5 unless given)
+    else:  # xgb.train keeps the parameter (0.5 unless given)
         lmp = json.loads(grower.booster.save_raw("json"))["learner"]["learner_model_param"]
     return str(lmp["base_score"])
 
@@ -1507,7 +1507,7 @@ def train(
         raise TypeError(f"obj must be a callable f(preds, dtrain) -> (grad, hess), got {obj!r}")
     if custom_metric is not None and not callable(custom_metric):
         raise TypeError("custom_metric must be a callable f(preds, dmatrix) -> (name, value)")
-    name = _check_training_params(params, custom=obj is not None)
+    name = _check_training_params(params)
     if int(num_boost_round) != num_boost_round or num_boost_round < 0:
         raise ValueError(f"num_boost_round must be a non-negative integer, got "
                          f"{num_boost_round!r}")
@@ -1547,7 +1547,8 @@ def train(
         metric_names = [metric_names]
     metrics = [_xgb_metric(m, name, K, params, maximize) for m in metric_names]
     eval_sets = [EvalSet(s, eval_y[i], _weights(d)) for i, (d, s) in enumerate(evals)]
-    base_score = _host_intercept(params, dtrain, grower, custom=obj is not None)
+    base_score = _host_intercept(params, dtrain, grower,
+                                 estimate=obj is None and num_boost_round > 0)
     init = parse_base_score(base_score, name, K)
 
     # XGBoost stops on the last metric of the last eval set; a custom metric's names are

@@ -106,6 +106,14 @@ def test_pruning_off_is_xgboost_train(objective):
     assert float(ax._find(config, "tree_train_param")["eta"]) == pytest.approx(0.3)
 
 
+def test_zero_rounds_is_xgboost_train():
+    dtrain, dvalid = dmatrices("binary:logistic", n=300)
+    params = params_for("binary:logistic")
+    ref, bst = xgb.train(params, dtrain, 0), ax.train(params, dtrain, 0, verbose_eval=False)
+    assert bst.num_boosted_rounds() == 0
+    np.testing.assert_array_equal(bst.predict(dvalid), ref.predict(dvalid))
+
+
 @pytest.mark.parametrize(
     "objective, extra",
     [
