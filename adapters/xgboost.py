@@ -1616,6 +1616,7 @@ def train(
         tree_iteration=np.arange(n_trees, dtype=np.int64) // K, base_score=init,
     )
     js = json.loads(grower.booster.save_raw("json"))
+    _gbtree(js["learner"])[0]["trees"] = []  # the unpruned trees: replaced, not worth copying
     js["learner"]["learner_model_param"]["base_score"] = base_score
     booster = _load_with_config(model_json(js, forest), grower.booster)
     if early_stopping_rounds and result.best_iteration >= 0:
