@@ -26,18 +26,28 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import re
+import types
+import warnings
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Any
 
 import lightgbm
 import numpy as np
+from lightgbm.basic import _choose_param_value
 from scipy import sparse
 
 from unbiased_criteria import objectives as _objectives
+from unbiased_criteria.boosting import EvalSet, HoldoutPlan, boost
 from unbiased_criteria.gains import SplitScore
+from unbiased_criteria.importance import GainOptions
+from unbiased_criteria.metrics import Metric
 from unbiased_criteria.model import Model, Router, UnsupportedModelError, chunk_size
+from unbiased_criteria.report import ImportanceReport
 from unbiased_criteria.trees import (
     MISSING_NAN,
     MISSING_NONE,
@@ -47,6 +57,7 @@ from unbiased_criteria.trees import (
     Tree,
     make_tree,
 )
+from unbiased_criteria.validation import check_labels
 
 __all__ = [
     "RULES",
@@ -56,6 +67,12 @@ __all__ = [
     "make_objective",
     "write_model",
     "model_text",
+    "train",
+    "training_splits",
+    "training_report",
+    "LGBMGrower",
+    "UnbiasedLGBMRegressor",
+    "UnbiasedLGBMClassifier",
 ]
 
 #: LightGBM's routing: ``x <= t`` goes left, a category set goes left, NaN joins the others
@@ -818,3 +835,1142 @@ def write_model(
         return booster
     # a copy of the estimator whose booster is the new one (the old one is not copied)
     return copy.deepcopy(model, memo={id(model._Booster): booster})
+
+
+# --------------------------------------------------------------------------- training
+#
+# ``train`` drives LightGBM one iteration at a time through the core's loop
+# (``unbiased_criteria.boosting.boost``): the loop owns the running raw scores and the
+# gradients, LightGBM grows each iteration from them on a Booster with ``objective='none'``
+# (:class:`LGBMGrower`), the loop scores and prunes the new trees. Evaluation uses LightGBM's
+# metric names and formulas (below) on the loop's scores, and LightGBM's own callback objects
+# (``early_stopping``, ``log_evaluation``, ``record_evaluation``...) see the results in
+# ``lightgbm.train``'s format.
+
+#: LightGBM's kEpsilon, a float literal (``1e-15f``)
+_F32_EPSILON = float(np.float32(1e-15))
+#: floor of the predictions in LightGBM's poisson and tweedie metrics (``1e-10f``)
+_F32_TINY = float(np.float32(1e-10))
+
+#: LightGBM objectives the training hook refuses, with the reason
+_NOT_TRAINABLE = {
+    "regression_l1": "LightGBM renews its leaf values with weighted medians of the residuals "
+                     "(RenewTreeOutput), which a Booster driven by custom gradients cannot do",
+    "quantile": "LightGBM renews its leaf values with weighted percentiles of the residuals "
+                "(RenewTreeOutput), which a Booster driven by custom gradients cannot do",
+    "mape": "LightGBM renews its leaf values with weighted medians of the residuals "
+            "(RenewTreeOutput), which a Booster driven by custom gradients cannot do",
+    "lambdarank": "ranking objectives are not supported",
+    "rank_xendcg": "ranking objectives are not supported",
+    "cross_entropy_lambda": "its gradients are not implemented in the core",
+}
+
+#: name of the loop's internal stop signal (an evaluation result, never shown to callbacks)
+_STOP = "__unbiased_criteria_stop__"
+
+
+def _mean(loss: np.ndarray, w: np.ndarray | None) -> float:
+    """LightGBM's ``sum(loss * w) / sum(w)`` (``sum(loss) / n`` without weights)."""
+    if w is None:
+        return float(np.sum(loss) / loss.shape[0])
+    return float(np.sum(loss * w) / np.sum(w))
+
+
+def _safe_log(x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x > 0, np.log(np.where(x > 0, x, 1.0)), -np.inf)
+
+
+def _m_l2(y, p, raw, w, s):
+    return _mean((p - y) ** 2, w)
+
+
+def _m_rmse(y, p, raw, w, s):
+    return math.sqrt(_m_l2(y, p, raw, w, s))
+
+
+def _m_l1(y, p, raw, w, s):
+    return _mean(np.abs(p - y), w)
+
+
+def _m_quantile(y, p, raw, w, s):
+    a, d = s.float_param("alpha"), y - p
+    return _mean(np.where(d < 0, (a - 1.0) * d, a * d), w)
+
+
+def _m_huber(y, p, raw, w, s):
+    a, d = s.float_param("alpha"), p - y
+    return _mean(np.where(np.abs(d) <= a, 0.5 * d * d, a * (np.abs(d) - 0.5 * a)), w)
+
+
+def _m_fair(y, p, raw, w, s):
+    c, x = s.float_param("fair_c"), np.abs(p - y)
+    return _mean(c * x - c * c * np.log(1.0 + x / c), w)
+
+
+def _m_poisson(y, p, raw, w, s):
+    q = np.maximum(p, _F32_TINY)
+    return _mean(q - y * np.log(q), w)
+
+
+def _m_mape(y, p, raw, w, s):
+    return _mean(np.abs(y - p) / np.maximum(1.0, np.abs(y)), w)
+
+
+def _m_gamma(y, p, raw, w, s):
+    # LightGBM's negative log-likelihood with psi = 1: y / p + log(p)
+    # c = log(y / psi) - log(y) is not 0: LightGBM takes the second log of the float32 label
+    # in float32
+    with np.errstate(divide="ignore", invalid="ignore"):
+        theta = -1.0 / p
+        b = -_safe_log(-theta)
+        y32 = y.astype(np.float32)
+        log32 = np.where(y32 > 0, np.log(np.where(y32 > 0, y32, 1)), -np.inf)
+        c = _safe_log(y) - log32.astype(np.float64)
+        return _mean(-((y * theta - b) + c), w)
+
+
+def _m_gamma_deviance(y, p, raw, w, s):
+    t = y / (p + 1.0e-9)
+    loss = t - _safe_log(t) - 1.0
+    return float(2.0 * (np.sum(loss) if w is None else np.sum(loss * w)))
+
+
+def _m_tweedie(y, p, raw, w, s):
+    rho = s.float_param("tweedie_variance_power")
+    q = np.maximum(p, _F32_TINY)
+    a = y * np.exp((1.0 - rho) * np.log(q)) / (1.0 - rho)
+    b = np.exp((2.0 - rho) * np.log(q)) / (2.0 - rho)
+    return _mean(-a + b, w)
+
+
+def _m_binary_logloss(y, p, raw, w, s):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pos = np.where(p > _F32_EPSILON, -np.log(p), -math.log(_F32_EPSILON))
+        neg = np.where(1.0 - p > _F32_EPSILON, -np.log(1.0 - p), -math.log(_F32_EPSILON))
+    return _mean(np.where(y > 0, pos, neg), w)
+
+
+def _m_binary_error(y, p, raw, w, s):
+    return _mean(np.where(p <= 0.5, y > 0, y <= 0).astype(np.float64), w)
+
+
+def _m_auc(y, p, raw, w, s):
+    """LightGBM's AUC: raw scores in descending order, ties count half; 1 if one class only."""
+    order = np.argsort(-raw, kind="stable")
+    score = raw[order]
+    pos = y[order] > 0
+    weight = np.ones(y.shape[0]) if w is None else w[order]
+    group = np.cumsum(np.r_[True, score[1:] != score[:-1]]) - 1
+    cur_pos = np.bincount(group, weights=pos * weight)
+    cur_neg = np.bincount(group, weights=~pos * weight)
+    before = np.r_[0.0, np.cumsum(cur_pos)[:-1]]
+    accum = float(np.sum(cur_neg * (cur_pos * 0.5 + before)))
+    sum_pos, sum_w = float(cur_pos.sum()), float(weight.sum())
+    if sum_pos > 0 and sum_pos != sum_w:
+        return accum / (sum_pos * (sum_w - sum_pos))
+    return 1.0
+
+
+def _m_cross_entropy(y, p, raw, w, s):
+    eps = 1.0e-12
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = y * np.where(p > eps, np.log(p), math.log(eps))
+        b = (1.0 - y) * np.where(1.0 - p > eps, np.log(1.0 - p), math.log(eps))
+    return _mean(-(a + b), w)
+
+
+def _m_multi_logloss(y, p, raw, w, s):
+    pk = p[np.arange(y.shape[0]), y.astype(np.int64)]
+    with np.errstate(divide="ignore"):
+        return _mean(np.where(pk > _F32_EPSILON, -np.log(pk), -math.log(_F32_EPSILON)), w)
+
+
+def _multi_error(top_k: int):
+    def func(y, p, raw, w, s):
+        ref = p[np.arange(y.shape[0]), y.astype(np.int64)]
+        # LightGBM counts the classes scored at least as high as the label's, itself included
+        larger = np.sum(p >= ref[:, None], axis=1)
+        return _mean((larger > top_k).astype(np.float64), w)
+
+    return func
+
+
+#: LightGBM metric name (as it reports it) -> ``func(y, prediction, raw, weight, source)``;
+#: ``prediction`` is the objective's output (the raw score for a custom objective)
+_METRIC_FUNCS: dict[str, Callable] = {
+    "l2": _m_l2, "rmse": _m_rmse, "l1": _m_l1, "quantile": _m_quantile, "huber": _m_huber,
+    "fair": _m_fair, "poisson": _m_poisson, "mape": _m_mape, "gamma": _m_gamma,
+    "gamma_deviance": _m_gamma_deviance, "tweedie": _m_tweedie,
+    "binary_logloss": _m_binary_logloss, "binary_error": _m_binary_error, "auc": _m_auc,
+    "cross_entropy": _m_cross_entropy, "multi_logloss": _m_multi_logloss,
+    "multi_error": _multi_error(1),
+}
+
+
+def _metric_func(name: str) -> Callable:
+    """The function of a metric LightGBM reported as ``name``; ValueError if unsupported."""
+    if name in _METRIC_FUNCS:
+        return _METRIC_FUNCS[name]
+    match = re.fullmatch(r"multi_error@(\d+)", name)
+    if match:
+        return _multi_error(int(match.group(1)))
+    raise ValueError(
+        f"metric {name!r} is not supported by the training hook (supported: "
+        f"{sorted(_METRIC_FUNCS)} and multi_error@k); compute it with feval"
+    )
+
+
+class _Labels(np.ndarray):
+    """Labels of one set of rows that know those rows (``rows``).
+
+    The core's loop hands every evaluation set's labels, unchanged, to the metrics and to
+    ``feval``; the wrappers in :func:`train` find the set's Dataset and init score from them.
+    """
+
+    rows: _Rows | None
+
+    def __array_finalize__(self, obj):
+        self.rows = getattr(obj, "rows", None)
+
+
+@dataclass(eq=False)
+class _Rows:
+    """One set of rows: its Dataset, raw data (what ``predict`` routes), labels and offsets."""
+
+    name: str
+    dataset: lightgbm.Dataset
+    data: Any
+    y: np.ndarray
+    weight: np.ndarray | None
+    offset: np.ndarray | None  # (n, K): the Dataset's init_score, None if it has none
+
+    def labels(self) -> _Labels:
+        out = self.y.view(_Labels)
+        out.rows = self
+        return out
+
+    def shifted(self, raw: np.ndarray) -> np.ndarray:
+        """Raw scores plus the Dataset's init score, as LightGBM scores the set."""
+        if self.offset is None:
+            return raw
+        return raw + (self.offset if raw.ndim == 2 else self.offset[:, 0])
+
+
+def _single_leaf() -> Tree:
+    return make_tree([-1], [-1], [-1], value=[0.0], rules=RULES)
+
+
+class LGBMGrower:
+    """A :class:`unbiased_criteria.boosting.Grower` on a LightGBM Booster.
+
+    ``grow(grad, hess)`` hands the loop's float32 arrays ``(n, K)`` to ``Booster.update`` on a
+    Booster made with ``objective='none'`` (class-major for multiclass, as LightGBM wants),
+    reads the K new trees with ``dump_model(start_iteration=it, num_iteration=1)`` and the
+    reader's parser, and returns them in the IR (leaf values shrunk, no init score). The
+    Booster's own score caches are never used: they do not see pruning.
+
+    ``leaf_nodes(which)`` routes the raw rows of set ``which`` (0: the training rows) through
+    the new iteration with ``predict(pred_leaf=True)``: the written model routes them the
+    same way, so the loop's running scores are exactly what it will predict.
+
+    When no tree of an iteration has a split, LightGBM drops the iteration; the grower then
+    returns K single-leaf trees of value 0 (which add nothing), and it does the same, without
+    calling LightGBM, once :meth:`stop` was called.
+
+    Parameters
+    ----------
+    booster : lightgbm.Booster
+        Made with ``objective='none'`` on the training Dataset; it gains one iteration per call.
+    data : sequence
+        The raw rows of the training set (first) and of each evaluation set, as ``predict``
+        accepts them; the same object twice is routed once per iteration.
+    n_categories : list of int
+        Categories of each feature (:func:`_n_categories`), for ``cat_l2``.
+    cat_l2 : float
+    max_cat_to_onehot : int
+    num_threads : int
+        LightGBM's ``num_threads`` of the training: ``predict`` must use the same, or OpenMP
+        switches thread teams on every call, which made each ``update`` up to 100 times slower
+        on a loaded machine.
+    """
+
+    def __init__(
+        self,
+        booster: lightgbm.Booster,
+        data: list[Any],
+        *,
+        n_categories: list[int],
+        cat_l2: float,
+        max_cat_to_onehot: int,
+        num_threads: int = 0,
+    ) -> None:
+        self.booster = booster
+        self._num_threads = int(num_threads)
+        self.n_outputs = booster.num_model_per_iteration()
+        self._data = list(data)
+        self._n_categories = n_categories
+        self._cat_l2 = cat_l2
+        self._onehot = max_cat_to_onehot
+        self._iteration: int | None = None  # Booster iteration of the last grown trees
+        self._offsets = np.zeros(self.n_outputs, dtype=np.int32)
+        self._nodes: dict[int, np.ndarray] = {}
+        self.stopped = False
+
+    def stop(self) -> None:
+        """Grow nothing from now on (training was stopped early)."""
+        self.stopped = True
+
+    def grow(self, grad: np.ndarray, hess: np.ndarray) -> list[Tree]:
+        """Grow one iteration from ``(n, K)`` float32 gradients and hessians."""
+        K = self.n_outputs
+        self._nodes = {}
+        self._iteration = None
+        if self.stopped:
+            return [_single_leaf() for _ in range(K)]
+        g = np.ascontiguousarray(grad if K > 1 else grad[:, 0], dtype=np.float32)
+        h = np.ascontiguousarray(hess if K > 1 else hess[:, 0], dtype=np.float32)
+        it = self.booster.current_iteration()
+        # Booster.update(fobj=...) first resets the objective to 'none', which fails when
+        # LightGBM kept no usable feature; the Booster already has objective 'none', so call
+        # the step it then takes (LGBM_BoosterUpdateOneIterCustom) directly
+        step = getattr(self.booster, "_Booster__boost", None)
+        if step is not None:
+            step(grad=g, hess=h)
+        else:  # pragma: no cover - other LightGBM versions
+            self.booster.update(fobj=lambda preds, data: (g, h))
+        if self.booster.current_iteration() == it:  # no split anywhere: LightGBM dropped it
+            return [_single_leaf() for _ in range(K)]
+        infos = self.booster.dump_model(start_iteration=it, num_iteration=1)["tree_info"]
+        trees = [
+            make_tree(
+                **_parse_tree(info, self._n_categories, self._cat_l2, self._onehot),
+                shrinkage=float(info["shrinkage"]), rules=RULES,
+            )
+            for info in infos
+        ]
+        self._iteration = it
+        self._offsets = np.array([t.n_leaves - 1 for t in trees], dtype=np.int32)
+        return trees
+
+    def leaf_nodes(self, which: int) -> np.ndarray:
+        """IR leaf node ids ``(n_rows, K)`` of set ``which`` in the last grown iteration."""
+        X = self._data[which]
+        key = id(X)
+        if key not in self._nodes:
+            n = int(X.shape[0])
+            if self._iteration is None:
+                nodes = np.zeros((n, self.n_outputs), dtype=np.int32)
+            else:
+                leaves = self.booster.predict(
+                    X, start_iteration=self._iteration, num_iteration=1, pred_leaf=True,
+                    num_threads=self._num_threads,
+                )
+                nodes = np.asarray(leaves).reshape(n, self.n_outputs) + self._offsets
+            self._nodes[key] = nodes.astype(np.int32, copy=False)
+        return self._nodes[key]
+
+
+@dataclass
+class _TrainState:
+    """What the loop's hooks share: callbacks' stop request and the last evaluations."""
+
+    first: _Rows | None = None
+    stopped: bool = False
+    best_iteration: int = 0
+    best_score: list = field(default_factory=list)
+    last_results: list = field(default_factory=list)
+    tick: float = 0.0
+    raw_eval: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class _Training:
+    """What :func:`_train` returns: the booster and the loop's own record (for tests)."""
+
+    booster: lightgbm.Booster
+    result: Any  # unbiased_criteria.boosting.BoostResult
+    raw_eval: dict[str, np.ndarray]
+    n_iterations: int
+
+
+def _resolved(params: dict[str, Any], name: str, default: Any = None) -> Any:
+    """The value of LightGBM parameter ``name`` in ``params``, through its aliases."""
+    return _choose_param_value(main_param_name=name, params=params, default_value=default)[name]
+
+
+def _trainable_objective(spec: Any) -> str:
+    """LightGBM's canonical name for objective ``spec``; ValueError if unknown or refused."""
+    if spec is None:
+        return "regression"
+    if not isinstance(spec, str):
+        raise TypeError(
+            f"params['objective'] must be a string or a callable, got {type(spec).__name__}"
+        )
+    name = _OBJECTIVE_ALIASES.get(spec.strip().lower())
+    if name is None:
+        raise ValueError(
+            f"unknown objective {spec!r}: use one of LightGBM's objectives "
+            f"({sorted(set(_OBJECTIVE_ALIASES) - set(_NOT_TRAINABLE))}) or a callable "
+            "f(preds, train_data) -> (grad, hess)"
+        )
+    if name in _NOT_TRAINABLE:
+        raise UnsupportedModelError(
+            f"objective {spec!r} is not supported by the training hook: {_NOT_TRAINABLE[name]}"
+        )
+    return name
+
+
+def _raw_rows(ds: lightgbm.Dataset, argument: str) -> Any:
+    """The raw data of ``ds``, which ``predict(pred_leaf=True)`` routes every round."""
+    if getattr(ds, "used_indices", None) is not None:
+        raise ValueError(
+            f"{argument} is a subset of another Dataset (Dataset.subset); pass a Dataset "
+            "built from its own data"
+        )
+    data = ds.data
+    if data is None:
+        raise ValueError(
+            f"{argument} no longer holds its raw data (it was constructed with "
+            "free_raw_data=True): the training hook routes the raw rows through every new "
+            "tree; pass an unconstructed Dataset or one made with free_raw_data=False"
+        )
+    if isinstance(data, str | os.PathLike):
+        raise ValueError(
+            f"{argument} reads its data from the file {str(data)!r}: load the data and build "
+            "the Dataset from an array, DataFrame or sparse matrix"
+        )
+    if isinstance(data, lightgbm.Sequence) or (
+        isinstance(data, list) and data and isinstance(data[0], lightgbm.Sequence)
+    ):
+        raise ValueError(f"{argument} is built from lightgbm.Sequence objects, not supported")
+    if isinstance(data, list):
+        data = np.asarray(data, dtype=np.float64)
+    return data
+
+
+def _given_labels(ds: lightgbm.Dataset, argument: str) -> np.ndarray:
+    """The labels of ``ds`` before construction, checked for presence and NaN."""
+    label = ds.label if ds._handle is None else ds.get_label()
+    if label is None:
+        raise ValueError(f"{argument} has no labels: build it with lightgbm.Dataset(X, label=y)")
+    try:
+        y = np.asarray(label, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{argument}'s labels must be numeric") from None
+    return check_labels(y, y.shape[0] if y.ndim else 0, f"{argument}'s label",
+                        _objectives.Objective())
+
+
+def _init_offset(ds: lightgbm.Dataset, K: int) -> np.ndarray | None:
+    """The constructed Dataset's init_score as ``(n, K)`` (LightGBM's flat layout is
+    class-major), or None."""
+    init = ds.get_init_score()
+    if init is None:
+        return None
+    init = np.asarray(init, dtype=np.float64)
+    n = ds.num_data()
+    if init.ndim == 2:
+        return init.reshape(n, K)
+    return init.reshape(K, n).T.copy()
+
+
+def _row_set(ds, data, name, argument, K) -> _Rows:
+    """A constructed Dataset's rows, labels (float32, as LightGBM stores them) and weights."""
+    y = np.asarray(ds.get_label(), dtype=np.float32).astype(np.float64)
+    w = ds.get_weight()
+    w = None if w is None else np.asarray(w, dtype=np.float32).astype(np.float64)
+    if w is not None and (not np.all(np.isfinite(w)) or np.any(w < 0)):
+        raise ValueError(f"{argument}'s weights must be finite and non-negative")
+    return _Rows(name, ds, data, y, w, _init_offset(ds, K))
+
+
+def _holdout_seed(random_state: Any, params: dict[str, Any]) -> Any:
+    """Seed of the held-out draws: ``random_state``, else LightGBM's ``seed``, else 0."""
+    if random_state is None:
+        random_state = _resolved(params, "seed")
+    if random_state is None:
+        return 0
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(np.iinfo(np.int32).max))
+    return random_state
+
+
+def _training_objective(name: str, source: LightGBMSource, K: int, y: np.ndarray):
+    """The core objective LightGBM's built-in ``name`` computes, with its parameters."""
+    unbalanced = source.param("is_unbalance") in ("1", "true")
+    if name == "binary" and unbalanced:
+        pos, neg = _label_weights(y, source.float_param("scale_pos_weight"))
+        return _objectives.make_objective(
+            "binary_logistic", precision="float64", sigmoid=source.float_param("sigmoid"),
+            pos_weight=pos, neg_weight=neg,
+        )
+    if name == "multiclassova" and unbalanced:
+        raise UnsupportedModelError("multiclassova with is_unbalance=True is not supported")
+    if name == "regression" and source.param("reg_sqrt") in ("1", "true"):
+        raise UnsupportedModelError("regression with reg_sqrt=True is not supported")
+    if name == "regression":
+        return _LightGBMSquaredError(precision="float64")
+    return _make_core_objective(name, source, K)
+
+
+@dataclass(frozen=True)
+class _LightGBMSquaredError(_objectives.SquaredError):
+    """LightGBM's L2 loss: with weights the gradient is rounded twice, ``f32(f32(F - y) w)``
+    (RegressionL2loss::GetGradients), where the core computes ``f32((F - y) w)``."""
+
+    def grad_hess(self, y, raw, weight=None):
+        if weight is None:
+            return super().grad_hess(y, raw, None)
+        y = np.asarray(y, dtype=np.float32).astype(np.float64)
+        w = np.asarray(weight, dtype=np.float32)
+        residual = (np.asarray(raw, dtype=np.float64) - y).astype(np.float32)
+        return residual * w, w.copy()
+
+
+def _splits_frame(splits, n_trees: int, K: int, names: tuple[str, ...]):
+    """The loop's per-split records of the kept trees, with iteration and feature names."""
+    import pandas as pd
+
+    columns = ["tree", "node", "depth", "feature_index", "threshold", "n_train", "n_valid",
+               "k", "biased_gain", "unbiased_gain", "host_gain", "usable", "class", "kept"]
+    if splits is None:
+        frame = pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in columns})
+    else:
+        frame = splits.loc[splits["tree"] < n_trees, columns].reset_index(drop=True)
+    frame.insert(0, "iteration", (frame["tree"] // K).astype(np.int64))
+    frame.insert(5, "feature", np.asarray(names, dtype=object)[
+        frame["feature_index"].to_numpy(dtype=np.int64)])
+    return frame
+
+
+def train(
+    params: dict[str, Any],
+    train_set: lightgbm.Dataset,
+    num_boost_round: int = 100,
+    *,
+    valid_sets: list[lightgbm.Dataset] | None = None,
+    valid_names: list[str] | None = None,
+    feval: Callable | list[Callable] | None = None,
+    callbacks: list[Callable] | None = None,
+    holdout_fraction: float = 0.2,
+    redraw_holdout: bool = True,
+    prune_threshold: float | None = 0.0,
+    n_draws: int = 1,
+    min_k: int = 5,
+    random_state: Any = None,
+    progress: bool = False,
+) -> lightgbm.Booster:
+    """Train like ``lightgbm.train``, pruning every new tree by its unbiased split gain.
+
+    Each round the core's loop (:func:`unbiased_criteria.boosting.boost`) takes gradients at
+    its own running scores, gives the held-out rows zero gradient and hessian, lets LightGBM
+    grow one iteration from them (:class:`LGBMGrower`), scores every new split with the
+    unbiased gain U on the held-out rows and collapses, top-down, the splits with
+    ``U <= prune_threshold``. Evaluation, callbacks and early stopping run on the loop's
+    scores, which equal what the returned model predicts.
+
+    Parameters
+    ----------
+    params : dict
+        As for ``lightgbm.train``. ``objective`` is one of LightGBM's objective names or
+        aliases (not ``regression_l1``, ``quantile``, ``mape``: LightGBM renews their leaves
+        from residual percentiles; nor ranking or ``cross_entropy_lambda``), or a callable
+        ``f(preds, train_data) -> (grad, hess)`` as LightGBM 4 accepts (raw scores, shape
+        ``(n,)`` or ``(n, K)``; flat multiclass arrays are class-major). ``boosting`` must be
+        ``gbdt`` (GOSS sampling is fine); ``linear_tree`` is refused.
+    train_set : lightgbm.Dataset
+        With labels and its raw data (not constructed yet, or ``free_raw_data=False``): the
+        raw rows are routed through every new tree. Its weights and ``init_score`` count as in
+        ``lightgbm.train``: with an ``init_score`` there is no boost-from-average, and the
+        model, like LightGBM's, does not contain that score.
+    num_boost_round : int
+        Rounds, unless ``params`` holds ``num_iterations`` or an alias.
+    valid_sets, valid_names : list, optional
+        Evaluated every round as in ``lightgbm.train`` (``train_set`` itself may be one of
+        them; its default name is ``"training"``, the others ``"valid_<i>"``).
+    feval : callable or list of callables, optional
+        ``feval(preds, eval_data) -> (name, value, is_higher_better)`` or a list of such
+        tuples, as in ``lightgbm.train``: ``preds`` are the objective's outputs (raw scores
+        for a custom objective), ``eval_data`` the set's Dataset.
+    callbacks : list of callables, optional
+        LightGBM callbacks run after each round, e.g. ``lightgbm.early_stopping(n)`` (also
+        from ``params['early_stopping_round']``), ``lightgbm.log_evaluation(period)``,
+        ``lightgbm.record_evaluation(d)``. ``env.model`` is the Booster that grows the trees
+        (it holds them unpruned). Callbacks that run before an iteration
+        (``lightgbm.reset_parameter``) are refused: the learning rate must stay fixed.
+    holdout_fraction : float
+        Fraction of the training rows held out each round, in [0, 1). Held-out rows stay in
+        the Dataset with zero gradient and hessian, so LightGBM still counts them for
+        ``min_data_in_leaf`` (not for ``min_sum_hessian_in_leaf``). 0 disables pruning.
+    redraw_holdout : bool
+        Draw new held-out rows every round (every row helps build some trees), or keep one
+        draw.
+    prune_threshold : float or None
+        Collapse splits with ``U <= prune_threshold``. ``None`` switches scoring and pruning
+        off; ``-numpy.inf`` scores every split and keeps them all. With ``None`` and
+        ``holdout_fraction=0`` the result is the model ``lightgbm.train`` gives.
+    n_draws, min_k : int
+        Options of the unbiased gain (:class:`unbiased_criteria.importance.GainOptions`):
+        k-draws averaged per ratio; splits with fewer than ``min_k`` held-out rows in a child
+        get ``U = 0`` (and are pruned at the default threshold).
+    random_state : int, numpy Generator / RandomState / SeedSequence, optional
+        Seeds the held-out draws and the k-draws; ``None`` takes LightGBM's ``seed`` parameter
+        (or its aliases) if given, else 0, so training is deterministic as LightGBM's is.
+    progress : bool
+        Show a progress bar over rounds.
+
+    Returns
+    -------
+    lightgbm.Booster
+        A model built from the pruned trees (text model with LightGBM's header and
+        ``parameters:`` for the real objective, so ``predict`` applies its link and
+        :func:`read_model` reads it), with ``best_iteration`` and ``best_score`` set as
+        ``lightgbm.train`` sets them (the model holds ``best_iteration`` iterations after
+        early stopping). The first iteration's trees carry the boost-from-average init score
+        (``Tree::AddBias``: values + init, ``shrinkage=1``). The unbiased gain of every split
+        scored during training is in :func:`training_splits` (one row per split, ``kept`` says
+        whether it survived) and, per feature over the kept splits, :func:`training_report`.
+
+    Raises
+    ------
+    ValueError
+        Unknown objective, ``holdout_fraction`` outside [0, 1), a Dataset without labels or
+        raw data, NaN labels, unsupported metrics.
+    UnsupportedModelError
+        Objectives, boosting modes or ``linear_tree`` the hook cannot drive.
+
+    Notes
+    -----
+    With a built-in objective and ``boost_from_average`` the loop starts from
+    ``objective.init_score(y, w)`` over all training rows, as LightGBM does; LightGBM's one
+    quirk not reproduced: with ``boost_from_average=False`` and a first iteration without any
+    split, LightGBM adds the init score to that constant tree anyway. An iteration without any
+    split is kept as constant trees of value 0 (LightGBM drops it).
+    """
+    return _train(
+        params, train_set, num_boost_round, valid_sets=valid_sets, valid_names=valid_names,
+        feval=feval, callbacks=callbacks, holdout_fraction=holdout_fraction,
+        redraw_holdout=redraw_holdout, prune_threshold=prune_threshold, n_draws=n_draws,
+        min_k=min_k, random_state=random_state, progress=progress,
+    ).booster
+
+
+def _train(
+    params, train_set, num_boost_round, *, valid_sets, valid_names, feval, callbacks,
+    holdout_fraction, redraw_holdout, prune_threshold, n_draws, min_k, random_state, progress,
+) -> _Training:
+    """:func:`train`, also returning the loop's record."""
+    # ---- arguments (cheap checks first, before any Dataset is constructed)
+    if not isinstance(train_set, lightgbm.Dataset):
+        raise TypeError(f"train_set must be a lightgbm.Dataset, got {type(train_set).__name__}")
+    if valid_sets is None:
+        valid_sets = []
+    elif isinstance(valid_sets, lightgbm.Dataset):
+        valid_sets = [valid_sets]
+    for i, ds in enumerate(valid_sets):
+        if not isinstance(ds, lightgbm.Dataset):
+            raise TypeError(f"valid_sets[{i}] must be a lightgbm.Dataset, got {type(ds).__name__}")
+    if isinstance(valid_names, str):
+        valid_names = [valid_names]
+    holdout = HoldoutPlan(float(holdout_fraction), bool(redraw_holdout))
+    if prune_threshold is not None:
+        prune_threshold = float(prune_threshold)
+        if math.isnan(prune_threshold):
+            raise ValueError("prune_threshold must be a number or None, got NaN")
+
+    params = _choose_param_value(main_param_name="objective", params=dict(params or {}),
+                                 default_value=None)
+    fobj = None
+    if callable(params["objective"]):
+        fobj, params["objective"], name = params["objective"], "none", None
+    else:
+        name = _trainable_objective(params["objective"])
+    params = _choose_param_value(main_param_name="num_iterations", params=params,
+                                 default_value=num_boost_round)
+    num_boost_round = params["num_iterations"]
+    if not isinstance(num_boost_round, int | np.integer) or num_boost_round <= 0:
+        raise ValueError(f"num_boost_round must be a positive integer, got {num_boost_round!r}")
+    num_boost_round = int(num_boost_round)
+    boosting = str(_resolved(params, "boosting", "gbdt")).lower()
+    if boosting in ("rf", "random_forest", "dart"):
+        raise UnsupportedModelError(f"boosting={boosting!r} is not supported: use 'gbdt'")
+    if str(_resolved(params, "linear_tree", False)).lower() in ("1", "true"):
+        raise UnsupportedModelError("linear_tree=True is not supported: leaves hold models")
+    options = GainOptions(n_draws=n_draws, min_k=min_k,
+                          random_state=_holdout_seed(random_state, params))
+
+    # ---- callbacks, as lightgbm.train orders them
+    params = _choose_param_value(main_param_name="early_stopping_round", params=params,
+                                 default_value=None)
+    if params["early_stopping_round"] is None:
+        params.pop("early_stopping_round")
+    callbacks = list(callbacks or [])
+    for i, cb in enumerate(callbacks):
+        cb.__dict__.setdefault("order", i - len(callbacks))
+    callback_set = set(callbacks)
+    rounds = params.get("early_stopping_round", 0)
+    if not isinstance(rounds, int | np.integer):
+        raise TypeError(f"early_stopping_round must be an integer, got {rounds!r}")
+    if rounds > 0:
+        verbosity = _resolved(params, "verbosity", 1)
+        callback_set.add(lightgbm.early_stopping(
+            stopping_rounds=rounds, first_metric_only=params.get("first_metric_only", False),
+            min_delta=params.get("early_stopping_min_delta", 0.0), verbose=verbosity > 0,
+        ))
+    before = [cb for cb in callback_set if getattr(cb, "before_iteration", False)]
+    if before:
+        raise ValueError(
+            "callbacks that run before each iteration (lightgbm.reset_parameter...) are not "
+            "supported: the learning rate and tree parameters must stay fixed during training"
+        )
+    callbacks_after = sorted(callback_set, key=attrgetter("order"))
+
+    # ---- rows: raw data and labels of every set, before construction frees them
+    train_data = _raw_rows(train_set, "train_set")
+    _given_labels(train_set, "train_set")
+    train_name, reduced, names = "training", [], []
+    for i, ds in enumerate(valid_sets):
+        if ds is train_set:
+            if valid_names is not None:
+                train_name = valid_names[i]
+            continue
+        argument = f"valid_sets[{i}]"
+        reduced.append((ds, _raw_rows(ds, argument), argument))
+        _given_labels(ds, argument)
+        names.append(valid_names[i] if valid_names is not None and len(valid_names) > i
+                     else f"valid_{i}")
+    has_train_eval = any(ds is train_set for ds in valid_sets)
+
+    # ---- LightGBM: a Booster with the real objective gives the model's header, parameters
+    # and metric names; a Booster with objective 'none' grows the trees
+    host_params = _choose_param_value(main_param_name="metric", params=params,
+                                      default_value=None)
+    host_params.update(objective="none", metric="None")
+    train_set._update_params(params)._set_predictor(None)
+    for ds, _, _ in reduced:
+        ds._update_params(params).set_reference(train_set)
+    try:
+        template = lightgbm.Booster(params=params, train_set=train_set)
+        host = lightgbm.Booster(params=host_params, train_set=train_set)
+        for ds, _, _ in reduced:
+            ds.construct()
+    finally:
+        train_set._reverse_update_params()
+        for ds, _, _ in reduced:
+            ds._reverse_update_params()
+    if has_train_eval:
+        host.set_train_data_name(train_name)
+    text = template.model_to_string(num_iteration=-1)
+    metric_info = [(r.metric_name, bool(r.maximize)) for r in template.eval_train()]
+    del template
+    source = LightGBMSource(text=text, params=_parse_parameters(text), objective=name,
+                            n_leaves=np.zeros(0, dtype=np.int64))
+    K = host.num_model_per_iteration()
+    dump = host.dump_model(num_iteration=-1)
+    feature_names = tuple(dump["feature_names"])
+
+    train_rows = _row_set(train_set, train_data, train_name, "train_set", K)
+    if train_rows.weight is not None and not train_rows.weight.sum() > 0:
+        raise ValueError("train_set's weights sum to zero: no row would count")
+    eval_rows = [train_rows] if has_train_eval else []
+    eval_rows += [_row_set(ds, data, nm, arg, K)
+                  for (ds, data, arg), nm in zip(reduced, names)]
+
+    # ---- objective, init score and the host's leaf formula
+    y, w = train_rows.y, train_rows.weight
+    if fobj is None:
+        base = _training_objective(name, source, K, y)
+        base.check_labels(y, "train_set's label")
+        for r in eval_rows[int(has_train_eval):]:
+            base.check_labels(r.y, f"labels of valid set {r.name!r}")
+        convert = base.predict
+        init = np.zeros(K)
+        if train_rows.offset is None and source.param("boost_from_average") in ("1", "true"):
+            # unit weights rather than None: the core then sums the float32 labels in float64,
+            # as LightGBM does (its unweighted mean accumulates in float32)
+            ones = np.ones_like(y) if w is None else w
+            init = np.atleast_1d(base.init_score(y, ones)).astype(np.float64)
+            init[np.abs(init) <= _F32_EPSILON] = 0.0  # LightGBM: |init| > kEpsilon only
+        objective = base
+        if train_rows.offset is not None:
+            shift = train_rows.shifted
+            objective = _objectives.CustomObjective(
+                func=lambda y_, raw, w_: base.grad_hess(y, shift(raw), w), outputs=K)
+    else:
+        convert, init = (lambda raw: raw), np.zeros(K)
+        user, dataset, shift = fobj, train_set, train_rows.shifted
+        n_train = y.shape[0]
+
+        def custom(y_, raw, w_):
+            grad, hess = user(shift(raw), dataset)
+            grad, hess = np.asarray(grad), np.asarray(hess)
+            if K > 1 and grad.ndim == 1:  # LightGBM's flat layout is class-major
+                grad, hess = grad.reshape(K, n_train).T, hess.reshape(K, n_train).T
+            return grad, hess
+
+        objective = _objectives.CustomObjective(func=custom, outputs=K)
+    fp = source.float_param
+    split_score = SplitScore(l1=fp("lambda_l1"), l2=fp("lambda_l2"),
+                             max_delta_step=fp("max_delta_step"))
+    if prune_threshold is not None:
+        for message in _replay_warnings(source):
+            if message.startswith(("monotone", "path_smooth")):
+                warnings.warn(
+                    message.split(";")[0] + "; collapsed nodes get LightGBM's plain leaf value",
+                    UserWarning, stacklevel=3,
+                )
+
+    # ---- the loop's hooks: metrics, feval (with the stop signal), LightGBM callbacks
+    state = _TrainState(first=eval_rows[0] if eval_rows else None)
+    metrics = []
+    for metric_name, hib in metric_info:
+        func = _metric_func(metric_name)
+
+        def metric(y_, raw, w_, _obj, func=func):
+            rows = y_.rows
+            r = rows.shifted(raw)
+            return func(rows.y, convert(r), r, rows.weight, source)
+
+        metrics.append(Metric(metric_name, metric, hib))
+
+    fevals = [] if feval is None else [feval] if callable(feval) else list(feval)
+    fevals = [f for f in fevals if f is not None]
+
+    def core_feval(y_, raw, w_):
+        rows = y_.rows
+        state.raw_eval[rows.name] = raw  # a view of the loop's running scores
+        out = []
+        if fevals:
+            preds = convert(rows.shifted(raw))
+            for f in fevals:
+                res = f(preds, rows.dataset)
+                out.extend(res if isinstance(res, list) else [res])
+        if rows is state.first:
+            # decreases (improves) every round until a callback stops training
+            state.tick = math.inf if state.stopped else state.tick - 1.0
+            out.append((_STOP, state.tick, False))
+        return [(str(n), float(v), bool(b)) for n, v, b in out]
+
+    EvalResult = getattr(lightgbm.basic, "EvalResult", None)
+
+    def core_callback(it, evaluations):
+        if state.stopped:
+            return
+        results = [(s, m, v, hib) for (s, m), (v, hib) in evaluations.items() if m != _STOP]
+        if EvalResult is not None:
+            results = [EvalResult(*r) for r in results]
+        state.last_results = results
+        env = lightgbm.callback.CallbackEnv(
+            model=host, params=params, iteration=it, begin_iteration=0,
+            end_iteration=num_boost_round, evaluation_result_list=results,
+        )
+        try:
+            for cb in callbacks_after:
+                cb(env)
+        except lightgbm.callback.EarlyStopException as stop:
+            state.stopped = True
+            state.best_iteration = stop.best_iteration + 1
+            state.best_score = list(stop.best_score)
+            grower.stop()
+
+    grower = LGBMGrower(
+        host, [train_rows.data] + [r.data for r in eval_rows],
+        n_categories=_n_categories(dump), cat_l2=fp("cat_l2"),
+        max_cat_to_onehot=int(fp("max_cat_to_onehot")), num_threads=int(fp("num_threads")),
+    )
+    result = boost(
+        grower, objective, y, w, num_boost_round=num_boost_round, split_score=split_score,
+        shrinkage=fp("learning_rate"), init_score=init, score_dtype=np.float64,
+        holdout=holdout, options=options, prune_threshold=prune_threshold,
+        eval_sets=[EvalSet(r.name, r.labels(), r.weight) for r in eval_rows],
+        metrics=metrics, feval=core_feval if eval_rows else None,
+        early_stopping_rounds=1 if eval_rows else None,
+        monitor=[(eval_rows[0].name, _STOP)] if eval_rows else None,
+        callback=core_callback, progress=progress,
+    )
+
+    # ---- the model: kept iterations, init folded into the first ones (AddBias)
+    n_iterations = state.best_iteration if state.stopped else num_boost_round
+    trees = list(result.trees[: n_iterations * K])
+    for k in range(K):
+        if init[k] != 0.0:
+            trees[k] = replace(trees[k], value=trees[k].value + init[k], bias=float(init[k]))
+    forest = Forest(
+        trees=tuple(trees), tree_class=np.arange(len(trees), dtype=np.int64) % K,
+        tree_iteration=np.arange(len(trees), dtype=np.int64) // K, base_score=np.zeros(K),
+        n_features=len(feature_names), feature_names=feature_names, score_dtype=np.float64,
+    )
+    booster = lightgbm.Booster(model_str=model_text(source, forest))
+    booster.best_iteration = state.best_iteration if state.stopped else 0
+    best_score: dict[str, dict[str, float]] = defaultdict(OrderedDict)
+    for r in state.best_score if state.stopped else state.last_results:
+        best_score[r[0]][r[1]] = r[2]
+    booster.best_score = best_score
+    booster.unbiased_splits = _splits_frame(result.splits, len(trees), K, feature_names)
+    return _Training(booster, result, state.raw_eval, n_iterations)
+
+
+def _splits_of(model: lightgbm.Booster | lightgbm.LGBMModel):
+    booster = _booster(model)
+    frame = getattr(booster, "unbiased_splits", None)
+    if frame is None:
+        raise ValueError(
+            "the model was not trained by unbiased_criteria.adapters.lightgbm.train (or was "
+            "copied with copy.deepcopy, which LightGBM implements by re-loading the model text "
+            "and loses Python attributes; pickle keeps them)"
+        )
+    return booster, frame
+
+
+def training_splits(model: lightgbm.Booster | lightgbm.LGBMModel):
+    """Every split scored while :func:`train` grew ``model``, one row per split.
+
+    Parameters
+    ----------
+    model : lightgbm.Booster or fitted estimator
+        Returned by :func:`train` (or an ``UnbiasedLGBM*`` estimator).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``iteration, tree, node, depth, feature_index, feature, threshold, n_train,
+        n_valid, k, biased_gain, unbiased_gain, host_gain, usable, class, kept``: ``node`` is
+        LightGBM's ``split_index`` in the tree as grown (before pruning), ``n_train`` /
+        ``n_valid`` count the rows that built it / were held out, ``unbiased_gain`` is U at
+        the time the split was made (at that round's gradients), ``kept`` whether it is in the
+        model. Only the trees of the returned model (up to ``best_iteration``). Empty when no
+        split was scored (``prune_threshold=None`` or ``holdout_fraction=0``).
+    """
+    return _splits_of(model)[1].copy()
+
+
+def training_report(model: lightgbm.Booster | lightgbm.LGBMModel) -> ImportanceReport:
+    """The unbiased importance gathered during training, over the kept splits.
+
+    Parameters
+    ----------
+    model : lightgbm.Booster or fitted estimator
+        Returned by :func:`train` (or an ``UnbiasedLGBM*`` estimator).
+
+    Returns
+    -------
+    ImportanceReport
+        ``to_frame()`` sums ``unbiased_gain`` (and ``biased_gain``, ``host_gain``) per feature
+        over the splits the model kept; ``splits`` lists them. No standard errors (a training
+        run has no jackknife blocks).
+    """
+    booster, frame = _splits_of(model)
+    kept = frame[frame["kept"].astype(bool)].reset_index(drop=True)
+    return ImportanceReport(kept, booster.feature_name(), host="lightgbm")
+
+
+# --------------------------------------------------------------------------- scikit-learn
+
+#: constructor parameters the estimators add to LightGBM's (they are not LightGBM parameters)
+_UNBIASED_PARAMS = ("holdout_fraction", "redraw_holdout", "prune_threshold", "n_draws", "min_k")
+
+
+def _with_train(func: Callable, replacement: Callable) -> Callable:
+    """A copy of ``func`` whose global name ``train`` means ``replacement``.
+
+    ``LGBMModel.fit`` prepares the Datasets, evaluation sets, metrics and callbacks and then
+    calls ``lightgbm.train`` through its module's global name ``train``. Running a copy of it
+    with that one name rebound keeps every step of LightGBM's ``fit`` without touching the
+    ``lightgbm`` module (no monkeypatching: other code and threads are unaffected).
+    """
+    if "train" not in func.__code__.co_names:
+        raise RuntimeError(
+            "this LightGBM version's LGBMModel.fit does not call train(); the "
+            "UnbiasedLGBM* estimators need an update"
+        )
+    namespace = dict(func.__globals__)
+    namespace["train"] = replacement
+    new = types.FunctionType(func.__code__, namespace, func.__name__, func.__defaults__,
+                             func.__closure__)
+    new.__kwdefaults__ = copy.copy(func.__kwdefaults__)
+    return new
+
+
+class _UnbiasedFit(lightgbm.LGBMModel):
+    """Placed after ``LGBMRegressor`` / ``LGBMClassifier`` in the estimators' MRO, this class's
+    ``fit`` is what their ``fit`` calls as ``super().fit``: LightGBM's ``LGBMModel.fit`` with
+    :func:`train` in place of ``lightgbm.train``."""
+
+    def fit(self, *args: Any, **kwargs: Any):
+        if kwargs.get("init_model") is not None:
+            raise ValueError("init_model (continued training) is not supported")
+        options = {k: getattr(self, k) for k in _UNBIASED_PARAMS}
+
+        def unbiased_train(params, train_set, num_boost_round=100, valid_sets=None,
+                           valid_names=None, feval=None, init_model=None,
+                           keep_training_booster=False, callbacks=None):
+            return train(params, train_set, num_boost_round, valid_sets=valid_sets,
+                         valid_names=valid_names, feval=feval or None, callbacks=callbacks,
+                         **options)
+
+        fit = _with_train(lightgbm.LGBMModel.fit, unbiased_train)
+        return fit(self, *args, **kwargs)
+
+    def _process_params(self, stage: str) -> dict[str, Any]:
+        params = super()._process_params(stage)
+        for key in _UNBIASED_PARAMS:  # ours, not LightGBM's
+            params.pop(key, None)
+        return params
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Unbiased importance of each feature: the sum of ``U`` over its kept splits.
+
+        ``U`` is the unbiased gain of each split when it was made (see
+        :func:`training_splits`). NaN for every feature when no split was scored
+        (``prune_threshold=None`` or ``holdout_fraction=0``). LightGBM's own importances stay
+        available as ``booster_.feature_importance(importance_type)``.
+        """
+        if not self.__sklearn_is_fitted__():
+            raise lightgbm.compat.LGBMNotFittedError(
+                "No feature_importances found. Need to call fit beforehand."
+            )
+        frame = training_splits(self._Booster)
+        out = np.zeros(self._Booster.num_feature())
+        if frame.empty:
+            return np.full_like(out, np.nan)
+        kept = frame[frame["kept"].astype(bool)]
+        np.add.at(out, kept["feature_index"].to_numpy(dtype=np.int64),
+                  kept["unbiased_gain"].to_numpy(dtype=np.float64))
+        return out
+
+    @property
+    def training_splits_(self):
+        """:func:`training_splits` of the fitted model (one row per scored split)."""
+        return training_splits(self.booster_)
+
+
+_ESTIMATOR_DOC = """LightGBM's ``{base}`` trained with unbiased-gain pruning (:func:`train`).
+
+    A drop-in replacement: the constructor takes every ``{base}`` parameter and ``fit`` every
+    ``{base}.fit`` argument (not ``init_model``); training goes through :func:`train`, so each
+    new tree is pruned, top-down, of the splits whose unbiased gain on held-out rows is
+    ``<= prune_threshold``. ``random_state`` also seeds the held-out draws (``None``: 0, so
+    fits are repeatable as LightGBM's are).
+
+    Parameters
+    ----------
+    holdout_fraction : float, default 0.2
+        Training rows held out each round (zero gradient and hessian; LightGBM still counts
+        them for ``min_child_samples``), in [0, 1). 0 switches pruning off.
+    redraw_holdout : bool, default True
+        New held-out rows every round.
+    prune_threshold : float or None, default 0.0
+        Splits with ``U <= prune_threshold`` are removed; None scores nothing (the model is
+        then ``{base}``'s).
+    n_draws, min_k : int, default 1 and 5
+        Options of the unbiased gain (see :func:`train`).
+    **kwargs
+        ``{base}``'s parameters.
+
+    Attributes
+    ----------
+    feature_importances_ : ndarray of shape (n_features,)
+        The unbiased importance: per feature, the sum of ``U`` over the kept splits.
+    training_splits_ : pandas.DataFrame
+        Every split scored during training (:func:`training_splits`).
+    """
+
+
+class UnbiasedLGBMRegressor(lightgbm.LGBMRegressor, _UnbiasedFit):
+    __doc__ = _ESTIMATOR_DOC.format(base="LGBMRegressor")
+
+    def __init__(
+        self,
+        *,
+        boosting_type: str = "gbdt",
+        num_leaves: int = 31,
+        max_depth: int = -1,
+        learning_rate: float = 0.1,
+        n_estimators: int = 100,
+        subsample_for_bin: int = 200000,
+        objective: str | Callable | None = None,
+        class_weight: dict | str | None = None,
+        min_split_gain: float = 0.0,
+        min_child_weight: float = 1e-3,
+        min_child_samples: int = 20,
+        subsample: float = 1.0,
+        subsample_freq: int = 0,
+        colsample_bytree: float = 1.0,
+        reg_alpha: float = 0.0,
+        reg_lambda: float = 0.0,
+        random_state: int | np.random.RandomState | np.random.Generator | None = None,
+        n_jobs: int | None = None,
+        importance_type: str = "split",
+        holdout_fraction: float = 0.2,
+        redraw_holdout: bool = True,
+        prune_threshold: float | None = 0.0,
+        n_draws: int = 1,
+        min_k: int = 5,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            boosting_type=boosting_type, num_leaves=num_leaves, max_depth=max_depth,
+            learning_rate=learning_rate, n_estimators=n_estimators,
+            subsample_for_bin=subsample_for_bin, objective=objective, class_weight=class_weight,
+            min_split_gain=min_split_gain, min_child_weight=min_child_weight,
+            min_child_samples=min_child_samples, subsample=subsample,
+            subsample_freq=subsample_freq, colsample_bytree=colsample_bytree,
+            reg_alpha=reg_alpha, reg_lambda=reg_lambda, random_state=random_state,
+            n_jobs=n_jobs, importance_type=importance_type, **kwargs,
+        )
+        self.holdout_fraction = holdout_fraction
+        self.redraw_holdout = redraw_holdout
+        self.prune_threshold = prune_threshold
+        self.n_draws = n_draws
+        self.min_k = min_k
+
+
+class UnbiasedLGBMClassifier(lightgbm.LGBMClassifier, _UnbiasedFit):
+    __doc__ = _ESTIMATOR_DOC.format(base="LGBMClassifier")
+
+    def __init__(
+        self,
+        *,
+        boosting_type: str = "gbdt",
+        num_leaves: int = 31,
+        max_depth: int = -1,
+        learning_rate: float = 0.1,
+        n_estimators: int = 100,
+        subsample_for_bin: int = 200000,
+        objective: str | Callable | None = None,
+        class_weight: dict | str | None = None,
+        min_split_gain: float = 0.0,
+        min_child_weight: float = 1e-3,
+        min_child_samples: int = 20,
+        subsample: float = 1.0,
+        subsample_freq: int = 0,
+        colsample_bytree: float = 1.0,
+        reg_alpha: float = 0.0,
+        reg_lambda: float = 0.0,
+        random_state: int | np.random.RandomState | np.random.Generator | None = None,
+        n_jobs: int | None = None,
+        importance_type: str = "split",
+        holdout_fraction: float = 0.2,
+        redraw_holdout: bool = True,
+        prune_threshold: float | None = 0.0,
+        n_draws: int = 1,
+        min_k: int = 5,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            boosting_type=boosting_type, num_leaves=num_leaves, max_depth=max_depth,
+            learning_rate=learning_rate, n_estimators=n_estimators,
+            subsample_for_bin=subsample_for_bin, objective=objective, class_weight=class_weight,
+            min_split_gain=min_split_gain, min_child_weight=min_child_weight,
+            min_child_samples=min_child_samples, subsample=subsample,
+            subsample_freq=subsample_freq, colsample_bytree=colsample_bytree,
+            reg_alpha=reg_alpha, reg_lambda=reg_lambda, random_state=random_state,
+            n_jobs=n_jobs, importance_type=importance_type, **kwargs,
+        )
+        self.holdout_fraction = holdout_fraction
+        self.redraw_holdout = redraw_holdout
+        self.prune_threshold = prune_threshold
+        self.n_draws = n_draws
+        self.min_k = min_k
