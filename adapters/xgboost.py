@@ -1,10 +1,14 @@
-"""XGBoost adapter: read a model into the IR, route rows with ``pred_leaf``, write the IR back.
+"""XGBoost adapter: read a model into the IR, route rows with ``pred_leaf``, write the IR back,
+and train with pruning (:func:`train`).
 
 One front end for one format (treelite style): the reader parses the model JSON
 (``Booster.save_raw("json")``) and takes the training hyper-parameters (eta, lambda, alpha,
 max_delta_step, subsample...) from ``Booster.save_config()``, since the model JSON does not
 hold them. It takes no data. The writer puts IR trees back into a copy of that JSON, so reading
-a model and writing it back gives the same arrays.
+a model and writing it back gives the same arrays. The training hook (:func:`train`,
+:class:`XGBGrower`) lets XGBoost grow each iteration from the core loop's gradients
+(``Booster.boost``), reads just that iteration with the reader, and writes the pruned trees
+with the writer; :func:`training_splits` gives the per-split scores gathered on the way.
 
 IR node ids are XGBoost's node ids, so ``predict(pred_leaf=True)`` returns IR ids directly.
 The one exception is a tree with tombstones (nodes the ``prune`` updater deleted, marked by
@@ -44,6 +48,7 @@ import numpy as np
 import pandas as pd
 import xgboost
 from scipy import sparse
+from scipy.special import gammaln
 
 from unbiased_criteria import objectives as _objectives
 from unbiased_criteria.boosting import BoostResult, EvalSet, HoldoutPlan, boost
@@ -394,14 +399,6 @@ def _train_params(config: Mapping | None, overrides: Mapping[str, Any] | None) -
     return params
 
 
-def _split_score(params: Mapping[str, Any]) -> SplitScore:
-    """XGBoost's regularisation from training parameters (as :func:`_train_params` gives)."""
-    return SplitScore(
-        l1=params["alpha"], l2=params["lambda"], max_delta_step=params["max_delta_step"],
-        weight_float32=True, raw_gradient_score=True,
-    )
-
-
 def _params_mismatch(trees: list, eta: float, lam: float) -> float:
     """Median relative misfit of ``eta`` and ``lambda`` to the trees' own weights.
 
@@ -537,7 +534,10 @@ def parse_model(
         feature_names=tuple(str(n) for n in names),
         score_dtype=np.float32,
     )
-    split_score = _split_score(params)
+    split_score = SplitScore(
+        l1=params["alpha"], l2=params["lambda"], max_delta_step=params["max_delta_step"],
+        weight_float32=True, raw_gradient_score=True,
+    )
     warnings = list(_warnings(learner, model, params, obj_name, base,
                               bool(objective is not None and objective.renews_leaves),
                               check_params=train_params is not None, shrinkage=eta))
@@ -958,7 +958,7 @@ def _predict_transform(objective: str, raw: np.ndarray) -> np.ndarray:
     return _eval_transform(objective, raw)
 
 
-def _weighted_mean(rows: np.ndarray, w: np.ndarray | None, *, mean: bool = True) -> float:
+def _weighted_mean(rows: np.ndarray, w: np.ndarray | None) -> float:
     """XGBoost's reduction: float32 ``row * weight``, sums in double, ``sum / sum(w)``."""
     if w is None:
         total, wsum = float(np.sum(rows, dtype=np.float64)), float(rows.size)
@@ -966,8 +966,6 @@ def _weighted_mean(rows: np.ndarray, w: np.ndarray | None, *, mean: bool = True)
         w32 = np.asarray(w, dtype=np.float32)
         total = float(np.sum(rows * w32, dtype=np.float64))
         wsum = float(np.sum(w32, dtype=np.float64))
-    if not mean:
-        return total
     return total if wsum == 0 else total / wsum
 
 
@@ -997,8 +995,6 @@ def _metric_rows(name: str, param: float | None, y: np.ndarray, p: np.ndarray) -
         if name == "error":
             return np.where(p > np.float32(param), one - y, y)
         if name == "poisson-nloglik":
-            from scipy.special import gammaln
-
             py = np.maximum(p, _LOG_EPS)
             return gammaln(y + one).astype(np.float32) + py - np.log(py) * y
         if name == "gamma-nloglik":
@@ -1075,14 +1071,11 @@ def _xgb_metric(spec: str, objective: str, n_outputs: int, params: Mapping[str, 
         y32 = np.asarray(y, dtype=np.float32)
         if base == "auc":
             return METRICS["auc"][0](y32, p.astype(np.float64), weight, None)
-        value = _weighted_mean(_metric_rows(base, param, y32, p), weight,
-                               mean=base != "gamma-deviance")
+        value = _weighted_mean(_metric_rows(base, param, y32, p), weight)
         if base in ("rmse", "rmsle"):
             return float(np.sqrt(value))
-        if base == "gamma-deviance":
-            wsum = float(np.sum(np.asarray(weight, dtype=np.float32), dtype=np.float64)) \
-                if weight is not None else float(y32.size)
-            return 2.0 * value / (wsum if wsum > 0 else float(_RT_EPS))
+        if base == "gamma-deviance":  # 2 * sum / sum(w)
+            return 2.0 * value
         return value
 
     return Metric(name, func, _maximize(name, maximize))
