@@ -57,6 +57,7 @@ from unbiased_criteria.importance import GainOptions
 from unbiased_criteria.metrics import METRICS, Metric
 from unbiased_criteria.model import Model, Router, UnsupportedModelError, chunk_size
 from unbiased_criteria.objectives import Objective
+from unbiased_criteria.report import ImportanceReport
 from unbiased_criteria.trees import (
     MISSING_NAN,
     DecisionRules,
@@ -81,6 +82,7 @@ __all__ = [
     "TrainingRecord",
     "training_record",
     "training_splits",
+    "training_report",
 ]
 
 #: XGBoost's routing: ``x < t`` goes left, a category in the set goes right, NaN goes to the
@@ -1261,7 +1263,8 @@ class TrainingRecord:
         (held-out rows reaching it), ``k``, ``biased_gain`` (B on the rows that built it),
         ``unbiased_gain`` (U), ``host_gain`` (XGBoost's loss_chg), ``usable`` (k >= min_k) and
         ``kept`` (the split is in the returned model). Empty when nothing was scored
-        (``prune_threshold=None`` or ``holdout_fraction=0``).
+        (``prune_threshold=None`` or ``holdout_fraction=0``). Per-feature sums over the kept
+        splits: :func:`training_report`.
     result : BoostResult
         The core loop's result: pruned trees, ``init_score`` (the intercept's margin),
         ``raw_train`` (running float32 margins of dtrain, ``(n, K)``), ``evals_result``,
@@ -1275,23 +1278,6 @@ class TrainingRecord:
     result: BoostResult
     raw_eval: tuple[np.ndarray, ...]
     feature_names: tuple[str, ...]
-
-    def importance(self) -> pd.DataFrame:
-        """Per feature: sums of ``unbiased_gain`` and ``biased_gain``, ``splits``, ``kept``.
-
-        One row per feature (its name as index), zeros for features never split on.
-        """
-        s = self.splits
-        frame = pd.DataFrame(
-            {
-                "unbiased_gain": s.groupby("feature_index")["unbiased_gain"].sum(),
-                "biased_gain": s.groupby("feature_index")["biased_gain"].sum(),
-                "splits": s.groupby("feature_index").size(),
-                "kept": s.groupby("feature_index")["kept"].sum(),
-            }
-        ).reindex(range(len(self.feature_names)), fill_value=0)
-        frame.index = pd.Index(self.feature_names, name="feature")
-        return frame.astype({"splits": np.int64, "kept": np.int64})
 
 
 #: Booster returned by train() -> its TrainingRecord (dropped with the Booster)
@@ -1335,9 +1321,29 @@ def training_splits(booster: xgboost.Booster) -> pd.DataFrame:
     """The per-split table gathered while :func:`train` built ``booster`` (a copy).
 
     See :class:`TrainingRecord` for the columns and :func:`training_record` for which
-    Boosters have one. Per-feature sums: ``training_record(booster).importance()``.
+    Boosters have one. Per-feature sums over the kept splits: :func:`training_report`.
     """
     return training_record(booster).splits.copy()
+
+
+def training_report(booster: xgboost.Booster) -> ImportanceReport:
+    """The unbiased importance gathered while :func:`train` built ``booster``.
+
+    Parameters
+    ----------
+    booster : xgboost.Booster
+        The very object :func:`train` returned (see :func:`training_record`).
+
+    Returns
+    -------
+    ImportanceReport
+        Over the splits the model kept: ``to_frame()`` sums ``unbiased_gain`` (U at the round
+        the split was made), ``biased_gain`` and ``host_gain`` per feature; ``splits`` lists
+        them. No standard errors (a training run has no jackknife blocks).
+    """
+    record = training_record(booster)
+    kept = record.splits[record.splits["kept"].astype(bool)].reset_index(drop=True)
+    return ImportanceReport(kept, record.feature_names, host="xgboost")
 
 
 def _split_table(splits: pd.DataFrame | None, names: tuple[str, ...], K: int) -> pd.DataFrame:
@@ -1482,8 +1488,8 @@ def train(
     xgboost.Booster
         The pruned model, with the intercept ``xgboost.train`` would have used and the
         training parameters of ``params``: ``predict(dmat, output_margin=True)`` equals the
-        loop's running margins. Its per-split scores: :func:`training_splits`, and
-        :func:`training_record` for the rest.
+        loop's running margins. Its per-split scores: :func:`training_splits`; the unbiased
+        importance: :func:`training_report`; the rest: :func:`training_record`.
 
     Raises
     ------

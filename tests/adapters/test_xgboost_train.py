@@ -289,9 +289,13 @@ def test_threshold_is_respected():
     splits = ax.training_splits(bst)
     assert (splits.loc[splits["kept"], "unbiased_gain"] > 20.0).all()
     assert (splits["unbiased_gain"] > 0).sum() > splits["kept"].sum()  # 20 did prune more
-    imp = ax.training_record(bst).importance()
+    imp = ax.training_report(bst).to_frame()
     assert list(imp.index) == [f"f{i}" for i in range(P)]
-    assert imp["splits"].sum() == len(splits) and imp["kept"].sum() == splits["kept"].sum()
+    assert imp["splits"].sum() == splits["kept"].sum() == n_splits(bst)
+    kept = splits[splits["kept"]]
+    np.testing.assert_allclose(imp["unbiased_gain"].fillna(0),
+                               [kept.loc[kept["feature"] == f"f{i}", "unbiased_gain"].sum()
+                                for i in range(P)])
 
 
 def test_noise_is_pruned_away():
