@@ -1545,6 +1545,9 @@ def train(
     elif isinstance(metric_names, str):
         metric_names = [metric_names]
     metrics = [_xgb_metric(m, name, K, params, maximize) for m in metric_names]
+    if early_stopping_rounds and not (metrics or custom_metric):
+        raise ValueError("early_stopping_rounds needs a metric: the objective has no default "
+                         "one and params has no eval_metric")
     eval_sets = [EvalSet(s, eval_y[i], _weights(d)) for i, (d, s) in enumerate(evals)]
     base_score = _host_intercept(params, dtrain, grower,
                                  estimate=obj is None and num_boost_round > 0)
@@ -1572,10 +1575,6 @@ def train(
         if i == len(eval_sets) - 1 and out:
             monitor[:] = [(evals[i][1], out[-1][0])]
         return out
-
-    if early_stopping_rounds and not (metrics or custom_metric):
-        raise ValueError("early_stopping_rounds needs a metric: the objective has no default "
-                         "one and params has no eval_metric")
 
     callbacks = list(callbacks or [])
     for cb in callbacks:
@@ -1618,7 +1617,7 @@ def train(
     _gbtree(js["learner"])[0]["trees"] = []  # the unpruned trees: replaced, not worth copying
     js["learner"]["learner_model_param"]["base_score"] = base_score
     booster = _load_with_config(model_json(js, forest), grower.booster)
-    if early_stopping_rounds and result.best_iteration >= 0:
+    if early_stopping_rounds and monitor and result.best_iteration >= 0:
         set_name, metric_name = monitor[0]
         booster.set_attr(best_iteration=str(result.best_iteration),
                          best_score=str(result.best_score[set_name][metric_name]))
