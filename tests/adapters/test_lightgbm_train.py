@@ -1,0 +1,301 @@
+"""LightGBM training hook: ``lightgbm.train`` is the oracle.
+
+With pruning off and nothing held out, ``train`` must give the model ``lightgbm.train`` gives;
+with pruning on, the returned model must predict exactly the loop's running scores, keep only
+splits with ``U > threshold`` and stop where a manual evaluation of those scores stops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+lightgbm = pytest.importorskip("lightgbm")
+
+from unbiased_criteria.adapters import lightgbm as adapter  # noqa: E402
+
+from unbiased_criteria.model import UnsupportedModelError  # noqa: E402
+
+BASE = dict(
+    num_leaves=8, learning_rate=0.2, min_data_in_leaf=5, verbose=-1, num_threads=1,
+    deterministic=True,
+)
+N, N_VALID = 600, 300
+
+
+def make_data(kind: str, n: int, seed: int):
+    """Numeric with NaN, numeric, numeric noise, 6 categories; labels for ``kind``."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    X[rng.random(n) < 0.1, 0] = np.nan
+    X[:, 3] = rng.integers(0, 6, n)
+    signal = np.nan_to_num(X[:, 0]) + (X[:, 3] % 2) + 0.5 * X[:, 1]
+    noise = rng.normal(size=n)
+    if kind == "binary":
+        y = (signal + noise > 0.8).astype(np.float64)
+    elif kind == "multiclass":
+        y = np.digitize(signal + noise, [0.0, 1.0]).astype(np.float64)
+    else:
+        y = signal + noise
+    return X, y, rng.uniform(0.5, 2.0, n)
+
+
+def params_for(kind: str, **extra) -> dict:
+    p = {**BASE, "objective": kind, **extra}
+    if kind == "multiclass":
+        p["num_class"] = 3
+    return p
+
+
+def datasets(kind: str, *, weights: bool = True, seed: int = 0, init_score=None):
+    X, y, w = make_data(kind, N, seed)
+    Xv, yv, wv = make_data(kind, N_VALID, seed + 100)
+    train = lightgbm.Dataset(X, y, weight=w if weights else None, categorical_feature=[3],
+                             init_score=init_score, free_raw_data=False)
+    valid = lightgbm.Dataset(Xv, yv, weight=wv if weights else None, reference=train)
+    return train, valid, (X, y, w), (Xv, yv, wv)
+
+
+def run_train(params, train_set, rounds, **kw):
+    kw.setdefault("holdout_fraction", 0.2)
+    kw.setdefault("random_state", 0)
+    return adapter._train(
+        params, train_set, rounds, valid_sets=kw.pop("valid_sets", None),
+        valid_names=kw.pop("valid_names", None), feval=kw.pop("feval", None),
+        callbacks=kw.pop("callbacks", None), redraw_holdout=kw.pop("redraw_holdout", True),
+        prune_threshold=kw.pop("prune_threshold", 0.0), n_draws=1, min_k=5, progress=False,
+        **kw,
+    )
+
+
+def n_leaves(booster) -> int:
+    return sum(t["num_leaves"] for t in booster.dump_model(num_iteration=-1)["tree_info"])
+
+
+def assert_evals_equal(a: dict, b: dict):
+    assert a.keys() == b.keys()
+    for name in a:
+        assert a[name].keys() == b[name].keys()
+        for metric in a[name]:
+            np.testing.assert_allclose(b[name][metric], a[name][metric], rtol=1e-12, atol=1e-14)
+
+
+# --------------------------------------------------------------------------- oracle
+
+
+@pytest.mark.parametrize("kind", ["regression", "binary", "multiclass"])
+def test_no_pruning_no_holdout_is_lightgbm_train(kind):
+    params = params_for(kind, metric=["auc", "binary_logloss"] if kind == "binary" else "")
+    rounds = 12
+    train, valid, (X, _, _), (Xv, _, _) = datasets(kind)
+    expected_evals: dict = {}
+    expected = lightgbm.train(params, train, rounds, valid_sets=[train, valid],
+                              callbacks=[lightgbm.record_evaluation(expected_evals)])
+    train, valid, _, _ = datasets(kind)
+    evals: dict = {}
+    got = adapter.train(params, train, rounds, valid_sets=[train, valid],
+                        callbacks=[lightgbm.record_evaluation(evals)], prune_threshold=None,
+                        holdout_fraction=0.0)
+    assert got.num_trees() == expected.num_trees()
+    for data in (X, Xv):
+        np.testing.assert_allclose(got.predict(data, raw_score=True),
+                                   expected.predict(data, raw_score=True), rtol=0, atol=1e-9)
+        # the objective survives: predict applies LightGBM's link
+        np.testing.assert_allclose(got.predict(data), expected.predict(data), rtol=0, atol=1e-9)
+    assert_evals_equal(expected_evals, evals)
+    assert list(evals) == ["training", "valid_1"]
+    assert got.best_iteration == expected.best_iteration == 0
+    assert_evals_equal({k: {m: [v] for m, v in d.items()} for k, d in expected.best_score.items()},
+                       {k: {m: [v] for m, v in d.items()} for k, d in got.best_score.items()})
+    # the model reads back with its objective and AddBias'd first trees
+    read = adapter.read_model(got)
+    assert read.objective is not None and read.bias_from_labels
+    assert adapter.training_splits(got).empty
+
+
+def test_early_stopping_from_params_is_lightgbm_train():
+    params = params_for("regression", learning_rate=0.5, num_leaves=16, min_data_in_leaf=2,
+                        metric=["l2", "l1"], early_stopping_round=3)
+    train, valid, _, (Xv, _, _) = datasets("regression", weights=False)
+    expected_evals: dict = {}
+    expected = lightgbm.train(params, train, 200, valid_sets=[valid], valid_names=["v"],
+                              callbacks=[lightgbm.record_evaluation(expected_evals)])
+    train, valid, _, _ = datasets("regression", weights=False)
+    evals: dict = {}
+    got = adapter.train(params, train, 200, valid_sets=[valid], valid_names=["v"],
+                        callbacks=[lightgbm.record_evaluation(evals)], prune_threshold=None,
+                        holdout_fraction=0.0)
+    assert 0 < expected.best_iteration < 200  # it did stop early
+    assert got.best_iteration == expected.best_iteration
+    assert got.num_trees() == expected.num_trees()
+    assert_evals_equal(expected_evals, evals)
+    np.testing.assert_allclose(got.predict(Xv), expected.predict(Xv), rtol=0, atol=1e-9)
+
+
+def test_custom_objective_and_init_scores_are_lightgbm_train():
+    """A callable objective (LightGBM 4 style) and Dataset init scores on train and valid."""
+    X, y, w = make_data("binary", N, 3)
+    Xv, yv, _ = make_data("binary", N_VALID, 4)
+    rng = np.random.default_rng(5)
+    init, init_v = rng.normal(size=N), rng.normal(size=N_VALID)
+
+    def logloss(preds, data):
+        p = 1.0 / (1.0 + np.exp(-preds))
+        return (p - data.get_label()) * data.get_weight(), p * (1 - p) * data.get_weight()
+
+    def feval(preds, data):  # raw scores with a custom objective
+        p = 1.0 / (1.0 + np.exp(-preds))
+        loss = -np.log(np.where(data.get_label() > 0, p, 1 - p))
+        return "my_logloss", float(np.mean(loss)), False
+
+    def run(fn):
+        train = lightgbm.Dataset(X, y, weight=w, init_score=init, free_raw_data=False)
+        valid = lightgbm.Dataset(Xv, yv, init_score=init_v, reference=train)
+        evals: dict = {}
+        booster = fn({**BASE, "objective": logloss, "metric": "None"}, train, 10,
+                     valid_sets=[valid], feval=feval,
+                     callbacks=[lightgbm.record_evaluation(evals)])
+        return booster, evals
+
+    expected, expected_evals = run(lightgbm.train)
+    got, evals = run(lambda *a, **k: adapter.train(*a, prune_threshold=None,
+                                                   holdout_fraction=0.0, **k))
+    # neither model contains the Dataset's init score
+    np.testing.assert_allclose(got.predict(Xv, raw_score=True),
+                               expected.predict(Xv, raw_score=True), rtol=0, atol=1e-9)
+    assert_evals_equal(expected_evals, evals)
+    assert adapter.read_model(got).objective is None  # custom objective, as LightGBM writes it
+
+
+# --------------------------------------------------------------------------- pruning on
+
+
+@pytest.mark.parametrize("kind", ["binary", "multiclass"])
+def test_model_predicts_the_tracked_scores(kind):
+    train, valid, (X, _, _), (Xv, _, _) = datasets(kind, seed=7)
+    run = run_train(params_for(kind), train, 15, valid_sets=[valid], valid_names=["v"])
+    booster, K = run.booster, 3 if kind == "multiclass" else 1
+    assert adapter.training_splits(booster)["kept"].mean() < 1  # something was pruned
+    tracked_train = run.result.raw_train
+    tracked_valid = np.asarray(run.raw_eval["v"]).reshape(N_VALID, -1)
+    np.testing.assert_allclose(booster.predict(X, raw_score=True).reshape(N, K), tracked_train,
+                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(booster.predict(Xv, raw_score=True).reshape(N_VALID, K),
+                               tracked_valid, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("threshold", [0.0, 2.0])
+def test_no_kept_split_has_u_at_or_below_threshold(threshold):
+    train, _, _, _ = datasets("regression", seed=11)
+    booster = run_train(params_for("regression", num_leaves=16), train, 15,
+                        prune_threshold=threshold).booster
+    splits = adapter.training_splits(booster)
+    kept = splits[splits["kept"]]
+    assert len(kept) > 0 and len(kept) < len(splits)
+    assert (kept["unbiased_gain"] > threshold).all()
+    assert not splits.loc[splits["unbiased_gain"] <= threshold, "kept"].any()
+    # the model holds exactly the kept splits
+    per_tree = kept.groupby("tree").size()
+    infos = booster.dump_model(num_iteration=-1)["tree_info"]
+    assert [t["num_leaves"] - 1 for t in infos] == [int(per_tree.get(i, 0)) for i in
+                                                    range(len(infos))]
+    # the per-feature report sums U over the kept splits
+    frame = adapter.training_report(booster).to_frame()
+    np.testing.assert_allclose(frame["unbiased_gain"].sum(), kept["unbiased_gain"].sum())
+
+
+def test_pure_noise_gives_far_fewer_leaves():
+    rng = np.random.default_rng(2)
+    X, y = rng.normal(size=(1000, 5)), rng.normal(size=1000)
+    params = params_for("regression", num_leaves=16, learning_rate=0.1, min_data_in_leaf=10)
+    plain = lightgbm.train(params, lightgbm.Dataset(X, y), 20)
+    pruned = adapter.train(params, lightgbm.Dataset(X, y), 20, random_state=0)
+    assert n_leaves(plain) == 20 * 16
+    assert n_leaves(pruned) < n_leaves(plain) / 4  # measured: 33 of 320
+    # what is left fits the noise far less: raw scores spread a fraction as much
+    assert pruned.predict(X).std() < plain.predict(X).std() / 3
+
+
+def test_early_stopping_picks_the_manual_best_round():
+    """Recorded metrics equal the metric of ``predict(num_iteration=i)`` of the same run
+    without early stopping, and early stopping picks that metric's best round."""
+    params = params_for("binary", num_leaves=16, learning_rate=0.5, min_data_in_leaf=3,
+                        metric="binary_logloss")
+    train, valid, _, (Xv, yv, wv) = datasets("binary", seed=21)
+    evals: dict = {}
+    stopped = adapter.train(params, train, 100, valid_sets=[train, valid],
+                            callbacks=[lightgbm.early_stopping(4, verbose=False),
+                                       lightgbm.record_evaluation(evals)], random_state=3)
+    recorded = np.array(evals["valid_1"]["binary_logloss"])
+    assert stopped.best_iteration < recorded.size < 100  # stopped early, after pruning
+    # the same run, all rounds kept: identical trees up to the stop
+    train, _, _, _ = datasets("binary", seed=21)
+    full = adapter.train(params, train, recorded.size, random_state=3)
+    y32 = yv.astype(np.float32).astype(np.float64)
+    w32 = wv.astype(np.float32).astype(np.float64)
+    manual = []
+    for i in range(1, recorded.size + 1):
+        p = np.clip(full.predict(Xv, num_iteration=i), 1e-15, 1 - 1e-15)
+        manual.append(np.sum(-w32 * np.log(np.where(y32 > 0, p, 1 - p))) / np.sum(w32))
+    np.testing.assert_allclose(recorded, manual, rtol=1e-10)
+    assert stopped.best_iteration == int(np.argmin(manual)) + 1
+    assert stopped.num_trees() == stopped.best_iteration
+    np.testing.assert_allclose(stopped.predict(Xv), full.predict(Xv, num_iteration=stopped.
+                                                                  best_iteration), atol=1e-12)
+    assert stopped.best_score["valid_1"]["binary_logloss"] == pytest.approx(min(manual))
+    splits = adapter.training_splits(stopped)
+    assert splits["iteration"].max() < stopped.best_iteration
+
+
+def test_feval_sees_lightgbm_arguments_and_log_evaluation_runs(capsys):
+    params = params_for("multiclass", metric="multi_error")
+    train, valid, _, (Xv, yv, _) = datasets("multiclass", seed=31)
+    seen = []
+
+    def feval(preds, data):
+        seen.append((preds.shape, data is valid))
+        hit = preds.argmax(axis=1) == data.get_label()
+        return [("top1", float(np.average(hit, weights=data.get_weight())), True)]
+
+    evals: dict = {}
+    adapter.train(params, train, 4, valid_sets=[valid], valid_names=["hold"], feval=feval,
+                  callbacks=[lightgbm.log_evaluation(2), lightgbm.record_evaluation(evals)])
+    assert seen == [((N_VALID, 3), True)] * 4  # probabilities (n, K) and the set's Dataset
+    assert list(evals["hold"]) == ["multi_error", "top1"]
+    np.testing.assert_allclose(np.array(evals["hold"]["multi_error"]) + evals["hold"]["top1"],
+                               1.0)
+    logged = capsys.readouterr().out
+    lines = logged.splitlines()
+    assert [line.split("\t")[0] for line in lines] == ["[2]", "[4]"]
+    assert lines[1].split("\t")[1:] == [
+        f"hold's multi_error: {evals['hold']['multi_error'][3]:g}",
+        f"hold's top1: {evals['hold']['top1'][3]:g}",
+    ]
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_bad_input_gives_one_clear_error():
+    X, y, _ = make_data("regression", 100, 0)
+    with pytest.raises(ValueError, match="unknown objective 'regresion'"):
+        adapter.train({"objective": "regresion"}, lightgbm.Dataset(X, y))
+    with pytest.raises(UnsupportedModelError, match="renews its leaf values"):
+        adapter.train({"objective": "quantile"}, lightgbm.Dataset(X, y))
+    for bad in (-0.1, 1.0):
+        with pytest.raises(ValueError, match=r"holdout_fraction must be in \[0, 1\)"):
+            adapter.train(BASE, lightgbm.Dataset(X, y), holdout_fraction=bad)
+    with pytest.raises(ValueError, match="train_set has no labels"):
+        adapter.train(BASE, lightgbm.Dataset(X))
+    with pytest.raises(ValueError, match=r"valid_sets\[0\] has no labels"):
+        adapter.train(BASE, lightgbm.Dataset(X, y), valid_sets=[lightgbm.Dataset(X)])
+    y_nan = y.copy()
+    y_nan[3] = np.nan
+    with pytest.raises(ValueError, match="train_set's label contains NaN labels"):
+        adapter.train(BASE, lightgbm.Dataset(X, y_nan))
+    freed = lightgbm.Dataset(X, y).construct()
+    with pytest.raises(ValueError, match="no longer holds its raw data"):
+        adapter.train(BASE, freed)
+    with pytest.raises(ValueError, match="reset_parameter"):
+        adapter.train(BASE, lightgbm.Dataset(X, y),
+                      callbacks=[lightgbm.reset_parameter(learning_rate=[0.1] * 100)])
