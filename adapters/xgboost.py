@@ -401,6 +401,10 @@ def _train_params(config: Mapping | None, overrides: Mapping[str, Any] | None) -
     return params
 
 
+#: model attribute set by the writer (pruned or refit leaves no longer fit node statistics)
+_WRITTEN_ATTR = "unbiased_criteria_written"
+
+
 def _params_mismatch(trees: list, eta: float, lam: float) -> float:
     """Median relative misfit of ``eta`` and ``lambda`` to the trees' own weights.
 
@@ -461,7 +465,8 @@ def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
             "base_score is 0.5 with reg:squarederror, what a custom objective (obj=) leaves: "
             "if the model was trained with one, pass objective="
         )
-    if check_params and not renews and params["alpha"] == 0 \
+    written = _WRITTEN_ATTR in learner.get("attributes", {})
+    if check_params and not renews and not written and params["alpha"] == 0 \
             and params["max_delta_step"] == 0 and not mono:
         misfit = _params_mismatch(model["trees"], shrinkage, params["lambda"])
         if misfit > 1e-3:
@@ -846,6 +851,8 @@ def model_json(js: Mapping, forest: Forest) -> dict:
                          minlength=0) if forest.n_trees else np.zeros(0, dtype=np.int64)
     model["iteration_indptr"] = np.concatenate([[0], np.cumsum(counts)]).astype(int).tolist()
     model.setdefault("gbtree_model_param", {})["num_trees"] = str(forest.n_trees)
+    # leaves we wrote need not fit the node statistics: tells the reader not to test them
+    learner.setdefault("attributes", {})[_WRITTEN_ATTR] = "1"
     # keep the original base_score text unless the forest's margin changed
     name = learner.get("objective", {}).get("name", "reg:squarederror")
     text = str(lmp["base_score"])

@@ -88,6 +88,7 @@ class BoostResult:
     tree_class: np.ndarray
     init_score: np.ndarray
     raw_train: np.ndarray
+    raw_eval: list[np.ndarray] = field(default_factory=list)
     evals_result: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     best_iteration: int = -1
     best_score: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -148,7 +149,7 @@ def boost(
     monitor : sequence of (set name, metric name), optional
         Defaults to every metric on every eval set.
     callback : callable, optional
-        ``callback(round, evaluations)`` after each round.
+        ``callback(round, evaluations)`` after each round; returning True stops training.
     progress : bool
         tqdm progress bar over rounds.
     """
@@ -192,9 +193,11 @@ def boost(
         evaluations = _evaluate(eval_sets, raw_eval, metrics, feval, objective, K)
         for (set_name, metric_name), (value, _) in evaluations.items():
             history[set_name].setdefault(metric_name, []).append(value)
-        if callback is not None:
-            callback(it, evaluations)
+        stop_asked = bool(callback(it, evaluations)) if callback is not None else False
         bar.update(1)
+        if stop_asked:
+            log.info("a callback stopped training at round %d", it)
+            break
         if early_stopping_rounds and evaluations:
             watched = monitor or list(evaluations)
             stop = False
@@ -216,8 +219,8 @@ def boost(
     for (s, m), (v, _) in best.items():
         best_score.setdefault(s, {})[m] = v
     splits = pd.concat(records, ignore_index=True) if records else None
-    return BoostResult(trees, np.array(classes), init, raw, history, best_iteration,
-                       best_score, splits)
+    return BoostResult(trees, np.array(classes), init, raw, raw_eval, history,
+                       best_iteration, best_score, splits)
 
 
 def _score_and_prune(tree, index, nodes, g, h, held, split_score, shrinkage, options,
