@@ -5,10 +5,11 @@
 
 Synthetic regression (a few informative features + noise), 31 leaves (LightGBM
 ``num_leaves=31``; XGBoost ``max_leaves=31, grow_policy=lossguide``), learning rate 0.05, both
-hosts on one thread (the machines here are shared: threads contend). Timed, medians over repeats: the host's ``train``; the hook with pruning
-off and no held-out rows (the cost of driving the host round by round from our own scores);
-the hook as users run it (20% held-out rows re-drawn each round, pruning on). Ratios to the
-host's time; results to ``benchmarks/results/hook_overhead.json``.
+hosts on one thread (the machines here are shared: threads contend). Timed, medians over
+repeats: the host's ``train``; the hook with pruning off and no held-out rows (the cost of
+driving the host round by round from our own scores); the hook as users run it (20% held-out
+rows re-drawn each round, pruning on). Ratios to the host's time; results to
+``benchmarks/results/hook_overhead.json``.
 """
 
 from __future__ import annotations
