@@ -11,6 +11,13 @@ IR numbering of a tree with ``L`` leaves: internal node ``i`` is LightGBM's ``sp
 ``i`` (root 0), leaf ``j`` is node ``L - 1 + j``. The router adds ``L - 1`` to the leaf indices
 that ``predict(pred_leaf=True)`` returns.
 
+Training hook: :func:`train` (same arguments as ``lightgbm.train``) drives the core's loop
+(``unbiased_criteria.boosting.boost``) with :class:`LGBMGrower`, a Booster with
+``objective='none'`` fed the loop's gradients one iteration at a time; the pruned trees are
+written with the writer. :func:`training_splits` / :func:`training_report` give the unbiased
+gain of the splits scored during training; :class:`UnbiasedLGBMRegressor` and
+:class:`UnbiasedLGBMClassifier` are drop-in scikit-learn estimators over :func:`train`.
+
 Host facts this module relies on (LightGBM 4.x, see host-notes sections 1-8 and 13):
 
 * numeric nodes send ``x`` left iff ``x <= threshold``; categorical nodes send the categories of
@@ -865,9 +872,6 @@ _NOT_TRAINABLE = {
     "cross_entropy_lambda": "its gradients are not implemented in the core",
 }
 
-#: name of the loop's internal stop signal (an evaluation result, never shown to callbacks)
-_STOP = "__unbiased_criteria_stop__"
-
 
 def _mean(loss: np.ndarray, w: np.ndarray | None) -> float:
     """LightGBM's ``sum(loss * w) / sum(w)`` (``sum(loss) / n`` without weights)."""
@@ -1075,8 +1079,7 @@ class LGBMGrower:
     same way, so the loop's running scores are exactly what it will predict.
 
     When no tree of an iteration has a split, LightGBM drops the iteration; the grower then
-    returns K single-leaf trees of value 0 (which add nothing), and it does the same, without
-    calling LightGBM, once :meth:`stop` was called.
+    returns K single-leaf trees of value 0 (which add nothing).
 
     Parameters
     ----------
@@ -1115,19 +1118,12 @@ class LGBMGrower:
         self._iteration: int | None = None  # Booster iteration of the last grown trees
         self._offsets = np.zeros(self.n_outputs, dtype=np.int32)
         self._nodes: dict[int, np.ndarray] = {}
-        self.stopped = False
-
-    def stop(self) -> None:
-        """Grow nothing from now on (training was stopped early)."""
-        self.stopped = True
 
     def grow(self, grad: np.ndarray, hess: np.ndarray) -> list[Tree]:
         """Grow one iteration from ``(n, K)`` float32 gradients and hessians."""
         K = self.n_outputs
         self._nodes = {}
         self._iteration = None
-        if self.stopped:
-            return [_single_leaf() for _ in range(K)]
         g = np.ascontiguousarray(grad if K > 1 else grad[:, 0], dtype=np.float32)
         h = np.ascontiguousarray(hess if K > 1 else hess[:, 0], dtype=np.float32)
         it = self.booster.current_iteration()
@@ -1169,19 +1165,6 @@ class LGBMGrower:
                 nodes = np.asarray(leaves).reshape(n, self.n_outputs) + self._offsets
             self._nodes[key] = nodes.astype(np.int32, copy=False)
         return self._nodes[key]
-
-
-@dataclass
-class _TrainState:
-    """What the loop's hooks share: callbacks' stop request and the last evaluations."""
-
-    first: _Rows | None = None
-    stopped: bool = False
-    best_iteration: int = 0
-    best_score: list = field(default_factory=list)
-    last_results: list = field(default_factory=list)
-    tick: float = 0.0
-    raw_eval: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -1461,7 +1444,66 @@ def _train(
     holdout_fraction, redraw_holdout, prune_threshold, n_draws, min_k, random_state, progress,
 ) -> _Training:
     """:func:`train`, also returning the loop's record."""
-    # ---- arguments (cheap checks first, before any Dataset is constructed)
+    # cheap checks first, before any Dataset is constructed
+    valid_sets, valid_names = _check_sets(train_set, valid_sets, valid_names)
+    holdout = HoldoutPlan(float(holdout_fraction), bool(redraw_holdout))
+    if prune_threshold is not None:
+        prune_threshold = float(prune_threshold)
+        if math.isnan(prune_threshold):
+            raise ValueError("prune_threshold must be a number or None, got NaN")
+    params, name, fobj, num_boost_round = _resolve_params(params, num_boost_round)
+    options = GainOptions(n_draws=n_draws, min_k=min_k,
+                          random_state=_holdout_seed(random_state, params))
+    params, callbacks_after = _after_iteration_callbacks(params, callbacks)
+
+    setup = _construct(params, name, train_set, valid_sets, valid_names)
+    objective, convert, init = _loop_objective(name, fobj, setup)
+    source = setup.source
+    fp = source.float_param
+    if prune_threshold is not None:
+        for message in _replay_warnings(source):
+            if message.startswith(("monotone", "path_smooth")):
+                warnings.warn(
+                    message.split(";")[0] + "; collapsed nodes get LightGBM's plain leaf value",
+                    UserWarning, stacklevel=3,
+                )
+
+    eval_rows = setup.eval_rows
+    grower = LGBMGrower(
+        setup.host, [setup.train_rows.data] + [r.data for r in eval_rows],
+        n_categories=_n_categories(setup.dump), cat_l2=fp("cat_l2"),
+        max_cat_to_onehot=int(fp("max_cat_to_onehot")), num_threads=int(fp("num_threads")),
+    )
+    hooks = _LoopHooks(
+        grower=grower, params=params, num_boost_round=num_boost_round, convert=convert,
+        source=source, callbacks=callbacks_after,
+        fevals=[f for f in ([feval] if callable(feval) else list(feval or [])) if f is not None],
+    )
+    result = boost(
+        grower, objective, setup.train_rows.y, setup.train_rows.weight,
+        num_boost_round=num_boost_round,
+        split_score=SplitScore(l1=fp("lambda_l1"), l2=fp("lambda_l2"),
+                               max_delta_step=fp("max_delta_step")),
+        shrinkage=fp("learning_rate"), init_score=init, score_dtype=np.float64,
+        holdout=holdout, options=options, prune_threshold=prune_threshold,
+        eval_sets=[EvalSet(r.name, r.labels(), r.weight) for r in eval_rows],
+        metrics=[hooks.metric(m, hib) for m, hib in setup.metric_info],
+        feval=hooks.feval if hooks.fevals else None, callback=hooks.callback,
+        progress=progress,
+    )
+    n_iterations = hooks.best_iteration if hooks.stopped else num_boost_round
+    booster = _written_booster(setup, result, init, n_iterations)
+    booster.best_iteration = hooks.best_iteration if hooks.stopped else 0
+    best_score: dict[str, dict[str, float]] = defaultdict(OrderedDict)
+    for r in hooks.best_score if hooks.stopped else hooks.last_results:
+        best_score[r[0]][r[1]] = r[2]
+    booster.best_score = best_score
+    raw_eval = {r.name: raw for r, raw in zip(eval_rows, result.raw_eval)}
+    return _Training(booster, result, raw_eval, n_iterations)
+
+
+def _check_sets(train_set, valid_sets, valid_names):
+    """Type checks of the Datasets, as ``lightgbm.train`` makes them."""
     if not isinstance(train_set, lightgbm.Dataset):
         raise TypeError(f"train_set must be a lightgbm.Dataset, got {type(train_set).__name__}")
     if valid_sets is None:
@@ -1473,12 +1515,12 @@ def _train(
             raise TypeError(f"valid_sets[{i}] must be a lightgbm.Dataset, got {type(ds).__name__}")
     if isinstance(valid_names, str):
         valid_names = [valid_names]
-    holdout = HoldoutPlan(float(holdout_fraction), bool(redraw_holdout))
-    if prune_threshold is not None:
-        prune_threshold = float(prune_threshold)
-        if math.isnan(prune_threshold):
-            raise ValueError("prune_threshold must be a number or None, got NaN")
+    return list(valid_sets), valid_names
 
+
+def _resolve_params(params, num_boost_round):
+    """Params with aliases resolved as ``lightgbm.train`` resolves them, the canonical
+    objective name (None for a callable), the callable, and the number of rounds."""
     params = _choose_param_value(main_param_name="objective", params=dict(params or {}),
                                  default_value=None)
     fobj = None
@@ -1488,19 +1530,19 @@ def _train(
         name = _trainable_objective(params["objective"])
     params = _choose_param_value(main_param_name="num_iterations", params=params,
                                  default_value=num_boost_round)
-    num_boost_round = params["num_iterations"]
-    if not isinstance(num_boost_round, int | np.integer) or num_boost_round <= 0:
-        raise ValueError(f"num_boost_round must be a positive integer, got {num_boost_round!r}")
-    num_boost_round = int(num_boost_round)
+    rounds = params["num_iterations"]
+    if not isinstance(rounds, int | np.integer) or rounds <= 0:
+        raise ValueError(f"num_boost_round must be a positive integer, got {rounds!r}")
     boosting = str(_resolved(params, "boosting", "gbdt")).lower()
     if boosting in ("rf", "random_forest", "dart"):
         raise UnsupportedModelError(f"boosting={boosting!r} is not supported: use 'gbdt'")
     if str(_resolved(params, "linear_tree", False)).lower() in ("1", "true"):
         raise UnsupportedModelError("linear_tree=True is not supported: leaves hold models")
-    options = GainOptions(n_draws=n_draws, min_k=min_k,
-                          random_state=_holdout_seed(random_state, params))
+    return params, name, fobj, int(rounds)
 
-    # ---- callbacks, as lightgbm.train orders them
+
+def _after_iteration_callbacks(params, callbacks):
+    """The callbacks in ``lightgbm.train``'s order, with early stopping from ``params``."""
     params = _choose_param_value(main_param_name="early_stopping_round", params=params,
                                  default_value=None)
     if params["early_stopping_round"] is None:
@@ -1513,202 +1555,204 @@ def _train(
     if not isinstance(rounds, int | np.integer):
         raise TypeError(f"early_stopping_round must be an integer, got {rounds!r}")
     if rounds > 0:
-        verbosity = _resolved(params, "verbosity", 1)
         callback_set.add(lightgbm.early_stopping(
             stopping_rounds=rounds, first_metric_only=params.get("first_metric_only", False),
-            min_delta=params.get("early_stopping_min_delta", 0.0), verbose=verbosity > 0,
+            min_delta=params.get("early_stopping_min_delta", 0.0),
+            verbose=_resolved(params, "verbosity", 1) > 0,
         ))
-    before = [cb for cb in callback_set if getattr(cb, "before_iteration", False)]
-    if before:
+    if any(getattr(cb, "before_iteration", False) for cb in callback_set):
         raise ValueError(
             "callbacks that run before each iteration (lightgbm.reset_parameter...) are not "
             "supported: the learning rate and tree parameters must stay fixed during training"
         )
-    callbacks_after = sorted(callback_set, key=attrgetter("order"))
+    return params, sorted(callback_set, key=attrgetter("order"))
 
-    # ---- rows: raw data and labels of every set, before construction frees them
+
+@dataclass
+class _Setup:
+    """The constructed Datasets and Boosters of one training run."""
+
+    host: lightgbm.Booster  # objective 'none': grows the trees
+    source: LightGBMSource  # header and parameters of the model lightgbm.train would write
+    metric_info: list[tuple[str, bool]]  # LightGBM's metric names and higher_is_better
+    n_outputs: int
+    dump: dict  # the host's dump_model() before training: feature names and infos
+    train_rows: _Rows
+    eval_rows: list[_Rows]  # the training set first if it is evaluated, then the others
+
+
+def _construct(params, name, train_set, valid_sets, valid_names) -> _Setup:
+    """Construct the Datasets as ``lightgbm.train`` does, and the two Boosters.
+
+    A Booster with the real objective (never trained) gives the written model's header and
+    ``parameters:`` and LightGBM's metric names; a Booster with ``objective='none'`` grows the
+    trees. Raw data and labels are taken first: construction may free them.
+    """
     train_data = _raw_rows(train_set, "train_set")
     _given_labels(train_set, "train_set")
-    train_name, reduced, names = "training", [], []
+    train_name, reduced = "training", []
     for i, ds in enumerate(valid_sets):
         if ds is train_set:
             if valid_names is not None:
                 train_name = valid_names[i]
             continue
         argument = f"valid_sets[{i}]"
-        reduced.append((ds, _raw_rows(ds, argument), argument))
+        data = _raw_rows(ds, argument)
         _given_labels(ds, argument)
-        names.append(valid_names[i] if valid_names is not None and len(valid_names) > i
-                     else f"valid_{i}")
+        nm = valid_names[i] if valid_names is not None and len(valid_names) > i else f"valid_{i}"
+        reduced.append((ds, data, nm, argument))
     has_train_eval = any(ds is train_set for ds in valid_sets)
 
-    # ---- LightGBM: a Booster with the real objective gives the model's header, parameters
-    # and metric names; a Booster with objective 'none' grows the trees
     host_params = _choose_param_value(main_param_name="metric", params=params,
                                       default_value=None)
     host_params.update(objective="none", metric="None")
     train_set._update_params(params)._set_predictor(None)
-    for ds, _, _ in reduced:
+    for ds, *_ in reduced:
         ds._update_params(params).set_reference(train_set)
     try:
         template = lightgbm.Booster(params=params, train_set=train_set)
         host = lightgbm.Booster(params=host_params, train_set=train_set)
-        for ds, _, _ in reduced:
+        for ds, *_ in reduced:
             ds.construct()
     finally:
         train_set._reverse_update_params()
-        for ds, _, _ in reduced:
+        for ds, *_ in reduced:
             ds._reverse_update_params()
     if has_train_eval:
         host.set_train_data_name(train_name)
     text = template.model_to_string(num_iteration=-1)
     metric_info = [(r.metric_name, bool(r.maximize)) for r in template.eval_train()]
     del template
-    source = LightGBMSource(text=text, params=_parse_parameters(text), objective=name,
-                            n_leaves=np.zeros(0, dtype=np.int64))
-    K = host.num_model_per_iteration()
-    dump = host.dump_model(num_iteration=-1)
-    feature_names = tuple(dump["feature_names"])
 
+    K = host.num_model_per_iteration()
     train_rows = _row_set(train_set, train_data, train_name, "train_set", K)
     if train_rows.weight is not None and not train_rows.weight.sum() > 0:
         raise ValueError("train_set's weights sum to zero: no row would count")
     eval_rows = [train_rows] if has_train_eval else []
-    eval_rows += [_row_set(ds, data, nm, arg, K)
-                  for (ds, data, arg), nm in zip(reduced, names)]
+    eval_rows += [_row_set(ds, data, nm, arg, K) for ds, data, nm, arg in reduced]
+    source = LightGBMSource(text=text, params=_parse_parameters(text), objective=name,
+                            n_leaves=np.zeros(0, dtype=np.int64))
+    return _Setup(host, source, metric_info, K, host.dump_model(num_iteration=-1), train_rows,
+                  eval_rows)
 
-    # ---- objective, init score and the host's leaf formula
-    y, w = train_rows.y, train_rows.weight
-    if fobj is None:
-        base = _training_objective(name, source, K, y)
-        base.check_labels(y, "train_set's label")
-        for r in eval_rows[int(has_train_eval):]:
-            base.check_labels(r.y, f"labels of valid set {r.name!r}")
-        convert = base.predict
-        init = np.zeros(K)
-        if train_rows.offset is None and source.param("boost_from_average") in ("1", "true"):
-            # unit weights rather than None: the core then sums the float32 labels in float64,
-            # as LightGBM does (its unweighted mean accumulates in float32)
-            ones = np.ones_like(y) if w is None else w
-            init = np.atleast_1d(base.init_score(y, ones)).astype(np.float64)
-            init[np.abs(init) <= _F32_EPSILON] = 0.0  # LightGBM: |init| > kEpsilon only
-        objective = base
-        if train_rows.offset is not None:
-            shift = train_rows.shifted
-            objective = _objectives.CustomObjective(
-                func=lambda y_, raw, w_: base.grad_hess(y, shift(raw), w), outputs=K)
-    else:
-        convert, init = (lambda raw: raw), np.zeros(K)
-        user, dataset, shift = fobj, train_set, train_rows.shifted
-        n_train = y.shape[0]
+
+def _loop_objective(name, fobj, setup: _Setup):
+    """The loop's objective, the output transform of metrics and feval, and the init score.
+
+    A built-in objective: the core's version of it, LightGBM's output link, and the
+    boost-from-average init score (0 with a Dataset init_score, as in LightGBM). A callable
+    ``fobj(preds, train_data)``: adapted to the core's ``f(y, raw, weight)``, raw outputs,
+    init 0. Either way the training Dataset's init_score is added to the scores the gradients
+    are taken at.
+    """
+    rows, K = setup.train_rows, setup.n_outputs
+    y, w, shift = rows.y, rows.weight, rows.shifted
+    if fobj is not None:
+        dataset, n = rows.dataset, y.shape[0]
 
         def custom(y_, raw, w_):
-            grad, hess = user(shift(raw), dataset)
+            grad, hess = fobj(shift(raw), dataset)
             grad, hess = np.asarray(grad), np.asarray(hess)
             if K > 1 and grad.ndim == 1:  # LightGBM's flat layout is class-major
-                grad, hess = grad.reshape(K, n_train).T, hess.reshape(K, n_train).T
+                grad, hess = grad.reshape(K, n).T, hess.reshape(K, n).T
             return grad, hess
 
-        objective = _objectives.CustomObjective(func=custom, outputs=K)
-    fp = source.float_param
-    split_score = SplitScore(l1=fp("lambda_l1"), l2=fp("lambda_l2"),
-                             max_delta_step=fp("max_delta_step"))
-    if prune_threshold is not None:
-        for message in _replay_warnings(source):
-            if message.startswith(("monotone", "path_smooth")):
-                warnings.warn(
-                    message.split(";")[0] + "; collapsed nodes get LightGBM's plain leaf value",
-                    UserWarning, stacklevel=3,
-                )
+        return _objectives.CustomObjective(func=custom, outputs=K), (lambda r: r), np.zeros(K)
 
-    # ---- the loop's hooks: metrics, feval (with the stop signal), LightGBM callbacks
-    state = _TrainState(first=eval_rows[0] if eval_rows else None)
-    metrics = []
-    for metric_name, hib in metric_info:
-        func = _metric_func(metric_name)
+    base = _training_objective(name, setup.source, K, y)
+    base.check_labels(y, "train_set's label")
+    for r in setup.eval_rows:
+        if r is not rows:
+            base.check_labels(r.y, f"labels of valid set {r.name!r}")
+    init = np.zeros(K)
+    if rows.offset is None and setup.source.param("boost_from_average") in ("1", "true"):
+        # unit weights rather than None: the core then sums the float32 labels in float64, as
+        # LightGBM does (its unweighted mean accumulates in float32)
+        init = np.atleast_1d(base.init_score(y, np.ones_like(y) if w is None else w))
+        init = init.astype(np.float64)
+        init[np.abs(init) <= _F32_EPSILON] = 0.0  # LightGBM: only |init| > kEpsilon
+    objective = base
+    if rows.offset is not None:
+        objective = _objectives.CustomObjective(
+            func=lambda y_, raw, w_: base.grad_hess(y, shift(raw), w), outputs=K)
+    return objective, base.predict, init
 
-        def metric(y_, raw, w_, _obj, func=func):
-            rows = y_.rows
+
+class _LoopHooks:
+    """The core loop's metrics, ``feval`` and ``callback`` for one training run.
+
+    Metrics and ``feval`` find their evaluation set through the labels the loop hands them
+    (:class:`_Labels`). ``callback`` runs LightGBM's callbacks on the results in
+    ``lightgbm.train``'s format; when one raises ``EarlyStopException`` it records the best
+    iteration and score as ``lightgbm.train`` does and stops the loop.
+    """
+
+    def __init__(self, *, grower, params, num_boost_round, convert, source, callbacks, fevals):
+        self.grower, self.params, self.num_boost_round = grower, params, num_boost_round
+        self.convert, self.source, self.callbacks = convert, source, callbacks
+        self.fevals = fevals
+        self.stopped = False
+        self.best_iteration = 0
+        self.best_score: list = []
+        self.last_results: list = []
+        self._EvalResult = getattr(lightgbm.basic, "EvalResult", None)
+
+    def metric(self, name: str, higher_is_better: bool) -> Metric:
+        func, convert, source = _metric_func(name), self.convert, self.source
+
+        def value(y, raw, w, _objective):
+            rows = y.rows
             r = rows.shifted(raw)
             return func(rows.y, convert(r), r, rows.weight, source)
 
-        metrics.append(Metric(metric_name, metric, hib))
+        return Metric(name, value, higher_is_better)
 
-    fevals = [] if feval is None else [feval] if callable(feval) else list(feval)
-    fevals = [f for f in fevals if f is not None]
-
-    def core_feval(y_, raw, w_):
-        rows = y_.rows
-        state.raw_eval[rows.name] = raw  # a view of the loop's running scores
+    def feval(self, y, raw, w):
+        rows = y.rows
+        preds = self.convert(rows.shifted(raw))
         out = []
-        if fevals:
-            preds = convert(rows.shifted(raw))
-            for f in fevals:
-                res = f(preds, rows.dataset)
-                out.extend(res if isinstance(res, list) else [res])
-        if rows is state.first:
-            # decreases (improves) every round until a callback stops training
-            state.tick = math.inf if state.stopped else state.tick - 1.0
-            out.append((_STOP, state.tick, False))
+        for f in self.fevals:
+            res = f(preds, rows.dataset)
+            out.extend(res if isinstance(res, list) else [res])
         return [(str(n), float(v), bool(b)) for n, v, b in out]
 
-    EvalResult = getattr(lightgbm.basic, "EvalResult", None)
-
-    def core_callback(it, evaluations):
-        if state.stopped:
-            return
-        results = [(s, m, v, hib) for (s, m), (v, hib) in evaluations.items() if m != _STOP]
-        if EvalResult is not None:
-            results = [EvalResult(*r) for r in results]
-        state.last_results = results
+    def callback(self, it: int, evaluations: dict) -> bool:
+        """Run LightGBM's callbacks after round ``it``; True stops the loop."""
+        results = [(s, m, v, hib) for (s, m), (v, hib) in evaluations.items()]
+        if self._EvalResult is not None:
+            results = [self._EvalResult(*r) for r in results]
+        self.last_results = results
         env = lightgbm.callback.CallbackEnv(
-            model=host, params=params, iteration=it, begin_iteration=0,
-            end_iteration=num_boost_round, evaluation_result_list=results,
+            model=self.grower.booster, params=self.params, iteration=it, begin_iteration=0,
+            end_iteration=self.num_boost_round, evaluation_result_list=results,
         )
         try:
-            for cb in callbacks_after:
+            for cb in self.callbacks:
                 cb(env)
         except lightgbm.callback.EarlyStopException as stop:
-            state.stopped = True
-            state.best_iteration = stop.best_iteration + 1
-            state.best_score = list(stop.best_score)
-            grower.stop()
+            self.stopped = True
+            self.best_iteration = stop.best_iteration + 1
+            self.best_score = list(stop.best_score)
+        return self.stopped
 
-    grower = LGBMGrower(
-        host, [train_rows.data] + [r.data for r in eval_rows],
-        n_categories=_n_categories(dump), cat_l2=fp("cat_l2"),
-        max_cat_to_onehot=int(fp("max_cat_to_onehot")), num_threads=int(fp("num_threads")),
-    )
-    result = boost(
-        grower, objective, y, w, num_boost_round=num_boost_round, split_score=split_score,
-        shrinkage=fp("learning_rate"), init_score=init, score_dtype=np.float64,
-        holdout=holdout, options=options, prune_threshold=prune_threshold,
-        eval_sets=[EvalSet(r.name, r.labels(), r.weight) for r in eval_rows],
-        metrics=metrics, feval=core_feval if eval_rows else None,
-        early_stopping_rounds=1 if eval_rows else None,
-        monitor=[(eval_rows[0].name, _STOP)] if eval_rows else None,
-        callback=core_callback, progress=progress,
-    )
 
-    # ---- the model: kept iterations, init folded into the first ones (AddBias)
-    n_iterations = state.best_iteration if state.stopped else num_boost_round
+def _written_booster(setup: _Setup, result, init: np.ndarray, n_iterations: int):
+    """The model of the first ``n_iterations`` pruned iterations, init folded in (AddBias:
+    values + init, ``bias = init``, written with ``shrinkage=1``), with its split records."""
+    K = setup.n_outputs
     trees = list(result.trees[: n_iterations * K])
     for k in range(K):
         if init[k] != 0.0:
             trees[k] = replace(trees[k], value=trees[k].value + init[k], bias=float(init[k]))
+    names = tuple(setup.dump["feature_names"])
     forest = Forest(
         trees=tuple(trees), tree_class=np.arange(len(trees), dtype=np.int64) % K,
         tree_iteration=np.arange(len(trees), dtype=np.int64) // K, base_score=np.zeros(K),
-        n_features=len(feature_names), feature_names=feature_names, score_dtype=np.float64,
+        n_features=len(names), feature_names=names, score_dtype=np.float64,
     )
-    booster = lightgbm.Booster(model_str=model_text(source, forest))
-    booster.best_iteration = state.best_iteration if state.stopped else 0
-    best_score: dict[str, dict[str, float]] = defaultdict(OrderedDict)
-    for r in state.best_score if state.stopped else state.last_results:
-        best_score[r[0]][r[1]] = r[2]
-    booster.best_score = best_score
-    booster.unbiased_splits = _splits_frame(result.splits, len(trees), K, feature_names)
-    return _Training(booster, result, state.raw_eval, n_iterations)
+    booster = lightgbm.Booster(model_str=model_text(setup.source, forest))
+    booster.unbiased_splits = _splits_frame(result.splits, len(trees), K, names)
+    return booster
 
 
 def _splits_of(model: lightgbm.Booster | lightgbm.LGBMModel):

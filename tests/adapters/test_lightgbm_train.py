@@ -85,7 +85,8 @@ def assert_evals_equal(a: dict, b: dict):
 
 @pytest.mark.parametrize("kind", ["regression", "binary", "multiclass"])
 def test_no_pruning_no_holdout_is_lightgbm_train(kind):
-    params = params_for(kind, metric=["auc", "binary_logloss"] if kind == "binary" else "")
+    params = params_for(kind, metric=["auc", "binary_logloss", "binary_error"] if kind == "binary"
+                        else "")
     rounds = 12
     train, valid, (X, _, _), (Xv, _, _) = datasets(kind)
     expected_evals: dict = {}
@@ -223,11 +224,14 @@ def test_early_stopping_picks_the_manual_best_round():
                         metric="binary_logloss")
     train, valid, _, (Xv, yv, wv) = datasets("binary", seed=21)
     evals: dict = {}
-    stopped = adapter.train(params, train, 100, valid_sets=[train, valid],
-                            callbacks=[lightgbm.early_stopping(4, verbose=False),
-                                       lightgbm.record_evaluation(evals)], random_state=3)
+    run = run_train(params, train, 100, valid_sets=[train, valid],
+                    callbacks=[lightgbm.early_stopping(4, verbose=False),
+                               lightgbm.record_evaluation(evals)], random_state=3)
+    stopped = run.booster
     recorded = np.array(evals["valid_1"]["binary_logloss"])
     assert stopped.best_iteration < recorded.size < 100  # stopped early, after pruning
+    # the loop itself stopped then, not after 100 rounds
+    assert len(run.result.trees) == recorded.size
     # the same run, all rounds kept: identical trees up to the stop
     train, _, _, _ = datasets("binary", seed=21)
     full = adapter.train(params, train, recorded.size, random_state=3)
