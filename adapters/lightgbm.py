@@ -45,6 +45,7 @@ from typing import Any
 
 import lightgbm
 import numpy as np
+import pandas as pd
 from lightgbm.basic import _choose_param_value
 from scipy import sparse
 
@@ -1311,10 +1312,8 @@ class _LightGBMSquaredError(_objectives.SquaredError):
         return residual * w, w.copy()
 
 
-def _splits_frame(splits, n_trees: int, K: int, names: tuple[str, ...]):
+def _splits_frame(splits, n_trees: int, K: int, names: tuple[str, ...]) -> pd.DataFrame:
     """The loop's per-split records of the kept trees, with iteration and feature names."""
-    import pandas as pd
-
     columns = ["tree", "node", "depth", "feature_index", "threshold", "n_train", "n_valid",
                "k", "biased_gain", "unbiased_gain", "host_gain", "usable", "class", "kept"]
     if splits is None:
@@ -1767,7 +1766,7 @@ def _splits_of(model: lightgbm.Booster | lightgbm.LGBMModel):
     return booster, frame
 
 
-def training_splits(model: lightgbm.Booster | lightgbm.LGBMModel):
+def training_splits(model: lightgbm.Booster | lightgbm.LGBMModel) -> pd.DataFrame:
     """Every split scored while :func:`train` grew ``model``, one row per split.
 
     Parameters
@@ -1885,7 +1884,7 @@ class _UnbiasedFit(lightgbm.LGBMModel):
         return out
 
     @property
-    def training_splits_(self):
+    def training_splits_(self) -> pd.DataFrame:
         """:func:`training_splits` of the fitted model (one row per scored split)."""
         return training_splits(self.booster_)
 
