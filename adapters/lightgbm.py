@@ -1293,23 +1293,7 @@ def _training_objective(name: str, source: LightGBMSource, K: int, y: np.ndarray
         raise UnsupportedModelError("multiclassova with is_unbalance=True is not supported")
     if name == "regression" and source.param("reg_sqrt") in ("1", "true"):
         raise UnsupportedModelError("regression with reg_sqrt=True is not supported")
-    if name == "regression":
-        return _LightGBMSquaredError(precision="float64")
     return _make_core_objective(name, source, K)
-
-
-@dataclass(frozen=True)
-class _LightGBMSquaredError(_objectives.SquaredError):
-    """LightGBM's L2 loss: with weights the gradient is rounded twice, ``f32(f32(F - y) w)``
-    (RegressionL2loss::GetGradients), where the core computes ``f32((F - y) w)``."""
-
-    def grad_hess(self, y, raw, weight=None):
-        if weight is None:
-            return super().grad_hess(y, raw, None)
-        y = np.asarray(y, dtype=np.float32).astype(np.float64)
-        w = np.asarray(weight, dtype=np.float32)
-        residual = (np.asarray(raw, dtype=np.float64) - y).astype(np.float32)
-        return residual * w, w.copy()
 
 
 def _splits_frame(splits, n_trees: int, K: int, names: tuple[str, ...]) -> pd.DataFrame:
@@ -1483,7 +1467,7 @@ def _train(
         num_boost_round=num_boost_round,
         split_score=SplitScore(l1=fp("lambda_l1"), l2=fp("lambda_l2"),
                                max_delta_step=fp("max_delta_step")),
-        shrinkage=fp("learning_rate"), init_score=init, score_dtype=np.float64,
+        init_score=init, score_dtype=np.float64,
         holdout=holdout, options=options, prune_threshold=prune_threshold,
         eval_sets=[EvalSet(r.name, r.labels(), r.weight) for r in eval_rows],
         metrics=[hooks.metric(m, hib) for m, hib in setup.metric_info],
@@ -1665,9 +1649,7 @@ def _loop_objective(name, fobj, setup: _Setup):
             base.check_labels(r.y, f"labels of valid set {r.name!r}")
     init = np.zeros(K)
     if rows.offset is None and setup.source.param("boost_from_average") in ("1", "true"):
-        # unit weights rather than None: the core then sums the float32 labels in float64, as
-        # LightGBM does (its unweighted mean accumulates in float32)
-        init = np.atleast_1d(base.init_score(y, np.ones_like(y) if w is None else w))
+        init = np.atleast_1d(base.init_score(y, w))
         init = init.astype(np.float64)
         init[np.abs(init) <= _F32_EPSILON] = 0.0  # LightGBM: only |init| > kEpsilon
     objective = base

@@ -1608,7 +1608,7 @@ def train(
     result = boost(
         grower, objective, y, weight,
         num_boost_round=int(num_boost_round), split_score=model_ir.split_score,
-        shrinkage=grower.shrinkage, init_score=init, score_dtype=np.float32,
+        init_score=init, score_dtype=np.float32,
         holdout=holdout, options=options, prune_threshold=prune_threshold,
         eval_sets=eval_sets, metrics=metrics, feval=feval if eval_sets else None,
         early_stopping_rounds=early_stopping_rounds, monitor=monitor, callback=on_round,

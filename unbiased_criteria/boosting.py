@@ -103,7 +103,6 @@ def boost(
     *,
     num_boost_round: int,
     split_score: SplitScore,
-    shrinkage: float,
     init_score: np.ndarray,
     score_dtype=np.float64,
     holdout: HoldoutPlan,
@@ -127,9 +126,8 @@ def boost(
         Training labels and weights (all training rows, held-out ones included).
     num_boost_round : int
     split_score : SplitScore
-        The host's regularisation (for the values of collapsed nodes).
-    shrinkage : float
-        Learning rate the host multiplies leaf outputs by.
+        The host's regularisation (for the values of collapsed nodes, with each tree's
+        ``Tree.shrinkage``).
     init_score : array (K,)
         Raw score every row starts from.
     score_dtype : dtype
@@ -159,7 +157,7 @@ def boost(
     raw_eval = [np.tile(init.astype(score_dtype), (e.y.shape[0], 1)) for e in eval_sets]
     trees: list[Tree] = []
     classes: list[int] = []
-    records: list[pd.DataFrame] = []
+    records: list[dict[str, np.ndarray]] = []
     history: dict[str, dict[str, list[float]]] = {e.name: {} for e in eval_sets}
     best: dict[tuple[str, str], tuple[float, int]] = {}
     best_iteration = -1
@@ -178,11 +176,11 @@ def boost(
         for k, tree in enumerate(new):
             node_k = nodes[:, k]
             tree, old_to_new, rec = _score_and_prune(
-                tree, len(trees), node_k, g[:, k], h[:, k], held, split_score, shrinkage,
+                tree, len(trees), node_k, g[:, k], h[:, k], held, split_score,
                 options, prune_threshold,
             )
             if rec is not None:
-                rec["class"] = k
+                rec["class"] = np.full(rec["node"].size, k)
                 records.append(rec)
             raw[:, k] += tree.value[old_to_new[node_k]].astype(score_dtype)
             for r, ne in zip(raw_eval, nodes_eval):
@@ -218,12 +216,15 @@ def boost(
     best_score: dict[str, dict[str, float]] = {}
     for (s, m), (v, _) in best.items():
         best_score.setdefault(s, {})[m] = v
-    splits = pd.concat(records, ignore_index=True) if records else None
+    splits = (
+        pd.DataFrame({c: np.concatenate([r[c] for r in records]) for c in records[0]})
+        if records else None
+    )
     return BoostResult(trees, np.array(classes), init, raw, raw_eval, history,
                        best_iteration, best_score, splits)
 
 
-def _score_and_prune(tree, index, nodes, g, h, held, split_score, shrinkage, options,
+def _score_and_prune(tree, index, nodes, g, h, held, split_score, options,
                      threshold):
     identity = np.arange(tree.n_nodes)
     if threshold is None or tree.n_leaves == 1 or not held.any():
@@ -233,17 +234,17 @@ def _score_and_prune(tree, index, nodes, g, h, held, split_score, shrinkage, opt
                     h[held], None)
     scores = score_tree(step, split_score, options)
     inner = tree.internal_nodes
-    rec = pd.DataFrame({
-        "tree": index, "node": inner, "depth": tree.depth[inner],
+    rec = {
+        "tree": np.full(inner.size, index), "node": inner, "depth": tree.depth[inner],
         "feature_index": tree.feature[inner], "threshold": tree.threshold[inner],
         "n_train": scores.n_train[inner], "n_valid": scores.n_valid[inner],
         "k": scores.k[inner], "biased_gain": scores.biased[inner],
         "unbiased_gain": scores.unbiased[inner], "host_gain": tree.host_gain[inner],
         "usable": scores.usable[inner],
-    })
+    }
     out = prune_tree(tree, scores, split_score, threshold)
     if out is None:
-        rec["kept"] = True
+        rec["kept"] = np.ones(inner.size, dtype=bool)
         return tree, identity, rec
     pruned, old_to_new = out
     # a split is kept iff it is still an internal node: it and all its ancestors survived

@@ -44,7 +44,9 @@ _K_EPSILON = 1e-15
 
 
 def _weighted_mean(y, w):
-    return float(np.average(y, weights=w)) if w is not None else float(np.mean(y))
+    if w is None:
+        return float(np.mean(y, dtype=np.float64))
+    return float(np.average(np.asarray(y, dtype=np.float64), weights=w))
 
 
 def _weighted_percentile(y, w, q):
@@ -116,7 +118,11 @@ class SquaredError(Objective):
     name = "squared_error"
 
     def _grad_hess(self, y, raw, w):
-        return self._w(raw - y, w), self._w(np.ones_like(raw), w)
+        if w is None:
+            return raw - y, np.ones_like(raw)
+        # both hosts round the residual to float32 before weighting it in float32
+        w32 = w.astype(np.float32)
+        return (raw - y).astype(np.float32) * w32, w32
 
     def init_score(self, y, weight=None):
         return np.array([_weighted_mean(np.float32(y), weight)])
