@@ -6,7 +6,8 @@ exceeds Student's t quantile (one-sided, level ``alpha``, ``B - 1`` degrees of f
 * Calibration: on null data (five features independent of y with 2, 4, 10, 20 levels and a
   continuous one; 1000 training and 1000 held-out rows; 200 replications) the share of noise
   features selected at alpha = 0.05 is at most 0.08, for single-tree and 20-round boosted
-  models of both hosts, and no cardinality is selected much more often than another.
+  models of both hosts, and no cardinality is selected much more often than another; for
+  single trees (where E[U] = 0 holds) it is at least 0.015, so the test keeps its power.
 * Power: on ``y = 0.5*X1 + N(0,1)`` (the paper's example with a larger effect; 5000 training
   and 5000 held-out rows, 20 rounds, 50 replications) X1 is selected in at least 90% of the
   replications, the noise features X2 and X3 in at most 10%.
@@ -102,6 +103,10 @@ def test_null_calibration(host, rounds):
     assert share <= 0.08, (share, selected.mean(axis=0))
     # no cardinality is favoured: each feature at most 0.12 (4 binomial SE above 0.05)
     assert np.all(selected.mean(axis=0) <= 0.12), selected.mean(axis=0)
+    if rounds == 1:
+        # where E[U] = 0 holds the test is not grossly conservative either (measured ~0.04;
+        # 0.015 is 4 binomial SE below that)
+        assert share >= 0.015, share
 
 
 @pytest.mark.slow
