@@ -179,24 +179,29 @@ class Draws:
         np.cumsum(values[self.order], dtype=np.float64, out=cum[1:])
         return np.bincount(self.request, cum[s + j] - cum[s], minlength=self.n_requests)
 
-    def block_sums(self, values: np.ndarray, blocks: np.ndarray, n_blocks: int) -> np.ndarray:
-        """Sums of ``values`` over each request's rows in each block, ``(n_requests, n_blocks)``.
+    def block_sums(
+        self, values: tuple[np.ndarray, ...], blocks: np.ndarray, n_blocks: int
+    ) -> list[np.ndarray]:
+        """For each 1-D array in ``values``: its sums over each request's rows in each block,
+        ``(n_requests, n_blocks)``.
 
         One pass over the rows whatever the number of blocks: the rows are cut at every
         window boundary, summed per (segment, block), and windows add up their segments.
         """
         s, j = self.start[self.leaf], self.count
-        n = values.shape[0]
+        n = blocks.shape[0]
         cuts = np.unique(np.concatenate([[0, n], s, s + j]))
         seg = np.repeat(np.arange(cuts.size - 1), np.diff(cuts))
-        acc = np.bincount(
-            seg * n_blocks + blocks[self.order], weights=values[self.order],
-            minlength=(cuts.size - 1) * n_blocks,
-        ).reshape(-1, n_blocks)
-        cum = np.vstack([np.zeros(n_blocks), np.cumsum(acc, axis=0)])
-        pair = cum[np.searchsorted(cuts, s + j)] - cum[np.searchsorted(cuts, s)]
-        out = np.zeros((self.n_requests, n_blocks))
-        np.add.at(out, self.request, pair)
+        cell = seg * n_blocks + blocks[self.order]
+        lo, hi = np.searchsorted(cuts, s), np.searchsorted(cuts, s + j)
+        out = []
+        for v in values:
+            acc = np.bincount(cell, weights=v[self.order],
+                              minlength=(cuts.size - 1) * n_blocks).reshape(-1, n_blocks)
+            cum = np.vstack([np.zeros(n_blocks), np.cumsum(acc, axis=0)])
+            per_request = np.zeros((self.n_requests, n_blocks))
+            np.add.at(per_request, self.request, cum[hi] - cum[lo])
+            out.append(per_request)
         return out
 
     def rows(self, q: int) -> np.ndarray:
@@ -359,11 +364,10 @@ def unbiased_gain(
         req_k = np.tile(k[split], 3)
         for _ in range(n_draws):
             draws = draw_subsets(tree, nodes_valid, req_node, req_k, rng)
-            add(
-                draws.sums(g_valid), draws.sums(h_valid),
-                draws.block_sums(g_valid, blocks, n_blocks) if jack else None,
-                draws.block_sums(h_valid, blocks, n_blocks) if jack else None,
+            block_g, block_h = (
+                draws.block_sums((g_valid, h_valid), blocks, n_blocks) if jack else (None, None)
             )
+            add(draws.sums(g_valid), draws.sums(h_valid), block_g, block_h)
 
     def combine(r):  # U from the ratios of (I, L, R); r is (3s,) or (3s, n_blocks)
         r_I, r_L, r_R = np.split(r / n_draws, 3)
