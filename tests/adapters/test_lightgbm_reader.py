@@ -9,6 +9,7 @@ lightgbm = pytest.importorskip("lightgbm")
 pd = pytest.importorskip("pandas")
 from scipy import sparse  # noqa: E402
 from unbiased_criteria.adapters import lightgbm as adapter  # noqa: E402
+from unbiased_criteria.adapters.lightgbm.writer import split_text  # noqa: E402
 
 from unbiased_criteria import gains, trees  # noqa: E402
 from unbiased_criteria.model import UnsupportedModelError  # noqa: E402
@@ -203,7 +204,7 @@ def test_single_leaf_tree_inside_a_forest():
     """A hand-edited model whose second tree is a single leaf (LightGBM's own format)."""
     booster, X, _ = train("regression", rounds=3)
     text = booster.model_to_string(num_iteration=-1)
-    header, blocks, trailer = adapter._split_text(text)
+    header, blocks, trailer = split_text(text)
     stump = (
         "num_leaves=1\nnum_cat=0\nsplit_feature=\nsplit_gain=\nthreshold=\ndecision_type=\n"
         "left_child=\nright_child=\nleaf_value=0.25\nleaf_weight=\nleaf_count=600\n"

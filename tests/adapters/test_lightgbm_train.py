@@ -13,6 +13,7 @@ import pytest
 lightgbm = pytest.importorskip("lightgbm")
 
 from unbiased_criteria.adapters import lightgbm as adapter  # noqa: E402
+from unbiased_criteria.adapters.lightgbm.training import run_training  # noqa: E402
 
 from unbiased_criteria.model import UnsupportedModelError  # noqa: E402
 
@@ -59,7 +60,7 @@ def datasets(kind: str, *, weights: bool = True, seed: int = 0, init_score=None)
 def run_train(params, train_set, rounds, **kw):
     kw.setdefault("holdout_fraction", 0.2)
     kw.setdefault("random_state", 0)
-    return adapter._train(
+    return run_training(
         params, train_set, rounds, valid_sets=kw.pop("valid_sets", None),
         valid_names=kw.pop("valid_names", None), feval=kw.pop("feval", None),
         callbacks=kw.pop("callbacks", None), redraw_holdout=kw.pop("redraw_holdout", True),

@@ -1,0 +1,205 @@
+"""The training hook's Datasets: checked and constructed as ``lightgbm.train`` does.
+
+:func:`construct` takes the raw rows and labels of the training and validation Datasets (before
+construction may free them), constructs the Datasets and two Boosters, and returns the row sets
+the loop trains on and evaluates (:class:`Rows`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import lightgbm
+import numpy as np
+from lightgbm.basic import _choose_param_value
+from unbiased_criteria.adapters.lightgbm.source import LightGBMSource, parse_parameters
+
+from unbiased_criteria import objectives as _objectives
+from unbiased_criteria.validation import check_labels
+
+__all__ = ["Labels", "Rows", "Setup", "check_sets", "construct"]
+
+
+class Labels(np.ndarray):
+    """Labels of one set of rows that know those rows (``rows``).
+
+    The core's loop hands every evaluation set's labels, unchanged, to the metrics and to
+    ``feval``; the training hook's wrappers find the set's Dataset and init score from them.
+    """
+
+    rows: Rows | None
+
+    def __array_finalize__(self, obj):
+        self.rows = getattr(obj, "rows", None)
+
+
+@dataclass(eq=False)
+class Rows:
+    """One set of rows: its Dataset, raw data (what ``predict`` routes), labels and offsets."""
+
+    name: str
+    dataset: lightgbm.Dataset
+    data: Any
+    y: np.ndarray
+    weight: np.ndarray | None
+    offset: np.ndarray | None  # (n, K): the Dataset's init_score, None if it has none
+
+    def labels(self) -> Labels:
+        out = self.y.view(Labels)
+        out.rows = self
+        return out
+
+    def shifted(self, raw: np.ndarray) -> np.ndarray:
+        """Raw scores plus the Dataset's init score, as LightGBM scores the set."""
+        if self.offset is None:
+            return raw
+        return raw + (self.offset if raw.ndim == 2 else self.offset[:, 0])
+
+
+def check_sets(train_set, valid_sets, valid_names):
+    """Type checks of the Datasets, as ``lightgbm.train`` makes them."""
+    if not isinstance(train_set, lightgbm.Dataset):
+        raise TypeError(f"train_set must be a lightgbm.Dataset, got {type(train_set).__name__}")
+    if valid_sets is None:
+        valid_sets = []
+    elif isinstance(valid_sets, lightgbm.Dataset):
+        valid_sets = [valid_sets]
+    for i, ds in enumerate(valid_sets):
+        if not isinstance(ds, lightgbm.Dataset):
+            raise TypeError(f"valid_sets[{i}] must be a lightgbm.Dataset, got {type(ds).__name__}")
+    if isinstance(valid_names, str):
+        valid_names = [valid_names]
+    return list(valid_sets), valid_names
+
+
+def _raw_rows(ds: lightgbm.Dataset, argument: str) -> Any:
+    """The raw data of ``ds``, which ``predict(pred_leaf=True)`` routes every round."""
+    if getattr(ds, "used_indices", None) is not None:
+        raise ValueError(
+            f"{argument} is a subset of another Dataset (Dataset.subset); pass a Dataset "
+            "built from its own data"
+        )
+    data = ds.data
+    if data is None:
+        raise ValueError(
+            f"{argument} no longer holds its raw data (it was constructed with "
+            "free_raw_data=True): the training hook routes the raw rows through every new "
+            "tree; pass an unconstructed Dataset or one made with free_raw_data=False"
+        )
+    if isinstance(data, str | os.PathLike):
+        raise ValueError(
+            f"{argument} reads its data from the file {str(data)!r}: load the data and build "
+            "the Dataset from an array, DataFrame or sparse matrix"
+        )
+    if isinstance(data, lightgbm.Sequence) or (
+        isinstance(data, list) and data and isinstance(data[0], lightgbm.Sequence)
+    ):
+        raise ValueError(f"{argument} is built from lightgbm.Sequence objects, not supported")
+    if isinstance(data, list):
+        data = np.asarray(data, dtype=np.float64)
+    return data
+
+
+def _check_given_labels(ds: lightgbm.Dataset, argument: str) -> None:
+    """Check that ``ds`` has numeric labels without NaN, before construction."""
+    label = ds.label if ds._handle is None else ds.get_label()
+    if label is None:
+        raise ValueError(f"{argument} has no labels: build it with lightgbm.Dataset(X, label=y)")
+    try:
+        y = np.asarray(label, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{argument}'s labels must be numeric") from None
+    check_labels(y, y.shape[0] if y.ndim else 0, f"{argument}'s label", _objectives.Objective())
+
+
+def _init_offset(ds: lightgbm.Dataset, K: int) -> np.ndarray | None:
+    """The constructed Dataset's init_score as ``(n, K)`` (LightGBM's flat layout is
+    class-major), or None."""
+    init = ds.get_init_score()
+    if init is None:
+        return None
+    init = np.asarray(init, dtype=np.float64)
+    n = ds.num_data()
+    if init.ndim == 2:
+        return init.reshape(n, K)
+    return init.reshape(K, n).T.copy()
+
+
+def _row_set(ds, data, name, argument, K) -> Rows:
+    """A constructed Dataset's rows, labels (float32, as LightGBM stores them) and weights."""
+    y = np.asarray(ds.get_label(), dtype=np.float32).astype(np.float64)
+    w = ds.get_weight()
+    w = None if w is None else np.asarray(w, dtype=np.float32).astype(np.float64)
+    if w is not None and (not np.all(np.isfinite(w)) or np.any(w < 0)):
+        raise ValueError(f"{argument}'s weights must be finite and non-negative")
+    return Rows(name, ds, data, y, w, _init_offset(ds, K))
+
+
+@dataclass
+class Setup:
+    """The constructed Datasets and Boosters of one training run."""
+
+    host: lightgbm.Booster  # objective 'none': grows the trees
+    source: LightGBMSource  # header and parameters of the model lightgbm.train would write
+    metric_info: list[tuple[str, bool]]  # LightGBM's metric names and higher_is_better
+    n_outputs: int
+    dump: dict  # the host's dump_model() before training: feature names and infos
+    train_rows: Rows
+    eval_rows: list[Rows]  # the training set first if it is evaluated, then the others
+
+
+def construct(params, name, train_set, valid_sets, valid_names) -> Setup:
+    """Construct the Datasets as ``lightgbm.train`` does, and the two Boosters.
+
+    A Booster with the real objective (never trained) gives the written model's header and
+    ``parameters:`` and LightGBM's metric names; a Booster with ``objective='none'`` grows the
+    trees. Raw data and labels are taken first: construction may free them.
+    """
+    train_data = _raw_rows(train_set, "train_set")
+    _check_given_labels(train_set, "train_set")
+    train_name, reduced = "training", []
+    for i, ds in enumerate(valid_sets):
+        if ds is train_set:
+            if valid_names is not None:
+                train_name = valid_names[i]
+            continue
+        argument = f"valid_sets[{i}]"
+        data = _raw_rows(ds, argument)
+        _check_given_labels(ds, argument)
+        nm = valid_names[i] if valid_names is not None and len(valid_names) > i else f"valid_{i}"
+        reduced.append((ds, data, nm, argument))
+    has_train_eval = any(ds is train_set for ds in valid_sets)
+
+    host_params = _choose_param_value(main_param_name="metric", params=params,
+                                      default_value=None)
+    host_params.update(objective="none", metric="None")
+    train_set._update_params(params)._set_predictor(None)
+    for ds, *_ in reduced:
+        ds._update_params(params).set_reference(train_set)
+    try:
+        template = lightgbm.Booster(params=params, train_set=train_set)
+        host = lightgbm.Booster(params=host_params, train_set=train_set)
+        for ds, *_ in reduced:
+            ds.construct()
+    finally:
+        train_set._reverse_update_params()
+        for ds, *_ in reduced:
+            ds._reverse_update_params()
+    if has_train_eval:
+        host.set_train_data_name(train_name)
+    text = template.model_to_string(num_iteration=-1)
+    metric_info = [(r.metric_name, bool(r.maximize)) for r in template.eval_train()]
+    del template
+
+    K = host.num_model_per_iteration()
+    train_rows = _row_set(train_set, train_data, train_name, "train_set", K)
+    if train_rows.weight is not None and not train_rows.weight.sum() > 0:
+        raise ValueError("train_set's weights sum to zero: no row would count")
+    eval_rows = [train_rows] if has_train_eval else []
+    eval_rows += [_row_set(ds, data, nm, arg, K) for ds, data, nm, arg in reduced]
+    source = LightGBMSource(text=text, params=parse_parameters(text), objective=name,
+                            n_leaves=np.zeros(0, dtype=np.int64))
+    return Setup(host, source, metric_info, K, host.dump_model(num_iteration=-1), train_rows,
+                 eval_rows)

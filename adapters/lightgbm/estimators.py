@@ -1,0 +1,196 @@
+"""Drop-in scikit-learn estimators over the training hook.
+
+:class:`UnbiasedLGBMRegressor` and :class:`UnbiasedLGBMClassifier` are LightGBM's
+``LGBMRegressor`` / ``LGBMClassifier`` whose ``fit`` trains through
+:func:`~unbiased_criteria.adapters.lightgbm.training.train`; ``feature_importances_`` is the
+unbiased importance gathered during training.
+"""
+
+from __future__ import annotations
+
+import copy
+import types
+from collections.abc import Callable
+from typing import Any
+
+import lightgbm
+import numpy as np
+import pandas as pd
+from unbiased_criteria.adapters.lightgbm.training import train, training_splits
+
+__all__ = ["UnbiasedLGBMRegressor", "UnbiasedLGBMClassifier"]
+
+#: constructor parameters the estimators add to LightGBM's (they are not LightGBM parameters)
+_UNBIASED_PARAMS = ("holdout_fraction", "redraw_holdout", "prune_threshold", "n_draws", "min_k")
+
+
+def _with_train(func: Callable, replacement: Callable) -> Callable:
+    """A copy of ``func`` whose global name ``train`` means ``replacement``.
+
+    ``LGBMModel.fit`` prepares the Datasets, evaluation sets, metrics and callbacks and then
+    calls ``lightgbm.train`` through its module's global name ``train``. Running a copy of it
+    with that one name rebound keeps every step of LightGBM's ``fit`` without touching the
+    ``lightgbm`` module (no monkeypatching: other code and threads are unaffected).
+    """
+    if "train" not in func.__code__.co_names:
+        raise RuntimeError(
+            "this LightGBM version's LGBMModel.fit does not call train(); the "
+            "UnbiasedLGBM* estimators need an update"
+        )
+    namespace = dict(func.__globals__)
+    namespace["train"] = replacement
+    new = types.FunctionType(func.__code__, namespace, func.__name__, func.__defaults__,
+                             func.__closure__)
+    new.__kwdefaults__ = copy.copy(func.__kwdefaults__)
+    return new
+
+
+class _UnbiasedFit(lightgbm.LGBMModel):
+    """Placed after ``LGBMRegressor`` / ``LGBMClassifier`` in the estimators' MRO, this class's
+    ``fit`` is what their ``fit`` calls as ``super().fit``: LightGBM's ``LGBMModel.fit`` with
+    :func:`train` in place of ``lightgbm.train``."""
+
+    def fit(self, *args: Any, **kwargs: Any):
+        if kwargs.get("init_model") is not None:
+            raise ValueError("init_model (continued training) is not supported")
+        options = {k: getattr(self, k) for k in _UNBIASED_PARAMS}
+
+        def unbiased_train(params, train_set, num_boost_round=100, valid_sets=None,
+                           valid_names=None, feval=None, init_model=None,
+                           keep_training_booster=False, callbacks=None):
+            return train(params, train_set, num_boost_round, valid_sets=valid_sets,
+                         valid_names=valid_names, feval=feval or None, callbacks=callbacks,
+                         **options)
+
+        fit = _with_train(lightgbm.LGBMModel.fit, unbiased_train)
+        return fit(self, *args, **kwargs)
+
+    def _process_params(self, stage: str) -> dict[str, Any]:
+        params = super()._process_params(stage)
+        for key in _UNBIASED_PARAMS:  # ours, not LightGBM's
+            params.pop(key, None)
+        return params
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Unbiased importance of each feature: the sum of ``U`` over its kept splits.
+
+        ``U`` is the unbiased gain of each split when it was made (see
+        :func:`training_splits`). NaN for every feature when no split was scored
+        (``prune_threshold=None`` or ``holdout_fraction=0``). LightGBM's own importances stay
+        available as ``booster_.feature_importance(importance_type)``.
+        """
+        if not self.__sklearn_is_fitted__():
+            raise lightgbm.compat.LGBMNotFittedError(
+                "No feature_importances found. Need to call fit beforehand."
+            )
+        frame = training_splits(self._Booster)
+        out = np.zeros(self._Booster.num_feature())
+        if frame.empty:
+            return np.full_like(out, np.nan)
+        kept = frame[frame["kept"].astype(bool)]
+        np.add.at(out, kept["feature_index"].to_numpy(dtype=np.int64),
+                  kept["unbiased_gain"].to_numpy(dtype=np.float64))
+        return out
+
+    @property
+    def training_splits_(self) -> pd.DataFrame:
+        """:func:`training_splits` of the fitted model (one row per scored split)."""
+        return training_splits(self.booster_)
+
+
+_ESTIMATOR_DOC = """LightGBM's ``{base}`` trained with unbiased-gain pruning (:func:`train`).
+
+    A drop-in replacement: the constructor takes every ``{base}`` parameter and ``fit`` every
+    ``{base}.fit`` argument (not ``init_model``); training goes through :func:`train`, so each
+    new tree is pruned, top-down, of the splits whose unbiased gain on held-out rows is
+    ``<= prune_threshold``. ``random_state`` also seeds the held-out draws (``None``: 0, so
+    fits are repeatable as LightGBM's are).
+
+    Parameters
+    ----------
+    holdout_fraction : float, default 0.2
+        Training rows held out each round (zero gradient and hessian; LightGBM still counts
+        them for ``min_child_samples``), in [0, 1). 0 switches pruning off.
+    redraw_holdout : bool, default True
+        New held-out rows every round.
+    prune_threshold : float or None, default 0.0
+        Splits with ``U <= prune_threshold`` are removed; None scores nothing (the model is
+        then ``{base}``'s).
+    n_draws, min_k : int, default 1 and 5
+        Options of the unbiased gain (see :func:`train`).
+    **kwargs
+        ``{base}``'s parameters.
+
+    Attributes
+    ----------
+    feature_importances_ : ndarray of shape (n_features,)
+        The unbiased importance: per feature, the sum of ``U`` over the kept splits.
+    training_splits_ : pandas.DataFrame
+        Every split scored during training (:func:`training_splits`).
+    """
+
+
+def _estimator(base: type[lightgbm.LGBMModel]) -> type[lightgbm.LGBMModel]:
+    """``base`` (``LGBMRegressor`` or ``LGBMClassifier``) trained through :func:`train`.
+
+    scikit-learn reads the parameters from ``__init__``'s signature, so it lists LightGBM's
+    constructor parameters and ours explicitly.
+    """
+
+    class Estimator(base, _UnbiasedFit):
+        def __init__(
+            self,
+            *,
+            boosting_type: str = "gbdt",
+            num_leaves: int = 31,
+            max_depth: int = -1,
+            learning_rate: float = 0.1,
+            n_estimators: int = 100,
+            subsample_for_bin: int = 200000,
+            objective: str | Callable | None = None,
+            class_weight: dict | str | None = None,
+            min_split_gain: float = 0.0,
+            min_child_weight: float = 1e-3,
+            min_child_samples: int = 20,
+            subsample: float = 1.0,
+            subsample_freq: int = 0,
+            colsample_bytree: float = 1.0,
+            reg_alpha: float = 0.0,
+            reg_lambda: float = 0.0,
+            random_state: int | np.random.RandomState | np.random.Generator | None = None,
+            n_jobs: int | None = None,
+            importance_type: str = "split",
+            holdout_fraction: float = 0.2,
+            redraw_holdout: bool = True,
+            prune_threshold: float | None = 0.0,
+            n_draws: int = 1,
+            min_k: int = 5,
+            **kwargs: Any,
+        ) -> None:
+            super().__init__(
+                boosting_type=boosting_type, num_leaves=num_leaves, max_depth=max_depth,
+                learning_rate=learning_rate, n_estimators=n_estimators,
+                subsample_for_bin=subsample_for_bin, objective=objective,
+                class_weight=class_weight, min_split_gain=min_split_gain,
+                min_child_weight=min_child_weight, min_child_samples=min_child_samples,
+                subsample=subsample, subsample_freq=subsample_freq,
+                colsample_bytree=colsample_bytree, reg_alpha=reg_alpha, reg_lambda=reg_lambda,
+                random_state=random_state, n_jobs=n_jobs, importance_type=importance_type,
+                **kwargs,
+            )
+            self.holdout_fraction = holdout_fraction
+            self.redraw_holdout = redraw_holdout
+            self.prune_threshold = prune_threshold
+            self.n_draws = n_draws
+            self.min_k = min_k
+
+    # named as the module attribute it is bound to, so that pickle finds it
+    Estimator.__name__ = Estimator.__qualname__ = f"Unbiased{base.__name__}"
+    Estimator.__init__.__qualname__ = f"Unbiased{base.__name__}.__init__"
+    Estimator.__doc__ = _ESTIMATOR_DOC.format(base=base.__name__)
+    return Estimator
+
+
+UnbiasedLGBMRegressor = _estimator(lightgbm.LGBMRegressor)
+UnbiasedLGBMClassifier = _estimator(lightgbm.LGBMClassifier)

@@ -1,0 +1,121 @@
+"""LightGBM as the core loop's tree grower: one iteration from given gradients."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lightgbm
+import numpy as np
+from unbiased_criteria.adapters.lightgbm.reader import parse_tree
+from unbiased_criteria.adapters.lightgbm.source import RULES
+
+from unbiased_criteria.trees import Tree, make_tree
+
+__all__ = ["LGBMGrower"]
+
+
+def _single_leaf() -> Tree:
+    return make_tree([-1], [-1], [-1], value=[0.0], rules=RULES)
+
+
+class LGBMGrower:
+    """A :class:`unbiased_criteria.boosting.Grower` on a LightGBM Booster.
+
+    ``grow(grad, hess)`` hands the loop's float32 arrays ``(n, K)`` to ``Booster.update`` on a
+    Booster made with ``objective='none'`` (class-major for multiclass, as LightGBM wants),
+    reads the K new trees with ``dump_model(start_iteration=it, num_iteration=1)`` and the
+    reader's parser, and returns them in the IR (leaf values shrunk, no init score). The
+    Booster's own score caches are never used: they do not see pruning.
+
+    ``leaf_nodes(which)`` routes the raw rows of set ``which`` (0: the training rows) through
+    the new iteration with ``predict(pred_leaf=True)``: the written model routes them the
+    same way, so the loop's running scores are exactly what it will predict.
+
+    When no tree of an iteration has a split, LightGBM drops the iteration; the grower then
+    returns K single-leaf trees of value 0 (which add nothing).
+
+    Parameters
+    ----------
+    booster : lightgbm.Booster
+        Made with ``objective='none'`` on the training Dataset; it gains one iteration per call.
+    data : sequence
+        The raw rows of the training set (first) and of each evaluation set, as ``predict``
+        accepts them; the same object twice is routed once per iteration.
+    n_categories : list of int
+        Categories of each feature, for ``cat_l2``
+        (:func:`~unbiased_criteria.adapters.lightgbm.reader.categorical_options`).
+    cat_l2 : float
+    max_cat_to_onehot : int
+    num_threads : int
+        LightGBM's ``num_threads`` of the training: ``predict`` must use the same, or OpenMP
+        switches thread teams on every call, which made each ``update`` up to 100 times slower
+        on a loaded machine.
+    """
+
+    def __init__(
+        self,
+        booster: lightgbm.Booster,
+        data: list[Any],
+        *,
+        n_categories: list[int],
+        cat_l2: float,
+        max_cat_to_onehot: int,
+        num_threads: int = 0,
+    ) -> None:
+        self.booster = booster
+        self._num_threads = int(num_threads)
+        self.n_outputs = booster.num_model_per_iteration()
+        self._data = list(data)
+        self._categorical = dict(
+            n_categories=n_categories, cat_l2=cat_l2, max_cat_to_onehot=max_cat_to_onehot
+        )
+        self._iteration: int | None = None  # Booster iteration of the last grown trees
+        self._offsets = np.zeros(self.n_outputs, dtype=np.int32)
+        self._nodes: dict[int, np.ndarray] = {}
+
+    def grow(self, grad: np.ndarray, hess: np.ndarray) -> list[Tree]:
+        """Grow one iteration from ``(n, K)`` float32 gradients and hessians."""
+        K = self.n_outputs
+        self._nodes = {}
+        self._iteration = None
+        g = np.ascontiguousarray(grad if K > 1 else grad[:, 0], dtype=np.float32)
+        h = np.ascontiguousarray(hess if K > 1 else hess[:, 0], dtype=np.float32)
+        it = self.booster.current_iteration()
+        # Booster.update(fobj=...) first resets the objective to 'none', which fails when
+        # LightGBM kept no usable feature; the Booster already has objective 'none', so call
+        # the step it then takes (LGBM_BoosterUpdateOneIterCustom) directly
+        step = getattr(self.booster, "_Booster__boost", None)
+        if step is not None:
+            step(grad=g, hess=h)
+        else:  # pragma: no cover - other LightGBM versions
+            self.booster.update(fobj=lambda preds, data: (g, h))
+        if self.booster.current_iteration() == it:  # no split anywhere: LightGBM dropped it
+            return [_single_leaf() for _ in range(K)]
+        infos = self.booster.dump_model(start_iteration=it, num_iteration=1)["tree_info"]
+        trees = [
+            make_tree(
+                **parse_tree(info, **self._categorical),
+                shrinkage=float(info["shrinkage"]), rules=RULES,
+            )
+            for info in infos
+        ]
+        self._iteration = it
+        self._offsets = np.array([t.n_leaves - 1 for t in trees], dtype=np.int32)
+        return trees
+
+    def leaf_nodes(self, which: int) -> np.ndarray:
+        """IR leaf node ids ``(n_rows, K)`` of set ``which`` in the last grown iteration."""
+        X = self._data[which]
+        key = id(X)
+        if key not in self._nodes:
+            n = int(X.shape[0])
+            if self._iteration is None:
+                nodes = np.zeros((n, self.n_outputs), dtype=np.int32)
+            else:
+                leaves = self.booster.predict(
+                    X, start_iteration=self._iteration, num_iteration=1, pred_leaf=True,
+                    num_threads=self._num_threads,
+                )
+                nodes = np.asarray(leaves).reshape(n, self.n_outputs) + self._offsets
+            self._nodes[key] = nodes.astype(np.int32, copy=False)
+        return self._nodes[key]

@@ -1,0 +1,288 @@
+"""Read a LightGBM model into the IR; no data needed.
+
+The reader parses ``Booster.dump_model(num_iteration=-1)`` (the tree structure and statistics)
+and the ``parameters:`` block of ``Booster.model_to_string(num_iteration=-1)`` (objective
+hyper-parameters, modes that break replay). Unsupported kinds of model raise
+``UnsupportedModelError`` naming what is unsupported.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import lightgbm
+import numpy as np
+from unbiased_criteria.adapters.lightgbm.objectives import (
+    MEAN_TYPE,
+    OBJECTIVE_ALIASES,
+    RANKING,
+    core_objective,
+)
+from unbiased_criteria.adapters.lightgbm.source import (
+    RULES,
+    LightGBMSource,
+    booster_of,
+    make_forest,
+    parse_parameters,
+)
+
+from unbiased_criteria.model import Model, UnsupportedModelError
+from unbiased_criteria.trees import MISSING_NAN, MISSING_NONE, MISSING_ZERO, make_tree
+
+__all__ = ["read_model", "parse_tree", "categorical_options", "replay_warnings"]
+
+_MISSING_CODE = {"None": MISSING_NONE, "Zero": MISSING_ZERO, "NaN": MISSING_NAN}
+
+
+def _check_supported(dump: dict, source: LightGBMSource, text: str) -> None:
+    """Raise UnsupportedModelError for model kinds the IR cannot replay or represent."""
+    boosting = source.param("boosting")
+    if dump.get("average_output") or boosting == "rf":
+        raise UnsupportedModelError(
+            "random forest mode (boosting='rf', average_output) is not supported: every tree "
+            "is fit at the init score and the output is averaged"
+        )
+    if boosting == "dart":
+        raise UnsupportedModelError(
+            "DART boosting is not supported: its gradients were computed with random trees "
+            "dropped and its trees were rescaled afterwards"
+        )
+    if source.flag("linear_tree") or re.search(r"^is_linear=1$", text, re.M):
+        raise UnsupportedModelError(
+            "linear trees (linear_tree=True) are not supported: their leaves hold linear models"
+        )
+    obj = source.objective
+    if obj in RANKING:
+        raise UnsupportedModelError(f"ranking objective {obj!r} is not supported")
+    if obj == "cross_entropy_lambda":
+        raise UnsupportedModelError("objective 'cross_entropy_lambda' is not supported")
+    if obj == "regression" and source.flag("reg_sqrt"):
+        raise UnsupportedModelError(
+            "regression with reg_sqrt=True is not supported: the model was fit to sqrt(y)"
+        )
+    if obj is not None and obj not in OBJECTIVE_ALIASES.values():
+        raise UnsupportedModelError(f"unknown LightGBM objective {obj!r}")
+
+
+def replay_warnings(source: LightGBMSource) -> tuple[str, ...]:
+    """Training modes after which host_gain will not match the recomputed biased gain."""
+    p, fp = source.param, source.float_param
+    tail = "host_gain will not match the recomputed biased gain; the unbiased gain stays valid"
+    out = []
+    freq = int(fp("bagging_freq"))
+    if freq > 0 and (
+        fp("bagging_fraction") < 1 or p("pos_bagging_fraction") not in ("", "1")
+        or p("neg_bagging_fraction") not in ("", "1")
+    ):
+        out.append(f"bagging: the trees were grown on bags of rows that were not stored; {tail}")
+    if p("data_sample_strategy") == "goss" or p("boosting") == "goss":
+        out.append(f"GOSS: the trees were grown on reweighted samples of rows; {tail}")
+    if source.flag("use_quantized_grad"):
+        out.append(f"use_quantized_grad: the trees were grown on rounded gradients; {tail}")
+    if any(float(v) != 0 for v in re.split(r"[,\s]+", p("monotone_constraints")) if v):
+        out.append(f"monotone constraints: leaf outputs were clipped; {tail}")
+    if any(float(v) != 1 for v in re.split(r"[,\s]+", p("feature_contri")) if v):
+        out.append(f"feature_contri: gains were scaled per feature; {tail}")
+    if fp("path_smooth") > 0:
+        out.append(f"path_smooth: leaf outputs were smoothed towards their parents; {tail}")
+    cegb = [p("cegb_penalty_split")] + re.split(
+        r"[,\s]+", p("cegb_penalty_feature_lazy") + "," + p("cegb_penalty_feature_coupled")
+    )
+    if any(float(v) != 0 for v in cegb if v):
+        out.append(f"cegb: gains were reduced by cost-effective boosting penalties; {tail}")
+    return tuple(out)
+
+
+def categorical_options(dump: dict, source: LightGBMSource) -> dict[str, Any]:
+    """The categorical keywords of :func:`parse_tree` (and of the grower) for a model.
+
+    ``n_categories``: categorical bins of each feature (its category list, -1 = the NaN bin);
+    ``cat_l2`` and ``max_cat_to_onehot`` as the model's parameters give them.
+    """
+    infos = dump.get("feature_infos", {})
+    return dict(
+        n_categories=[
+            len(infos.get(name, {}).get("values", []) or []) for name in dump["feature_names"]
+        ],
+        cat_l2=source.float_param("cat_l2"),
+        max_cat_to_onehot=int(source.float_param("max_cat_to_onehot")),
+    )
+
+
+def parse_tree(
+    info: dict, n_categories: list[int], cat_l2: float, max_cat_to_onehot: int
+) -> dict[str, Any]:
+    """Flat IR arrays of one ``tree_info`` entry (iterative walk: trees can be deep)."""
+    L = int(info["num_leaves"])
+    n = 2 * L - 1
+    left = np.full(n, -1, np.int32)
+    right = np.full(n, -1, np.int32)
+    feature = np.full(n, -1, np.int32)
+    threshold = np.full(n, np.nan)
+    default_left = np.zeros(n, bool)
+    missing = np.full(n, MISSING_NONE, np.int8)
+    value = np.full(n, np.nan)
+    l2_extra = np.zeros(n)
+    gain = np.full(n, np.nan)
+    hess = np.full(n, np.nan)
+    count = np.full(n, -1, np.int64)
+    cat_sets: dict[int, np.ndarray] = {}
+
+    def node_id(node: dict) -> int:
+        if "split_index" in node:
+            return int(node["split_index"])
+        return L - 1 + int(node.get("leaf_index", 0))
+
+    stack = [info["tree_structure"]]
+    while stack:
+        node = stack.pop()
+        i = node_id(node)
+        if "split_index" not in node:
+            value[i] = node["leaf_value"]
+            hess[i] = node.get("leaf_weight", np.nan)
+            count[i] = node.get("leaf_count", -1)
+            if "leaf_coeff" in node:
+                raise UnsupportedModelError("linear trees (leaf_coeff) are not supported")
+            continue
+        f = int(node["split_feature"])
+        feature[i] = f
+        left[i] = node_id(node["left_child"])
+        right[i] = node_id(node["right_child"])
+        default_left[i] = bool(node["default_left"])
+        missing[i] = _MISSING_CODE[node["missing_type"]]
+        value[i] = node["internal_value"]
+        gain[i] = node["split_gain"]
+        hess[i] = node["internal_weight"]
+        count[i] = node["internal_count"]
+        if node["decision_type"] == "==":
+            cat_sets[i] = np.array([int(c) for c in str(node["threshold"]).split("||")])
+            # many-vs-many splits score their children with lambda_l2 + cat_l2
+            if n_categories[f] > max_cat_to_onehot:
+                l2_extra[i] = cat_l2
+        else:
+            threshold[i] = node["threshold"]
+        stack.append(node["left_child"])
+        stack.append(node["right_child"])
+    return dict(
+        left=left, right=right, feature=feature, threshold=threshold, value=value,
+        default_left=default_left, missing=missing, cat_sets=cat_sets, l2_extra=l2_extra,
+        host_gain=gain, host_hessian=hess, host_count=count,
+    )
+
+
+def _data_free_bias(arrays: dict[str, Any], l2: float) -> float:
+    """Init score folded into a first-iteration tree, from its leaves alone.
+
+    Exact when the init score zeroes the root's gradient sum and leaf outputs are
+    ``-G/(H + l2)``: then ``sum_j (H_j + l2_j) value_j / sum_j (H_j + l2_j) = init``, with
+    ``l2_j`` including the parent's ``cat_l2`` for leaves of many-vs-many splits.
+    """
+    leaf = arrays["left"] < 0
+    if leaf.sum() == 1:
+        return float(arrays["value"][leaf][0])
+    parent = np.full(leaf.size, -1)
+    inner = np.flatnonzero(~leaf)
+    parent[arrays["left"][inner]] = inner
+    parent[arrays["right"][inner]] = inner
+    weight = arrays["host_hessian"][leaf] + l2 + arrays["l2_extra"][parent[leaf]]
+    if not np.all(np.isfinite(weight)) or weight.sum() <= 0:
+        return math.nan
+    return float(np.sum(weight * arrays["value"][leaf]) / np.sum(weight))
+
+
+def read_model(model: lightgbm.Booster | lightgbm.LGBMModel) -> Model:
+    """Read a LightGBM model into the IR; no data needed.
+
+    Parameters
+    ----------
+    model : lightgbm.Booster or fitted lightgbm.LGBMModel
+        All trees are read (``num_iteration=-1``), also those past ``best_iteration``.
+
+    Returns
+    -------
+    Model
+        ``source`` is a :class:`LightGBMSource`. The first iteration's trees carry the init
+        score that ``boost_from_average`` folded into them in ``Tree.bias`` (estimated from
+        their leaves where that is exact, else NaN) and ``bias_from_labels`` is set.
+
+    Raises
+    ------
+    UnsupportedModelError
+        DART, random forest, linear trees, ranking objectives, ``reg_sqrt``,
+        ``cross_entropy_lambda``.
+
+    Notes
+    -----
+    The folded init score is detected from the first trees' ``shrinkage`` reading 1 while the
+    learning rate does not. With ``learning_rate=1`` the two cannot be told apart, so a model
+    trained with ``boost_from_average`` is read as holding one. A Dataset ``init_score`` used in
+    training leaves no trace in the model (its predictions lack it); the replay then starts
+    from 0, not from that score.
+    """
+    booster = booster_of(model)
+    text = booster.model_to_string(num_iteration=-1)
+    dump = booster.dump_model(num_iteration=-1)
+    params = parse_parameters(text)
+    obj_line = dump.get("objective")  # absent for a custom objective
+    objective_name = None
+    if obj_line is not None:
+        first = obj_line.split()[0]
+        objective_name = OBJECTIVE_ALIASES.get(first, first)
+        if objective_name == "regression" and "sqrt" in obj_line.split()[1:]:
+            params = {**params, "reg_sqrt": "1"}
+    infos = dump["tree_info"]
+    source = LightGBMSource(
+        text=text, params=params, objective=objective_name,
+        n_leaves=np.array([int(t["num_leaves"]) for t in infos], dtype=np.int64),
+        best_iteration=int(getattr(booster, "best_iteration", 0) or 0),
+    )
+    _check_supported(dump, source, text)
+
+    K = int(dump["num_tree_per_iteration"])
+    fp = source.float_param
+    score = source.split_score()
+    warnings = list(replay_warnings(source))
+
+    objective = None
+    if objective_name in ("binary", "multiclassova") and source.flag("is_unbalance"):
+        warnings.append(
+            "is_unbalance: LightGBM weighted the classes by their counts in the training "
+            "labels, which the model does not store; pass objective= (e.g. "
+            "unbiased_criteria.adapters.lightgbm.make_objective('binary', model_ir, "
+            "y_train=y_train))"
+        )
+    else:
+        objective = core_objective(objective_name, source, K)
+
+    # AddBias: built-in objective, boost_from_average, and the first trees' shrinkage reset to 1
+    if "learning_rate" in params:
+        lr = fp("learning_rate")
+    else:  # no parameters block (hand-made model): the second iteration shows the rate
+        lr = float(infos[K]["shrinkage"]) if len(infos) > K else 1.0
+    add_bias = objective_name is not None and source.flag("boost_from_average")
+    exact_bias = (
+        add_bias and objective is not None and objective_name in MEAN_TYPE
+        and score.l1 == 0 and score.max_delta_step == 0 and fp("scale_pos_weight") == 1
+        and not warnings  # bagging, GOSS, quantisation, monotone, path_smooth...
+    )
+
+    categorical = categorical_options(dump, source)
+    trees = []
+    any_bias = False
+    for t, info in enumerate(infos):
+        arrays = parse_tree(info, **categorical)
+        shrinkage = float(info["shrinkage"])
+        bias = 0.0
+        if t < K and add_bias and (shrinkage == 1.0 or arrays["left"][0] < 0):
+            bias = _data_free_bias(arrays, score.l2) if exact_bias else math.nan
+            shrinkage = lr if lr > 0 else shrinkage
+            any_bias = True
+        trees.append(make_tree(**arrays, shrinkage=shrinkage, bias=bias, rules=RULES))
+
+    forest = make_forest(trees, K, int(dump["max_feature_idx"]) + 1, dump["feature_names"])
+    return Model(
+        forest=forest, objective=objective, split_score=score, host="lightgbm",
+        bias_from_labels=any_bias, warnings=tuple(warnings), source=source,
+    )

@@ -1,0 +1,119 @@
+"""Route rows through a LightGBM model's trees with LightGBM's own ``predict(pred_leaf=True)``.
+
+LightGBM numbers the leaves of a tree ``0 .. L-1``; the router adds ``L - 1`` to give IR node
+ids (:mod:`~unbiased_criteria.adapters.lightgbm.source`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lightgbm
+import numpy as np
+import pandas as pd
+from scipy import sparse
+from unbiased_criteria.adapters.lightgbm.source import LightGBMSource, booster_of
+
+from unbiased_criteria.model import Model, Router, chunk_size
+from unbiased_criteria.trees import Forest
+
+__all__ = ["make_router"]
+
+
+def _check_X(X: Any, forest: Forest, argument: str) -> Any:
+    """Validate ``X`` against the model; return it (numpy converted, never modified)."""
+    if isinstance(X, pd.DataFrame):
+        shape = X.shape
+        columns = [str(c) for c in X.columns]
+        names = [c.replace(" ", "_") for c in columns]  # as LightGBM stores them
+    elif sparse.issparse(X):
+        if X.format not in ("csr", "csc"):
+            X = sparse.csr_matrix(X)  # LightGBM predicts from CSR or CSC only (a new object)
+        shape, names, columns = X.shape, None, None
+    else:
+        if isinstance(X, pd.Series):
+            raise ValueError(f"{argument} must be 2-D (rows x features), got a pandas Series")
+        X = np.asarray(X)
+        shape, names, columns = X.shape, None, None
+        if X.dtype.kind not in "fiub":
+            raise ValueError(f"{argument} must hold numbers, got dtype {X.dtype}")
+    if len(shape) != 2:
+        raise ValueError(f"{argument} must be 2-D (rows x features), got shape {shape}")
+    if shape[0] == 0:
+        raise ValueError(f"{argument} is empty (0 rows)")
+    if shape[1] != forest.n_features:
+        raise ValueError(
+            f"{argument} has {shape[1]} features but the model expects {forest.n_features}"
+        )
+    model_names = list(forest.feature_names)
+    default = model_names == [f"Column_{i}" for i in range(forest.n_features)]
+    if names is not None and not default and names != model_names:
+        i = next(i for i, (a, b) in enumerate(zip(names, model_names)) if a != b)
+        raise ValueError(
+            f"{argument}'s column names do not match the model's feature names: "
+            f"column {i} is {columns[i]!r}, the model's is {model_names[i]!r}"
+        )
+    return X
+
+
+def make_router(
+    model: lightgbm.Booster | lightgbm.LGBMModel,
+    model_ir: Model,
+    X: Any,
+    argument: str,
+    memory_budget: int = 512 * 2**20,
+) -> Router:
+    """Route the rows of ``X`` through the model's trees with LightGBM's own ``pred_leaf``.
+
+    Parameters
+    ----------
+    model : lightgbm.Booster or fitted lightgbm.LGBMModel
+        The model that ``model_ir`` was read from.
+    model_ir : Model
+        ``read_model(model)``.
+    X : numpy array, pandas DataFrame (category columns included) or scipy sparse matrix
+        Not modified. DataFrames are handed to LightGBM as they are (it maps pandas
+        categories itself).
+    argument : str
+        Name of ``X`` in error messages (``"X_valid"``).
+    memory_budget : int
+        Bytes one routing call may use: LightGBM's float64 leaf array and its int32 copy.
+
+    Returns
+    -------
+    Router
+        ``leaf_nodes(start, stop)`` gives IR leaf node ids; ``chunk`` is a multiple of the
+        trees per iteration, since LightGBM selects trees by iteration.
+    """
+    booster = booster_of(model)
+    source = model_ir.source
+    forest = model_ir.forest
+    if not isinstance(source, LightGBMSource):
+        raise TypeError("model_ir must come from unbiased_criteria.adapters.lightgbm.read_model")
+    n_trees = forest.n_trees
+    if booster.num_trees() != n_trees or source.n_leaves.size != n_trees:
+        raise ValueError(
+            f"model has {booster.num_trees()} trees but model_ir has {n_trees}: "
+            "model_ir must be read_model(model)"
+        )
+    X = _check_X(X, forest, argument)
+    n_rows = int(X.shape[0])
+    K = booster.num_model_per_iteration()
+    # predict(pred_leaf=True) fills a float64 array, then casts it to int32: 12 bytes a leaf id
+    chunk = chunk_size(n_rows, n_trees, memory_budget // 3)
+    # LightGBM selects whole iterations: keep chunks aligned to K trees
+    chunk = max(K, chunk // K * K) if n_trees >= K else max(chunk, 1)
+    offset = (source.n_leaves - 1).astype(np.int32)
+
+    def leaf_nodes(start: int, stop: int) -> np.ndarray:
+        if not 0 <= start < stop <= n_trees:
+            raise IndexError(f"tree range [{start}, {stop}) outside [0, {n_trees})")
+        it0, it1 = start // K, -(-stop // K)
+        leaves = booster.predict(
+            X, start_iteration=it0, num_iteration=it1 - it0, pred_leaf=True
+        )
+        leaves = np.asarray(leaves).reshape(n_rows, -1)
+        leaves = leaves[:, start - it0 * K : stop - it0 * K]
+        return (leaves + offset[start:stop]).astype(np.int32, copy=False)
+
+    return Router(n_rows=n_rows, leaf_nodes=leaf_nodes, chunk=chunk)

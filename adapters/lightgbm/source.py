@@ -1,0 +1,137 @@
+"""A LightGBM model as the adapter sees it: routing rules, parameters, forest layout.
+
+Host facts the whole package relies on (LightGBM 4.x, see host-notes sections 1-8 and 13):
+
+* numeric nodes send ``x`` left iff ``x <= threshold``; categorical nodes send the categories of
+  their set left and everything else, NaN and negative codes included, right;
+* ``decision_type`` bits: 1 = categorical, 2 = default_left, ``(dt >> 2) & 3`` = missing type
+  (0 None, 1 Zero, 2 NaN);
+* with ``boost_from_average`` the init score is added to every value of the first iteration's
+  trees (``Tree::AddBias``), whose ``shrinkage`` then reads 1;
+* ``tree_sizes`` in the header must be right to the byte or the loader aborts the process.
+
+IR numbering of a tree with ``L`` leaves: internal node ``i`` is LightGBM's ``split_index``
+``i`` (root 0), leaf ``j`` is node ``L - 1 + j``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import lightgbm
+import numpy as np
+from lightgbm.basic import _choose_param_value
+
+from unbiased_criteria.gains import SplitScore
+from unbiased_criteria.trees import DecisionRules, Forest, Tree
+
+__all__ = [
+    "RULES", "K_EPSILON", "LightGBMSource", "booster_of", "parse_parameters", "param_value",
+    "make_forest",
+]
+
+#: LightGBM's routing: ``x <= t`` goes left, a category set goes left, NaN joins the others
+RULES = DecisionRules(operator="<=", categories_go="left", categorical_nan="other")
+
+#: LightGBM's kEpsilon, a float literal (``1e-15f``)
+K_EPSILON = float(np.float32(1e-15))
+
+#: values LightGBM uses for parameters a ``parameters:`` block does not print
+_DEFAULTS = {
+    "learning_rate": "0.1", "lambda_l1": "0", "lambda_l2": "0", "max_delta_step": "0",
+    "cat_l2": "10", "max_cat_to_onehot": "4", "boost_from_average": "1", "sigmoid": "1",
+    "scale_pos_weight": "1", "is_unbalance": "0", "alpha": "0.9", "fair_c": "1",
+    "poisson_max_delta_step": "0.7", "tweedie_variance_power": "1.5", "boosting": "gbdt",
+    "saved_feature_importance_type": "0",
+}
+
+
+@dataclass(frozen=True)
+class LightGBMSource:
+    """What the router and the writer need from the original model (``Model.source``).
+
+    Attributes
+    ----------
+    text : str
+        ``model_to_string(num_iteration=-1)`` of the original booster.
+    params : dict of str
+        The ``parameters:`` block, ``{key: value}`` as LightGBM printed them.
+    objective : str or None
+        LightGBM's canonical objective name; None for a custom objective.
+    n_leaves : int array
+        Leaves per tree; the router maps ``pred_leaf`` leaf ``j`` of tree ``t`` to IR node
+        ``n_leaves[t] - 1 + j``.
+    best_iteration : int
+        The booster's ``best_iteration`` (what ``predict`` uses by default), kept by the writer.
+    """
+
+    text: str = field(repr=False)
+    params: dict[str, str] = field(repr=False)
+    objective: str | None
+    n_leaves: np.ndarray = field(repr=False)
+    best_iteration: int = 0
+
+    def param(self, key: str) -> str:
+        """The printed value of ``key``, else LightGBM's default, else ``""``."""
+        return self.params.get(key, _DEFAULTS.get(key, ""))
+
+    def float_param(self, key: str) -> float:
+        return float(self.param(key) or 0.0)
+
+    def flag(self, key: str) -> bool:
+        """A boolean parameter (LightGBM prints them as ``1`` / ``0``)."""
+        return self.param(key) in ("1", "true")
+
+    def split_score(self) -> SplitScore:
+        """The split gain's regularisation: ``lambda_l1``, ``lambda_l2``, ``max_delta_step``."""
+        fp = self.float_param
+        return SplitScore(l1=fp("lambda_l1"), l2=fp("lambda_l2"),
+                          max_delta_step=fp("max_delta_step"))
+
+
+def booster_of(model: Any, argument: str = "model") -> lightgbm.Booster:
+    """The Booster of a Booster or fitted LGBMModel."""
+    if isinstance(model, lightgbm.Booster):
+        return model
+    if isinstance(model, lightgbm.LGBMModel):
+        if getattr(model, "_Booster", None) is None:
+            raise ValueError(f"{argument} is an unfitted {type(model).__name__}; fit it first")
+        return model.booster_
+    raise TypeError(
+        f"{argument} must be a lightgbm.Booster or a fitted lightgbm.LGBMModel, "
+        f"got {type(model).__name__}"
+    )
+
+
+def parse_parameters(text: str) -> dict[str, str]:
+    """The ``[key: value]`` lines between ``parameters:`` and ``end of parameters``."""
+    start = text.find("\nparameters:\n")
+    if start < 0:
+        return {}
+    stop = text.find("\nend of parameters", start)
+    block = text[start:stop if stop >= 0 else len(text)]
+    return dict(re.findall(r"^\[([^:\]]+): ?(.*)\]$", block, flags=re.MULTILINE))
+
+
+def param_value(params: dict[str, Any], name: str, default: Any = None) -> Any:
+    """The value of LightGBM parameter ``name`` in a user's ``params``, through its aliases."""
+    return _choose_param_value(main_param_name=name, params=params, default_value=default)[name]
+
+
+def make_forest(
+    trees: list[Tree], K: int, n_features: int, feature_names: tuple[str, ...]
+) -> Forest:
+    """LightGBM's layout in the IR: ``K`` trees per iteration (tree ``t`` is class ``t % K``),
+    base score 0 (the init score is folded into the first trees), float64 scores."""
+    n_trees = len(trees)
+    return Forest(
+        trees=tuple(trees),
+        tree_class=np.arange(n_trees, dtype=np.int64) % K,
+        tree_iteration=np.arange(n_trees, dtype=np.int64) // K,
+        base_score=np.zeros(K),
+        n_features=n_features,
+        feature_names=tuple(feature_names),
+        score_dtype=np.float64,
+    )

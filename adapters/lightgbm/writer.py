@@ -1,0 +1,212 @@
+"""Write IR trees back as a LightGBM text model.
+
+The writer renders IR trees as LightGBM text-model tree blocks between the original header and
+trailer (``tree_sizes`` and ``feature_importances:`` recomputed), so reading a model and
+writing it back gives the same text, byte for byte.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable
+
+import lightgbm
+import numpy as np
+from unbiased_criteria.adapters.lightgbm.reader import read_model
+from unbiased_criteria.adapters.lightgbm.source import RULES, LightGBMSource
+
+from unbiased_criteria.trees import Forest, Tree
+
+__all__ = ["model_text", "write_model", "split_text"]
+
+
+def _g(x: float) -> str:
+    """C++ ``{:g}`` (6 significant digits), as LightGBM writes gains and internal stats."""
+    return f"{float(x):g}"
+
+
+def _g17(x: float) -> str:
+    """C++ ``{:.17g}``, as LightGBM writes thresholds and leaf values (exact)."""
+    return f"{float(x):.17g}"
+
+
+def _d(x) -> str:
+    """An integer, as C++ writes it."""
+    return str(int(x))
+
+
+def _join(fmt: Callable, values) -> str:
+    return " ".join(fmt(v) for v in values)
+
+
+def split_text(text: str) -> tuple[str, list[str], str]:
+    """Header (up to the first tree), tree blocks (without ``Tree=i`` line) and trailer."""
+    first = re.search(r"^Tree=0$", text, flags=re.MULTILINE)
+    end = re.search(r"^end of trees$", text, flags=re.MULTILINE)
+    if end is None:
+        raise ValueError("not a LightGBM text model: no 'end of trees' line")
+    if first is None:  # a model without trees
+        return text[: end.start()], [], text[end.start():]
+    body = text[first.start(): end.start()]
+    blocks = re.split(r"^Tree=\d+\n", body, flags=re.MULTILINE)[1:]
+    return text[: first.start()], blocks, text[end.start():]
+
+
+def _bitset(cats: np.ndarray) -> list[int]:
+    """uint32 words with bit ``c`` set for each category ``c`` (LightGBM ConstructBitset)."""
+    cats = np.asarray(cats, dtype=np.int64)
+    words = np.zeros(int(cats.max()) // 32 + 1 if cats.size else 1, dtype=np.uint64)
+    np.bitwise_or.at(words, cats // 32, np.uint64(1) << (cats % 32).astype(np.uint64))
+    return [int(w) for w in words]
+
+
+def _tree_block(tree: Tree) -> str:
+    """One LightGBM text-model tree block (the lines after ``Tree=i``)."""
+    if tree.rules != RULES:
+        raise ValueError(f"tree rules {tree.rules} are not LightGBM's {RULES}")
+    inner = tree.internal_nodes  # ascending: the root 0 comes first
+    leaves = np.flatnonzero(tree.is_leaf)
+    if inner.size and inner[0] != 0:
+        raise ValueError("the root must be internal node 0")
+    child = np.zeros(tree.n_nodes, dtype=np.int64)
+    child[inner] = np.arange(inner.size)
+    child[leaves] = ~np.arange(leaves.size)  # LightGBM's encoding: leaf j is ~j
+    L = leaves.size
+
+    cat_nodes = inner[tree.categorical[inner]]
+    cat_index = {int(v): i for i, v in enumerate(cat_nodes)}
+    boundaries, words = [0], []
+    for v in cat_nodes:
+        words.extend(_bitset(tree.category_set(v)))
+        boundaries.append(len(words))
+
+    threshold = [
+        float(cat_index[int(v)]) if tree.categorical[v] else tree.threshold[v] for v in inner
+    ]
+    missing = tree.missing[inner].astype(np.int64)
+    dtype = (
+        tree.categorical[inner].astype(np.int64)
+        | (tree.default_left[inner].astype(np.int64) << 1)
+        | (missing << 2)
+    )
+
+    def finite(a, fill=0.0):
+        a = np.asarray(a, dtype=np.float64)
+        return np.where(np.isfinite(a), a, fill)
+
+    def counts(a):
+        return np.maximum(np.asarray(a, dtype=np.int64), 0)
+
+    # LightGBM writes (and so keeps) no leaf weight for a single-leaf tree
+    weight_line = "" if L == 1 else _join(_g17, finite(tree.host_hessian[leaves]))
+    shrinkage = 1.0 if tree.bias != 0 else tree.shrinkage  # AddBias resets shrinkage to 1
+    lines = [
+        f"num_leaves={L}",
+        f"num_cat={cat_nodes.size}",
+        "split_feature=" + _join(_d, tree.feature[inner]),
+        "split_gain=" + _join(_g, finite(tree.host_gain[inner]).astype(np.float32)),
+        "threshold=" + _join(_g17, threshold),
+        "decision_type=" + _join(_d, dtype),
+        "left_child=" + _join(_d, child[tree.left[inner]]),
+        "right_child=" + _join(_d, child[tree.right[inner]]),
+        "leaf_value=" + _join(_g17, tree.value[leaves]),
+        "leaf_weight=" + weight_line,
+        "leaf_count=" + _join(_d, counts(tree.host_count[leaves])),
+        "internal_value=" + _join(_g, finite(tree.value[inner])),
+        "internal_weight=" + _join(_g, finite(tree.host_hessian[inner])),
+        "internal_count=" + _join(_d, counts(tree.host_count[inner])),
+    ]
+    if cat_nodes.size:
+        lines.append("cat_boundaries=" + _join(_d, boundaries))
+        lines.append("cat_threshold=" + _join(_d, words))
+    lines.append("is_linear=0")
+    lines.append(f"shrinkage={_g(shrinkage)}")
+    return "\n".join(lines) + "\n\n"
+
+
+def _feature_importances(forest: Forest, importance_type: str) -> str:
+    """The informational ``feature_importances:`` block, as GBDT::SaveModelToString writes it."""
+    total = np.zeros(forest.n_features)
+    for tree in forest.trees:
+        inner = tree.internal_nodes
+        gain = np.nan_to_num(tree.host_gain[inner].astype(np.float32))
+        used = gain > 0  # LightGBM counts only splits with a positive gain
+        add = np.ones(inner.size) if importance_type == "0" else gain.astype(np.float64)
+        np.add.at(total, tree.feature[inner][used], add[used])
+    ints = total.astype(np.int64)
+    pairs = [(int(v), name) for v, name in zip(ints, forest.feature_names) if v > 0]
+    pairs.sort(key=lambda p: -p[0])  # stable, like std::stable_sort
+    return "feature_importances:\n" + "".join(f"{name}={v}\n" for v, name in pairs)
+
+
+def model_text(source: LightGBMSource, forest: Forest) -> str:
+    """The LightGBM text model of ``forest``, with the header and trailer of ``source``.
+
+    Parameters
+    ----------
+    source : LightGBMSource
+        ``read_model(model).source``: its header (with ``tree_sizes`` recomputed), parameters
+        block and ``pandas_categorical`` are kept; the ``feature_importances:`` block is
+        recomputed from ``forest`` as LightGBM computes it.
+    forest : Forest
+        Trees in LightGBM's order, with LightGBM's decision rules.
+
+    Returns
+    -------
+    str
+        What ``lightgbm.Booster(model_str=...)`` loads; for the forest read from ``source``
+        it equals ``source.text`` byte for byte.
+    """
+    header, _, trailer = split_text(source.text)
+    blocks = [f"Tree={t}\n" + _tree_block(tree) + "\n" for t, tree in enumerate(forest.trees)]
+    sizes = " ".join(str(len(b.encode("utf-8"))) for b in blocks)
+    if re.search(r"^tree_sizes=.*$", header, flags=re.MULTILINE):
+        header = re.sub(r"^tree_sizes=.*$", f"tree_sizes={sizes}", header, flags=re.MULTILINE)
+    importance = re.search(r"^feature_importances:\n(?:[^\n]+=[^\n]*\n)*", trailer, re.M)
+    kind = source.param("saved_feature_importance_type")
+    if importance is not None and kind in ("0", "1"):
+        trailer = (
+            trailer[: importance.start()]
+            + _feature_importances(forest, kind)
+            + trailer[importance.end():]
+        )
+    return header + "".join(blocks) + trailer
+
+
+def write_model(
+    model: lightgbm.Booster | lightgbm.LGBMModel, forest: Forest
+) -> lightgbm.Booster | lightgbm.LGBMModel:
+    """A new LightGBM model of the same type as ``model`` holding ``forest``'s trees.
+
+    Parameters
+    ----------
+    model : lightgbm.Booster or fitted lightgbm.LGBMModel
+        The original model; not modified. Its header, parameters and pandas categories are
+        kept.
+    forest : Forest
+        IR trees (e.g. pruned by ``trees.collapse_nodes``), in LightGBM's order.
+
+    Returns
+    -------
+    lightgbm.Booster or LGBMModel
+        A Booster built from the new text model, or a copy of the estimator holding it.
+    """
+    model_ir = read_model(model)  # also refuses DART, rf and linear trees
+    source = model_ir.source
+    if forest.n_features != model_ir.forest.n_features:
+        raise ValueError(
+            f"forest has {forest.n_features} features but the model has "
+            f"{model_ir.forest.n_features}"
+        )
+    K = model_ir.forest.n_outputs
+    if forest.n_trees % K:
+        raise ValueError(f"forest has {forest.n_trees} trees, not a multiple of {K} per iteration")
+    text = model_text(source, forest)
+    booster = lightgbm.Booster(model_str=text)
+    # predict() uses best_iteration by default: keep the original's (within the new trees)
+    booster.best_iteration = min(source.best_iteration, forest.n_trees // K)
+    if isinstance(model, lightgbm.Booster):
+        return booster
+    # a copy of the estimator whose booster is the new one (the old one is not copied)
+    return copy.deepcopy(model, memo={id(model._Booster): booster})
