@@ -13,6 +13,7 @@ xgboost = pytest.importorskip("xgboost")
 xgb = xgboost
 
 from unbiased_criteria.adapters import xgboost as ax  # noqa: E402
+from unbiased_criteria.adapters.xgboost.layout import _find  # noqa: E402
 
 from unbiased_criteria.boosting import HoldoutPlan  # noqa: E402
 from unbiased_criteria.importance import GainOptions  # noqa: E402
@@ -102,8 +103,8 @@ def test_pruning_off_is_xgboost_train(objective):
     assert_history_equal(got_log, want_log)
     # the training parameters survive the rewrite
     config = json.loads(bst.save_config())
-    assert float(ax._find(config, "tree_train_param")["max_depth"]) == 4
-    assert float(ax._find(config, "tree_train_param")["eta"]) == pytest.approx(0.3)
+    assert float(_find(config, "tree_train_param")["max_depth"]) == 4
+    assert float(_find(config, "tree_train_param")["eta"]) == pytest.approx(0.3)
 
 
 def test_zero_rounds_is_xgboost_train():

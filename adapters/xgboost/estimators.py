@@ -1,0 +1,297 @@
+"""scikit-learn estimators over the training hook: :class:`UnbiasedXGBRegressor`,
+:class:`UnbiasedXGBClassifier`.
+
+XGBRegressor / XGBClassifier whose fit runs XGBoost's own fit with
+:func:`~unbiased_criteria.adapters.xgboost.training.train` in place of ``xgboost.train``: every
+step of XGBoost's data handling (DMatrix or QuantileDMatrix, eval sets, weights, categorical
+data, metrics, callbacks) stays XGBoost's.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import types
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import xgboost
+from unbiased_criteria.adapters.xgboost.record import training_splits
+from unbiased_criteria.adapters.xgboost.training import train
+
+#: constructor parameters the estimators add to XGBoost's (they are not XGBoost parameters)
+_UNBIASED_PARAMS = ("holdout_fraction", "redraw_holdout", "prune_threshold", "n_draws", "min_k")
+
+
+def _with_train(func: Callable, replacement: Callable) -> Callable:
+    """A copy of ``func`` whose global name ``train`` means ``replacement``.
+
+    ``XGBModel.fit`` and ``XGBClassifier.fit`` build the DMatrices, evaluation sets, metric
+    and objective wrappers and then call ``xgboost.train`` through their module's global name
+    ``train``. Running a copy of the function (unwrapped from XGBoost's positional-argument
+    decorator) with that one name rebound keeps every step of XGBoost's ``fit`` without
+    touching the ``xgboost`` module (no monkeypatching: other code and threads are unaffected).
+    """
+    func = inspect.unwrap(func)
+    if "train" not in func.__code__.co_names:
+        raise RuntimeError(
+            f"this XGBoost version's {func.__qualname__} does not call train(); the "
+            "UnbiasedXGB* estimators need an update"
+        )
+    namespace = dict(func.__globals__)
+    namespace["train"] = replacement
+    new = types.FunctionType(func.__code__, namespace, func.__name__, func.__defaults__,
+                             func.__closure__)
+    new.__kwdefaults__ = copy.copy(func.__kwdefaults__)
+    return new
+
+
+class _UnbiasedFit:
+    """What both estimators add to XGBoost's: placed first in their bases, so XGBoost's
+    ``get_params`` (which reads the parameters of ``__bases__[0]`` when it has
+    ``get_params``, else ``__bases__[1]``) still collects XGBoost's parameters.
+
+    ``_host_fit`` is the XGBoost ``fit`` whose copy (:func:`_with_train`) trains the model.
+    """
+
+    _host_fit: Callable
+
+    def _fit_unbiased(self, X: Any, y: Any, kwargs: dict[str, Any]):
+        if kwargs.get("xgb_model") is not None:
+            raise ValueError("xgb_model (continued training) is not supported")
+        options = {k: getattr(self, k) for k in _UNBIASED_PARAMS}
+
+        def unbiased_train(params, dtrain, num_boost_round=10, *, evals=None, obj=None,
+                           maximize=None, early_stopping_rounds=None, evals_result=None,
+                           verbose_eval=True, xgb_model=None, callbacks=None,
+                           custom_metric=None):
+            # XGBoost's Booster skips parameters set to None (the wrapper's unset ones)
+            params = {k: v for k, v in params.items() if v is not None}
+            seed = params.get("random_state", params.get("seed"))
+            return train(params, dtrain, num_boost_round, evals=evals, obj=obj,
+                         maximize=maximize, custom_metric=custom_metric,
+                         early_stopping_rounds=early_stopping_rounds,
+                         evals_result=evals_result, verbose_eval=verbose_eval,
+                         callbacks=callbacks, random_state=0 if seed is None else seed,
+                         **options)
+
+        fit = _with_train(type(self)._host_fit, unbiased_train)
+        fit(self, X, y, **kwargs)
+        self.training_splits_ = training_splits(self._Booster)
+        return self
+
+    def _wrapper_params(self) -> set[str]:
+        # ours are not XGBoost parameters: keep them out of the Booster's
+        return {*super()._wrapper_params(), *_UNBIASED_PARAMS}
+
+    def _more_tags(self) -> dict[str, bool]:
+        # train() refuses several targets (XGBoost's estimators accept them); scikit-learn
+        # < 1.6 reads these, XGBoost's __sklearn_tags__ copies them for 1.6+
+        return {**super()._more_tags(), "multioutput": False, "multilabel": False}
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = False
+        if tags.classifier_tags is not None:
+            tags.classifier_tags.multi_label = False
+        return tags
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Unbiased importance of each feature: the sum of ``U`` over its kept splits.
+
+        ``U`` is the unbiased gain of each split when it was made (see
+        ``training_splits_``), summed over every tree of the Booster (also beyond
+        ``best_iteration``, as XGBoost's own importances). Not normalised: noise features
+        can have negative totals. NaN for every feature when no split was scored
+        (``prune_threshold=None`` or ``holdout_fraction=0``). XGBoost's own importances stay
+        available as ``get_booster().get_score(importance_type=...)``.
+        """
+        if not self.__sklearn_is_fitted__():
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError("No feature_importances found. Need to call fit beforehand.")
+        frame = getattr(self, "training_splits_", None)
+        if frame is None:
+            raise AttributeError(
+                "feature_importances_: this model was not fitted by fit (load_model keeps no "
+                "training record); XGBoost's importances: get_booster().get_score()"
+            )
+        out = np.zeros(self.get_booster().num_features())
+        if frame.empty:
+            return np.full_like(out, np.nan)
+        kept = frame[frame["kept"].astype(bool)]
+        np.add.at(out, kept["feature_index"].to_numpy(dtype=np.int64),
+                  kept["unbiased_gain"].to_numpy(dtype=np.float64))
+        return out
+
+
+_ESTIMATOR_DOC = """XGBoost's ``{base}`` trained with unbiased-gain pruning (:func:`train`).
+
+    A drop-in replacement: the constructor takes every ``{base}`` parameter and ``fit`` every
+    ``{base}.fit`` argument (not ``xgb_model``); ``fit`` is XGBoost's own with :func:`train`
+    in place of ``xgboost.train``, so each new tree is pruned, top-down, of the splits whose
+    unbiased gain on held-out rows is ``<= prune_threshold``. ``random_state`` also seeds the
+    held-out draws (``None``: 0, XGBoost's default seed). Several targets are not
+    supported.{extra}
+
+    Parameters
+    ----------
+    holdout_fraction : float, default 0.2
+        Training rows held out each round (zero gradient and hessian; they stay in the
+        DMatrix), in [0, 1). 0 switches pruning off.
+    redraw_holdout : bool, default True
+        New held-out rows every round.
+    prune_threshold : float or None, default 0.0
+        Splits with ``U <= prune_threshold`` are removed; None scores nothing (the model is
+        then ``{base}``'s).
+    n_draws, min_k : int, default 1 and 5
+        Options of the unbiased gain (see :func:`train`).
+    **kwargs
+        ``{base}``'s parameters.
+
+    Attributes
+    ----------
+    feature_importances_ : ndarray of shape (n_features,)
+        The unbiased importance: per feature, the sum of ``U`` over the kept splits.
+    training_splits_ : pandas.DataFrame
+        Every split scored during training (:func:`training_splits`).
+    """
+
+
+class UnbiasedXGBRegressor(_UnbiasedFit, xgboost.XGBRegressor):
+    __doc__ = _ESTIMATOR_DOC.format(base="XGBRegressor", extra="")
+    _host_fit = xgboost.XGBRegressor.fit
+
+    def __init__(
+        self,
+        *,
+        objective: str | Callable | None = "reg:squarederror",
+        holdout_fraction: float = 0.2,
+        redraw_holdout: bool = True,
+        prune_threshold: float | None = 0.0,
+        n_draws: int = 1,
+        min_k: int = 5,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(objective=objective, **kwargs)
+        self.holdout_fraction = holdout_fraction
+        self.redraw_holdout = redraw_holdout
+        self.prune_threshold = prune_threshold
+        self.n_draws = n_draws
+        self.min_k = min_k
+
+    def fit(self, X: Any, y: Any, *, sample_weight: Any = None, base_margin: Any = None,
+            eval_set: Sequence | None = None, verbose: bool | int | None = True,
+            xgb_model: Any = None, sample_weight_eval_set: Sequence | None = None,
+            base_margin_eval_set: Sequence | None = None,
+            feature_weights: Any = None) -> UnbiasedXGBRegressor:
+        """``XGBRegressor.fit`` through :func:`train` (``xgb_model`` must be None)."""
+        return self._fit_unbiased(X, y, dict(
+            sample_weight=sample_weight, base_margin=base_margin, eval_set=eval_set,
+            verbose=verbose, xgb_model=xgb_model, sample_weight_eval_set=sample_weight_eval_set,
+            base_margin_eval_set=base_margin_eval_set, feature_weights=feature_weights,
+        ))
+
+
+class UnbiasedXGBClassifier(_UnbiasedFit, xgboost.XGBClassifier):
+    __doc__ = _ESTIMATOR_DOC.format(base="XGBClassifier", extra="""
+
+    Unlike ``XGBClassifier``, any labels are accepted (``classes_`` holds them, sorted;
+    ``predict`` returns them), and ``fit`` leaves ``objective`` as given (XGBClassifier
+    replaces it by ``multi:softprob`` for more than two classes; here the Booster gets that
+    objective without the parameter changing).""")
+    _host_fit = xgboost.XGBClassifier.fit
+
+    def __init__(
+        self,
+        *,
+        objective: str | Callable | None = "binary:logistic",
+        holdout_fraction: float = 0.2,
+        redraw_holdout: bool = True,
+        prune_threshold: float | None = 0.0,
+        n_draws: int = 1,
+        min_k: int = 5,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(objective=objective, **kwargs)
+        self.holdout_fraction = holdout_fraction
+        self.redraw_holdout = redraw_holdout
+        self.prune_threshold = prune_threshold
+        self.n_draws = n_draws
+        self.min_k = min_k
+
+    def fit(self, X: Any, y: Any, *, sample_weight: Any = None, base_margin: Any = None,
+            eval_set: Sequence | None = None, verbose: bool | int | None = True,
+            xgb_model: Any = None, sample_weight_eval_set: Sequence | None = None,
+            base_margin_eval_set: Sequence | None = None,
+            feature_weights: Any = None) -> UnbiasedXGBClassifier:
+        """``XGBClassifier.fit`` through :func:`train`, on labels encoded as ``0..K-1``."""
+        from sklearn.utils.multiclass import check_classification_targets
+        from sklearn.utils.validation import column_or_1d
+
+        y = column_or_1d(y, warn=True)
+        check_classification_targets(y)
+        classes, encoded = np.unique(y, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(f"the training labels have 1 class ({classes.tolist()}): a "
+                             "classifier needs at least 2")
+        if eval_set is not None:
+            eval_set = [(Xe, _encode_labels(ye, classes, f"eval_set[{i}]"))
+                        for i, (Xe, ye) in enumerate(eval_set)]
+        objective = self.objective
+        try:
+            self._fit_unbiased(X, encoded, dict(
+                sample_weight=sample_weight, base_margin=base_margin, eval_set=eval_set,
+                verbose=verbose, xgb_model=xgb_model,
+                sample_weight_eval_set=sample_weight_eval_set,
+                base_margin_eval_set=base_margin_eval_set, feature_weights=feature_weights,
+            ))
+        finally:
+            self.objective = objective  # XGBClassifier.fit sets multi:softprob
+        self._classes = classes
+        return self
+
+    def get_xgb_params(self) -> dict[str, Any]:
+        """XGBoost's parameters, with the objective the Booster was trained with.
+
+        ``XGBClassifier.fit`` trains ``multi:softprob`` (unless ``multi:softmax``) with
+        ``num_class`` for more than two classes; ``set_params`` on a fitted model passes these
+        parameters to the Booster, so they must say the same.
+        """
+        params = super().get_xgb_params()
+        n_classes = getattr(self, "n_classes_", 0)
+        if n_classes > 2 and not callable(self.objective):
+            if params.get("objective") != "multi:softmax":
+                params["objective"] = "multi:softprob"
+            params["num_class"] = n_classes
+        return params
+
+    @property
+    def classes_(self) -> np.ndarray:
+        """The class labels, sorted (``predict_proba``'s columns)."""
+        classes = getattr(self, "_classes", None)
+        return np.arange(self.n_classes_) if classes is None else classes
+
+    def predict(self, X: Any, *, output_margin: bool = False, validate_features: bool = True,
+                base_margin: Any = None, iteration_range: Any = None) -> np.ndarray:
+        """``XGBClassifier.predict``, in the labels given to ``fit``."""
+        out = super().predict(X, output_margin=output_margin,
+                              validate_features=validate_features, base_margin=base_margin,
+                              iteration_range=iteration_range)
+        if output_margin:
+            return out
+        return self.classes_[np.asarray(out, dtype=np.int64)]
+
+
+def _encode_labels(y: Any, classes: np.ndarray, argument: str) -> np.ndarray:
+    """Positions of ``y``'s labels in ``classes`` (sorted); unknown labels are refused."""
+    y = np.asarray(y).ravel()
+    index = np.searchsorted(classes, y)
+    index[index == classes.size] = 0
+    if not np.array_equal(classes[index], y):
+        unknown = np.setdiff1d(y, classes)
+        raise ValueError(f"{argument} has labels not in the training labels: "
+                         f"{unknown[:10].tolist()}")
+    return index

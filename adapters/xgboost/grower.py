@@ -1,0 +1,81 @@
+"""The core loop's tree grower on an XGBoost Booster: :class:`XGBGrower`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import xgboost
+from unbiased_criteria.adapters.xgboost.layout import _gbtree, _node_map
+from unbiased_criteria.adapters.xgboost.reader import _read_tree, _train_params
+
+from unbiased_criteria.trees import Tree
+
+
+class XGBGrower:
+    """The core's :class:`~unbiased_criteria.boosting.Grower` on an XGBoost Booster.
+
+    One ``xgboost.Booster(params, [dtrain, *eval DMatrices])`` is built once. Each
+    :meth:`grow` calls ``Booster.boost`` with the core's gradients, so XGBoost grows the trees
+    exactly as ``xgb.train`` would from them (its own objective is never evaluated: boosting
+    with given gradients neither estimates an intercept nor reads the prediction cache), then
+    reads only the new iteration's trees (``booster[it:it + 1]``, its JSON) into the IR.
+    :meth:`leaf_nodes` routes a DMatrix through that iteration with ``pred_leaf``.
+
+    The Booster keeps the unpruned trees; only the core's trees and running scores count.
+
+    Parameters
+    ----------
+    params : dict
+        XGBoost parameters (objective included: it sets the number of outputs).
+    dtrain : xgboost.DMatrix
+    evals : sequence of xgboost.DMatrix
+        Routed as sets 1, 2, ... in this order.
+    """
+
+    def __init__(self, params: Mapping[str, Any], dtrain: xgboost.DMatrix,
+                 evals: list[xgboost.DMatrix] | tuple = ()):
+        self.booster = xgboost.Booster(dict(params), [dtrain, *evals])
+        self.data = [dtrain, *evals]
+        self.train_params = _train_params(json.loads(self.booster.save_config()), None)
+        js = json.loads(self.booster.save_raw("json"))
+        self.n_outputs = max(int(js["learner"]["learner_model_param"].get("num_class", 0)), 1)
+        #: eta as XGBoost multiplies leaf weights by it (float32)
+        self.shrinkage = float(np.float32(self.train_params["eta"]))
+        self.iteration = 0
+        self._part: xgboost.Booster | None = None
+        self._maps: list[np.ndarray | None] = []
+        self._leaves: dict[int, np.ndarray] = {}
+
+    def grow(self, grad: np.ndarray, hess: np.ndarray) -> list[Tree]:
+        """Grow one iteration from float32 ``(n, K)`` gradients; its K trees in the IR."""
+        K = self.n_outputs
+        if K == 1:
+            grad, hess = np.ascontiguousarray(grad[:, 0]), np.ascontiguousarray(hess[:, 0])
+        it = self.iteration
+        self.booster.boost(self.data[0], it, grad=grad, hess=hess)
+        self.iteration += 1
+        part = self.booster[it : it + 1]
+        model, _ = _gbtree(json.loads(part.save_raw("json"))["learner"])
+        trees_json = model["trees"]
+        if np.asarray(model.get("tree_info", []), dtype=np.int64).tolist() != list(range(K)):
+            raise ValueError(f"iteration {it} does not hold one tree per output")
+        self._part = part
+        self._maps = [_node_map(t) for t in trees_json]
+        self._leaves = {}
+        return [_read_tree(t, it * K + k, self.shrinkage) for k, t in enumerate(trees_json)]
+
+    def leaf_nodes(self, which: int) -> np.ndarray:
+        """IR leaf ids ``(n_rows, K)`` of the last iteration for set ``which`` (0 = train)."""
+        dmat = self.data[which]
+        key = id(dmat)
+        if key not in self._leaves:  # dtrain given as an eval set is routed once
+            n = int(dmat.num_row())
+            ids = self._part.predict(dmat, pred_leaf=True).reshape(n, -1).astype(np.int32)
+            for k, node_map in enumerate(self._maps):
+                if node_map is not None:
+                    ids[:, k] = node_map[ids[:, k]]
+            self._leaves[key] = ids
+        return self._leaves[key]

@@ -1,0 +1,135 @@
+"""XGBoost's model JSON as every part of the adapter reads it.
+
+The facts the reader, router, writer and grower share: XGBoost's decision rules, where the
+``gbtree`` model sits in the learner (the DART layouts of 3.2 and 3.4), a tree's per-node arrays,
+and the map from XGBoost's node ids to IR node ids for trees with tombstones (nodes the
+``prune`` updater deleted, marked by ``split_indices == 2147483647``: the IR keeps only the
+reachable nodes, in increasing id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import xgboost
+
+from unbiased_criteria.model import UnsupportedModelError
+from unbiased_criteria.trees import DecisionRules
+
+#: XGBoost's routing: ``x < t`` goes left, a category in the set goes right, NaN goes to the
+#: default side at categorical nodes too
+RULES = DecisionRules(
+    operator="<", categories_go="right", categorical_nan="default", negative_is_invalid=True
+)
+_DELETED = 2147483647  # split_indices of a node the prune updater deleted
+
+
+#: model attribute set by the writer (pruned or refit leaves no longer fit node statistics)
+_WRITTEN_ATTR = "unbiased_criteria_written"
+
+
+def _booster(model: Any, argument: str = "model") -> xgboost.Booster:
+    """The Booster of a Booster or a fitted ``XGBModel``."""
+    if isinstance(model, xgboost.Booster):
+        return model
+    if isinstance(model, xgboost.XGBModel):
+        try:
+            return model.get_booster()
+        except Exception as err:  # sklearn's NotFittedError or XGBoostError
+            raise ValueError(f"{argument} is not fitted: {err}") from None
+    raise TypeError(
+        f"{argument} must be an xgboost.Booster or a fitted xgboost.XGBModel, "
+        f"got {type(model).__module__}.{type(model).__name__}"
+    )
+
+
+def _find(tree: Any, key: str) -> Any:
+    """First value stored under ``key`` in nested dicts (depth-first), or None."""
+    if isinstance(tree, Mapping):
+        if key in tree:
+            return tree[key]
+        for value in tree.values():
+            found = _find(value, key)
+            if found is not None:
+                return found
+    return None
+
+
+def _gbtree(learner: Mapping) -> tuple[dict, list[float] | None]:
+    """The ``gbtree`` model dict and DART's ``weight_drop`` (None for gbtree).
+
+    3.2 stores DART as ``{"name": "dart", "gbtree": {"model": ...}, "weight_drop": [...]}``,
+    3.4 as ``{"name": "gbtree", "model": {..., "weight_drop": [...]}}``.
+    """
+    booster = learner["gradient_booster"]
+    name = booster.get("name")
+    if name == "gblinear":
+        raise UnsupportedModelError("gblinear models have no trees to score")
+    if name == "dart":
+        model = booster["gbtree"]["model"]
+        weights = booster.get("weight_drop")
+    elif name == "gbtree":
+        model = booster["model"]
+        weights = model.get("weight_drop")
+    else:
+        raise UnsupportedModelError(f"unknown gradient booster {name!r}")
+    if weights is not None and not np.all(np.asarray(weights, dtype=np.float64) == 1.0):
+        raise UnsupportedModelError(
+            "DART models whose trees were dropped (weight_drop != 1) cannot be replayed: their "
+            "gradients were taken with random trees left out and the trees were rescaled"
+        )
+    return model, weights
+
+
+def _reachable(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Mask of the nodes reachable from the root, level by level."""
+    seen = np.zeros(left.size, dtype=bool)
+    level = np.array([0])
+    while level.size:
+        if seen[level].any() or level.max() >= left.size:
+            raise ValueError("tree arrays do not describe a tree")
+        seen[level] = True
+        inner = level[left[level] >= 0]
+        level = np.concatenate([left[inner], right[inner]])
+    return seen
+
+
+def _tree_arrays(tree: Mapping, index: int) -> dict[str, np.ndarray]:
+    """The per-node arrays of one tree JSON, checked for length."""
+    param = tree["tree_param"]
+    n = int(param["num_nodes"])
+    if int(param.get("size_leaf_vector", 1)) > 1:
+        raise UnsupportedModelError(
+            "multi-output trees (multi_strategy='multi_output_tree', vector leaves) are not "
+            "supported"
+        )
+    arrays = {
+        "left": np.asarray(tree["left_children"], dtype=np.int64),
+        "right": np.asarray(tree["right_children"], dtype=np.int64),
+        "split": np.asarray(tree["split_indices"], dtype=np.int64),
+        # exact float32 values (the JSON holds their shortest decimal form)
+        "cond": np.asarray(tree["split_conditions"], dtype=np.float32).astype(np.float64),
+        "default_left": np.asarray(tree["default_left"], dtype=bool),
+        "split_type": np.asarray(tree.get("split_type", np.zeros(n)), dtype=np.int64),
+        "gain": np.asarray(tree["loss_changes"], dtype=np.float32).astype(np.float64),
+        "hess": np.asarray(tree["sum_hessian"], dtype=np.float32).astype(np.float64),
+        "weight": np.asarray(tree["base_weights"], dtype=np.float32).astype(np.float64),
+    }
+    for key, value in arrays.items():
+        if value.shape != (n,):
+            raise ValueError(f"tree {index}: {key} has {value.size} entries, expected {n}")
+    return arrays
+
+
+def _node_map(tree: Mapping) -> np.ndarray | None:
+    """XGBoost node id -> IR node id for a tree with tombstones (-1 = dropped), else None."""
+    left = np.asarray(tree["left_children"], dtype=np.int64)
+    right = np.asarray(tree["right_children"], dtype=np.int64)
+    keep = _reachable(left, right)
+    if keep.all():
+        return None
+    new_id = np.full(left.size, -1, dtype=np.int32)
+    new_id[keep] = np.arange(int(keep.sum()), dtype=np.int32)
+    return new_id

@@ -1,0 +1,193 @@
+"""XGBoost objectives in the core: names, links and callables.
+
+An XGBoost objective name (with its ``<x>_param`` block of the model JSON) becomes a core
+:class:`~unbiased_criteria.objectives.Objective` with XGBoost's conventions (float32
+arithmetic, hessian floors, the softmax factor 2); its link turns ``base_score`` (output
+space) into the initial margin and back; a callable ``obj(preds, dtrain)`` of
+``xgboost.train`` becomes a core objective too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import xgboost
+
+from unbiased_criteria import objectives as _objectives
+from unbiased_criteria.model import Model, UnsupportedModelError
+from unbiased_criteria.objectives import Objective
+
+_HESSIAN_FLOOR = 1e-16  # kRtEps, XGBoost's floor of the logistic and softmax hessians
+_LOGIT_LINK = frozenset({"binary:logistic", "reg:logistic"})
+_LOG_LINK = frozenset({"count:poisson", "reg:gamma", "reg:tweedie"})
+
+
+def parse_base_score(text: str, objective: str, n_outputs: int = 1) -> np.ndarray:
+    """The initial margin of every output from ``learner_model_param.base_score``.
+
+    Parameters
+    ----------
+    text : str
+        ``"5E-1"`` (XGBoost <= 3.0) or ``"[5E-1]"`` / ``"[a,b,c]"`` (3.1+), in output space.
+    objective : str
+        XGBoost objective name: selects the link (logit for binary:logistic and reg:logistic,
+        log for count:poisson, reg:gamma and reg:tweedie, identity otherwise; the multiclass
+        vector of 3.2+ is already a margin).
+    n_outputs : int
+        A single value is repeated for every output (old multiclass models).
+
+    Returns
+    -------
+    float64 array (n_outputs,) holding float32 values
+        Computed as XGBoost does: ``-logf(1/p - 1)`` and ``logf(p)`` in float32.
+    """
+    value = np.atleast_1d(np.asarray(json.loads(text), dtype=np.float32))
+    if value.ndim != 1 or value.size not in (1, n_outputs):
+        raise ValueError(f"base_score {text!r} does not have {n_outputs} value(s)")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if objective in _LOGIT_LINK:
+            # ProbToMargin: -logf(1.0f / p - 1.0f); logf is correctly rounded
+            ratio = np.float32(1) / value - np.float32(1)
+            value = -np.log(ratio.astype(np.float64)).astype(np.float32)
+        elif objective in _LOG_LINK:
+            value = np.log(value.astype(np.float64)).astype(np.float32)
+    return np.broadcast_to(value, (n_outputs,)).astype(np.float64)
+
+
+def _margin_to_base_score(margin: np.ndarray, objective: str) -> np.ndarray:
+    """Inverse of the link of :func:`parse_base_score` (output space, float32)."""
+    m = np.asarray(margin, dtype=np.float32)
+    with np.errstate(over="ignore"):
+        if objective in _LOGIT_LINK:
+            return np.float32(1) / (np.float32(1) + np.exp(-m))
+        if objective in _LOG_LINK:
+            return np.exp(m)
+    return m
+
+
+def _format_base_score(values: np.ndarray, as_list: bool) -> str:
+    text = [np.format_float_scientific(np.float32(v), unique=True) for v in values]
+    text = [t.replace("e+", "E").replace("e", "E") for t in text]
+    return "[" + ",".join(text) + "]" if as_list else text[0]
+
+
+def _objective_params(obj: Mapping) -> dict[str, str]:
+    """Flatten ``{"name": ..., "<x>_param": {...}}`` into one dict of strings."""
+    params: dict[str, str] = {}
+    for key, value in obj.items():
+        if key != "name" and isinstance(value, Mapping):
+            params.update({k: str(v) for k, v in value.items()})
+    return params
+
+
+def _core_objective(name: str, params: Mapping[str, str], n_outputs: int) -> Objective | None:
+    """The core objective of XGBoost objective ``name`` (None: no core equivalent).
+
+    Raises UnsupportedModelError for ranking, survival and multi-quantile objectives.
+    """
+    f32 = {"precision": "float32"}
+    make = _objectives.make_objective
+    if name.startswith(("rank:", "survival:")):
+        raise UnsupportedModelError(
+            f"objective {name!r} is not supported: ranking and survival objectives cannot be "
+            "replayed row by row"
+        )
+    if name in ("reg:squarederror", "reg:linear"):
+        return make("squared_error", **f32)
+    if name == "reg:squaredlogerror":
+        return make("squared_log_error", **f32)
+    if name in ("reg:logistic", "binary:logistic", "binary:logitraw"):
+        return make(
+            "binary_logistic", hessian_floor=_HESSIAN_FLOOR, soft_labels=True,
+            pos_weight=float(params.get("scale_pos_weight", 1.0)), **f32,
+        )
+    if name in ("multi:softprob", "multi:softmax"):
+        return make(
+            "multiclass_softmax", n_classes=n_outputs, hessian_factor=2.0,
+            hessian_floor=_HESSIAN_FLOOR, **f32,
+        )
+    if name == "count:poisson":
+        return make("poisson", max_delta_step=float(params.get("max_delta_step", 0.7)), **f32)
+    if name == "reg:gamma":
+        return make("gamma", **f32)
+    if name == "reg:tweedie":
+        power = float(params.get("tweedie_variance_power", 1.5))
+        return make("tweedie", variance_power=power, **f32)
+    if name == "reg:pseudohubererror":
+        return make("pseudo_huber", slope=float(params.get("huber_slope", 1.0)), **f32)
+    if name == "reg:absoluteerror":
+        return make("absolute_error", **f32)
+    if name == "reg:quantileerror":
+        alpha = np.atleast_1d(json.loads(params.get("quantile_alpha", "0.5")))
+        if alpha.size != 1:
+            raise UnsupportedModelError(
+                f"reg:quantileerror with several quantiles ({alpha.tolist()}) is not "
+                "supported: train one model per quantile"
+            )
+        return make("quantile", alpha=float(alpha[0]), **f32)
+    return None
+
+
+def make_objective(spec: str | Callable | Objective, model_ir: Model) -> Objective:
+    """The core objective for ``spec``.
+
+    Parameters
+    ----------
+    spec : str, callable or Objective
+        An XGBoost objective name (``"binary:logistic"``; its parameters are the model's when
+        the model has the same objective, else XGBoost's defaults), a canonical core name
+        (``"binary_logistic"``, float32 arithmetic, XGBoost's hessian floors and softmax
+        factor), a callable ``f(y, raw_score, weight) -> (grad, hess)``, or a core Objective.
+    model_ir : Model
+        The model read by :func:`read_model` (number of outputs, objective parameters).
+
+    Returns
+    -------
+    Objective
+    """
+    n_outputs = model_ir.forest.n_outputs
+    if isinstance(spec, Objective):
+        return spec
+    if callable(spec):
+        return _objectives.make_objective(spec, n_outputs=n_outputs)
+    if not isinstance(spec, str):
+        raise TypeError(f"objective must be a name or a callable, got {type(spec).__name__}")
+    if ":" in spec:
+        obj_json = (model_ir.source or {}).get("learner", {}).get("objective", {})
+        params = _objective_params(obj_json) if obj_json.get("name") == spec else {}
+        objective = _core_objective(spec, params, n_outputs)
+        if objective is None:
+            raise ValueError(f"XGBoost objective {spec!r} has no equivalent in the core")
+        return objective
+    params: dict[str, Any] = {"precision": "float32"}
+    if spec == "binary_logistic":
+        params["hessian_floor"] = _HESSIAN_FLOOR
+    elif spec == "multiclass_softmax":
+        params.update(n_classes=n_outputs, hessian_factor=2.0, hessian_floor=_HESSIAN_FLOOR)
+    elif spec == "multiclass_ova":
+        params["n_classes"] = n_outputs
+    return _objectives.make_objective(spec, **params)
+
+
+def _custom_objective(obj: Callable, dtrain: xgboost.DMatrix, n_outputs: int) -> Objective:
+    """XGBoost's ``obj(preds, dtrain) -> (grad, hess)`` as the core's ``f(y, raw, weight)``.
+
+    ``preds`` are float32 margins ``(n,)`` or ``(n, K)``; flat results are row-major, as
+    XGBoost reads them. The callable applies weights itself (it has ``dtrain``).
+    """
+    n = int(dtrain.num_row())
+
+    def func(y, raw, weight):
+        grad, hess = obj(np.array(raw, dtype=np.float32), dtrain)
+        for what, value in (("grad", grad), ("hess", hess)):
+            if np.size(value) != n * n_outputs:
+                raise ValueError(
+                    f"obj returned {np.size(value)} {what} values, expected {n * n_outputs} "
+                    f"({n} rows x {n_outputs} outputs; flat arrays are row-major)"
+                )
+        return grad, hess
+
+    return _objectives.make_objective(func, n_outputs=n_outputs)

@@ -1,0 +1,323 @@
+"""Read an XGBoost model into the IR: :func:`read_model`, :func:`parse_model`.
+
+The reader parses the model JSON (``Booster.save_raw("json")``) and takes the training
+hyper-parameters (eta, lambda, alpha, max_delta_step, subsample...) from
+``Booster.save_config()``, since the model JSON does not hold them. It takes no data.
+
+IR node ids are XGBoost's node ids (see :mod:`.layout` for trees with tombstones). Numeric
+thresholds and leaf values are the exact float32 values of the JSON, stored as float64;
+internal nodes keep the value XGBoost would give them as a leaf (``eta * base_weight``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import xgboost
+from unbiased_criteria.adapters.xgboost.layout import (
+    _DELETED,
+    _WRITTEN_ATTR,
+    RULES,
+    _booster,
+    _find,
+    _gbtree,
+    _node_map,
+    _tree_arrays,
+)
+from unbiased_criteria.adapters.xgboost.objectives import (
+    _core_objective,
+    _objective_params,
+    parse_base_score,
+)
+
+from unbiased_criteria.gains import SplitScore
+from unbiased_criteria.model import Model, UnsupportedModelError
+from unbiased_criteria.trees import MISSING_NAN, Forest, Tree, make_tree
+
+# training parameters read from save_config(): XGBoost's defaults, aliases
+_DEFAULT_TRAIN = {
+    "eta": 0.3, "lambda": 1.0, "alpha": 0.0, "max_delta_step": 0.0, "subsample": 1.0,
+    "colsample_bytree": 1.0, "colsample_bylevel": 1.0, "colsample_bynode": 1.0,
+}
+_ALIASES = {"learning_rate": "eta", "reg_lambda": "lambda", "reg_alpha": "alpha"}
+
+
+def _read_tree(tree: Mapping, index: int, shrinkage: float) -> Tree:
+    """One XGBoost tree JSON as an IR tree (see the module docstring for the ids)."""
+    a = _tree_arrays(tree, index)
+    leaf = a["left"] < 0
+    new_id = _node_map(tree)
+    keep = np.ones(leaf.size, dtype=bool) if new_id is None else new_id >= 0
+    if np.any(a["split"][keep & ~leaf] == _DELETED):
+        raise ValueError(f"tree {index}: a reachable split node is marked deleted")
+    categorical = (a["split_type"] == 1) & ~leaf
+    cat_sets = {}
+    nodes = tree.get("categories_nodes", [])
+    if len(nodes):
+        cats = np.asarray(tree["categories"], dtype=np.int64)
+        seg = np.asarray(tree["categories_segments"], dtype=np.int64)
+        size = np.asarray(tree["categories_sizes"], dtype=np.int64)
+        # sets left on nodes that are no longer splits (collapsed by an updater) are dropped
+        cat_sets = {int(v): cats[s : s + m] for v, s, m in zip(nodes, seg, size)
+                    if categorical[v] and keep[v]}
+
+    def remap(child):
+        if new_id is None:
+            return child
+        return np.where(child >= 0, new_id[np.maximum(child, 0)], -1)
+
+    # internal nodes keep the value XGBoost would give them as a leaf: eta * base_weight
+    # (exact in float64: a product of two float32 values)
+    value = np.where(leaf, a["cond"], shrinkage * a["weight"])
+    sel = np.flatnonzero(keep)
+    return make_tree(
+        remap(a["left"])[sel],
+        remap(a["right"])[sel],
+        np.where(leaf, -1, a["split"])[sel],
+        np.where(leaf | categorical, np.nan, a["cond"])[sel],
+        value[sel],
+        default_left=a["default_left"][sel],
+        missing=np.full(sel.size, MISSING_NAN, dtype=np.int8),
+        categorical=categorical[sel],
+        cat_sets={int(v if new_id is None else new_id[v]): c for v, c in cat_sets.items()},
+        host_gain=np.where(leaf, np.nan, a["gain"])[sel],
+        host_hessian=a["hess"][sel],
+        host_count=None,
+        shrinkage=shrinkage,
+        bias=0.0,
+        rules=RULES,
+    )
+
+
+def _tree_iterations(model: Mapping, n_trees: int, per_iteration: int) -> np.ndarray:
+    indptr = model.get("iteration_indptr")
+    if indptr is not None and len(indptr) > 0:
+        counts = np.diff(np.asarray(indptr, dtype=np.int64))
+        if counts.sum() != n_trees or np.any(counts < 0):
+            raise ValueError("iteration_indptr does not match the number of trees")
+        return np.repeat(np.arange(counts.size), counts)
+    # models saved before iteration_indptr existed: fixed number of trees per iteration
+    return np.arange(n_trees) // max(per_iteration, 1)
+
+
+def _train_params(config: Mapping | None, overrides: Mapping[str, Any] | None) -> dict:
+    """Training parameters from ``save_config()``, with user overrides (aliases accepted)."""
+    params: dict[str, Any] = dict(_DEFAULT_TRAIN)
+    if config:
+        tree_param = _find(config, "tree_train_param") or {}
+        params.update({_ALIASES.get(k, k): v for k, v in tree_param.items()})
+        for key in ("tree_method", "updater_seq", "process_type"):
+            value = _find(config, key)
+            if value is not None:
+                params[key] = value
+        generic = _find(config, "generic_param") or {}
+        if "device" in generic:
+            params["device"] = generic["device"]
+    for key, value in (overrides or {}).items():
+        params[_ALIASES.get(key, key)] = value
+    for key in _DEFAULT_TRAIN:
+        # TrainParam holds them as float32 (the config prints "0.699999988")
+        params[key] = float(np.float32(params[key]))
+    return params
+
+
+def _params_mismatch(trees: list, eta: float, lam: float) -> float:
+    """Median relative misfit of ``eta`` and ``lambda`` to the trees' own weights.
+
+    A parent of two leaves satisfies ``base_weight = (v_L (H_L + lam) + v_R (H_R + lam)) /
+    (eta (H + lam))`` (leaf value ``v = eta * -G/(H + lam)``, without alpha or clipping).
+    """
+    errors = []
+    if eta == 0:
+        return 0.0
+    for tree in trees[:20]:
+        a = _tree_arrays(tree, 0)
+        left, right = a["left"], a["right"]
+        inner = np.flatnonzero(left >= 0)
+        both = inner[(left[left[inner]] < 0) & (left[right[inner]] < 0)]
+        L, R = left[both], right[both]
+        fit = (a["cond"][L] * (a["hess"][L] + lam) + a["cond"][R] * (a["hess"][R] + lam)) / (
+            eta * (a["hess"][both] + lam)
+        )
+        scale = np.maximum(np.abs(fit), np.abs(a["weight"][both]))
+        ok = scale > 1e-6
+        errors.append(np.abs(fit - a["weight"][both])[ok] / scale[ok])
+    errors = np.concatenate(errors) if errors else np.zeros(0)
+    return float(np.median(errors)) if errors.size else 0.0
+
+
+def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
+              base_score: np.ndarray, renews: bool, check_params: bool,
+              shrinkage: float) -> tuple[str, ...]:
+    out = []
+    if params["subsample"] < 1.0:
+        out.append(
+            f"subsample={params['subsample']:g}: the host summed each node over a random "
+            "subsample, so recomputed node sums and biased gains will not match its "
+            "sum_hessian and loss_changes (the unbiased gain stays valid)"
+        )
+    mono = any(float(c) != 0 for c in re.findall(r"-?\d+(?:\.\d*)?",
+                                                    str(params.get("monotone_constraints", ""))))
+    if mono:
+        out.append("monotone constraints clip leaf weights: recomputed gains may not match")
+    method = str(params.get("tree_method", "")) + str(params.get("updater_seq", ""))
+    if "colmaker" in method or "exact" in method or "approx" in method:
+        out.append(
+            "only the hist tree method was verified against the host; exact and approx "
+            "models should match but were not checked"
+        )
+    if str(params.get("device", "cpu")).startswith(("cuda", "gpu")):
+        out.append("GPU training quantises gradients: recomputed gains are approximate")
+    best = learner.get("attributes", {}).get("best_iteration")
+    if best is not None:
+        out.append(
+            f"the model has best_iteration={best}: the IR holds all its iterations (as "
+            "Booster.predict uses), while the scikit-learn predict stops at best_iteration"
+        )
+    lmp = learner["learner_model_param"]
+    if (objective == "reg:squarederror" and np.all(base_score == 0.5)
+            and str(lmp.get("boost_from_average", "1")) == "1"):
+        out.append(
+            "base_score is 0.5 with reg:squarederror, what a custom objective (obj=) leaves: "
+            "if the model was trained with one, pass objective="
+        )
+    written = _WRITTEN_ATTR in learner.get("attributes", {})
+    if check_params and not renews and not written and params["alpha"] == 0 \
+            and params["max_delta_step"] == 0 and not mono:
+        misfit = _params_mismatch(model["trees"], shrinkage, params["lambda"])
+        if misfit > 1e-3:
+            out.append(
+                f"eta={params['eta']:g} and lambda={params['lambda']:g} do not reproduce the "
+                f"trees' own weights (median misfit {misfit:.2g}): a Booster loaded from a "
+                "file forgets its training parameters and reports XGBoost's defaults; pass "
+                "the real ones with read_model(model, params={'eta': ..., 'lambda': ...})"
+            )
+    return tuple(out)
+
+
+def parse_model(
+    js: Mapping,
+    train_params: Mapping[str, Any] | None = None,
+    *,
+    custom_objective: bool = False,
+) -> Model:
+    """The IR of a parsed XGBoost model JSON (no data, no Booster needed).
+
+    Parameters
+    ----------
+    js : dict
+        ``json.loads(booster.save_raw("json"))``; it becomes ``Model.source`` (not copied).
+    train_params : dict, optional
+        Training parameters (``eta``, ``lambda``, ``alpha``, ``max_delta_step``,
+        ``subsample``...); XGBoost's defaults where absent. When given, they are checked
+        against the trees' own weights (a warning if they do not fit).
+    custom_objective : bool
+        The model was trained with a callable objective: ``Model.objective`` is None.
+
+    Returns
+    -------
+    Model
+    """
+    learner = js["learner"]
+    model, _ = _gbtree(learner)
+    lmp = learner["learner_model_param"]
+    n_class = int(lmp.get("num_class", 0))
+    n_target = int(lmp.get("num_target", 1))
+    obj_json = learner.get("objective", {"name": "reg:squarederror"})
+    obj_name = obj_json["name"]
+    obj_params = _objective_params(obj_json)
+    objective = _core_objective(obj_name, obj_params, max(n_class, 1))
+    if n_target > 1:
+        raise UnsupportedModelError(
+            f"multi-target models (num_target={n_target}) are not supported"
+        )
+    n_outputs = max(n_class, 1)
+    params = _train_params(None, train_params)
+    n_parallel = int(model.get("gbtree_model_param", {}).get("num_parallel_tree", 1))
+    # the updaters shrink each of an iteration's parallel trees by eta / num_parallel_tree,
+    # in float32
+    eta = float(np.float32(params["eta"]) / np.float32(n_parallel))
+
+    trees_json = model["trees"]
+    trees = tuple(_read_tree(t, i, eta) for i, t in enumerate(trees_json))
+    n_trees = len(trees)
+    tree_info = np.asarray(model.get("tree_info", np.zeros(n_trees)), dtype=np.int64)
+    if tree_info.shape != (n_trees,) or (n_trees and tree_info.max() >= n_outputs):
+        raise ValueError("tree_info does not match the trees and classes")
+    per_iter = n_parallel * n_outputs
+    n_features = int(lmp["num_feature"])
+    names = learner.get("feature_names") or [f"f{i}" for i in range(n_features)]
+    base = parse_base_score(str(lmp["base_score"]), obj_name, n_outputs)
+    forest = Forest(
+        trees=trees,
+        tree_class=tree_info,
+        tree_iteration=_tree_iterations(model, n_trees, per_iter),
+        base_score=base,
+        n_features=n_features,
+        feature_names=tuple(str(n) for n in names),
+        score_dtype=np.float32,
+    )
+    split_score = SplitScore(
+        l1=params["alpha"], l2=params["lambda"], max_delta_step=params["max_delta_step"],
+        weight_float32=True, raw_gradient_score=True,
+    )
+    warnings = list(_warnings(learner, model, params, obj_name, base,
+                              bool(objective is not None and objective.renews_leaves),
+                              check_params=train_params is not None, shrinkage=eta))
+    if objective is None and not custom_objective:
+        warnings.append(
+            f"objective {obj_name!r} has no equivalent in the core: pass objective= (a "
+            "callable f(y, raw_score, weight) -> (grad, hess))"
+        )
+    return Model(
+        forest=forest,
+        objective=None if custom_objective else objective,
+        split_score=split_score,
+        host="xgboost",
+        bias_from_labels=False,
+        warnings=tuple(warnings),
+        source=js,
+    )
+
+
+def read_model(
+    model: xgboost.Booster | xgboost.XGBModel, *, params: Mapping[str, Any] | None = None
+) -> Model:
+    """Read an XGBoost model into the IR.
+
+    Parameters
+    ----------
+    model : xgboost.Booster or fitted xgboost.XGBModel
+    params : dict, optional
+        Training parameters that override ``save_config()`` (``eta``/``learning_rate``,
+        ``lambda``/``reg_lambda``, ``alpha``/``reg_alpha``, ``max_delta_step``). Needed for a
+        model loaded from a file: XGBoost does not store them in the model, and such a Booster
+        reports its defaults (eta 0.3, lambda 1); a warning says when they do not fit the trees.
+
+    Returns
+    -------
+    Model
+        ``objective`` is None for a scikit-learn model with a callable objective. A Booster
+        trained with ``xgb.train(..., obj=f)`` cannot be told apart: it stores the params'
+        objective (reg:squarederror by default) and base_score 0.5, so pass ``objective=`` to
+        the public functions for such models. ``source`` is the parsed model JSON.
+
+    Raises
+    ------
+    UnsupportedModelError
+        gblinear, DART with dropped trees, ranking or survival objectives, multi-output trees,
+        multi-target models, reg:quantileerror with several quantiles.
+    """
+    bst = _booster(model)
+    js = json.loads(bst.save_raw("json"))
+    try:
+        config = json.loads(bst.save_config())
+    except Exception:  # a Booster without a learner configuration
+        config = None
+    train = _train_params(config, params)
+    custom = isinstance(model, xgboost.XGBModel) and callable(getattr(model, "objective", None))
+    return parse_model(js, train, custom_objective=custom)

@@ -1,0 +1,143 @@
+"""Route rows through an XGBoost model's trees with XGBoost's own ``pred_leaf``:
+:func:`make_router`.
+
+``predict(pred_leaf=True)`` returns XGBoost's node ids, which are the IR's (trees with
+tombstones are mapped, see :mod:`.layout`). Missing values (NaN, absent sparse entries, an
+estimator's ``missing``) go where XGBoost sends them, since XGBoost routes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xgboost
+from scipy import sparse
+from unbiased_criteria.adapters.xgboost.layout import _booster, _gbtree, _node_map
+
+from unbiased_criteria.model import Model, Router, chunk_size
+
+
+def _feature_types(js: Mapping) -> list[str] | None:
+    types = js["learner"].get("feature_types") or None
+    return list(types) if types else None
+
+
+def _check_X(X: Any, model_ir: Model, argument: str, missing: float) -> xgboost.DMatrix:
+    """``X`` as one DMatrix, after checking it against the model (never modifies ``X``)."""
+    forest = model_ir.forest
+    js = model_ir.source
+    has_names = bool(js["learner"].get("feature_names"))
+    names = list(forest.feature_names) if has_names else None
+    types = _feature_types(js)
+    categorical = bool(types and "c" in types)
+    if X is None:
+        raise ValueError(f"{argument} is required")
+    if isinstance(X, pd.DataFrame):
+        shape = X.shape
+    elif sparse.issparse(X):
+        shape = X.shape
+    else:
+        try:
+            X = np.asarray(X)
+        except Exception:
+            raise ValueError(f"{argument} must be a 2-D numeric array") from None
+        if X.ndim != 2:
+            raise ValueError(f"{argument} must be 2-D (rows x features), got shape {X.shape}")
+        if X.dtype.kind not in "biuf":
+            raise ValueError(f"{argument} must be numeric, got dtype {X.dtype}")
+        shape = X.shape
+    if shape[0] == 0:
+        raise ValueError(f"{argument} is empty (0 rows)")
+    if shape[1] != forest.n_features:
+        raise ValueError(
+            f"{argument} has {shape[1]} features but the model has {forest.n_features}"
+        )
+    kwargs: dict[str, Any] = {"missing": missing}
+    if isinstance(X, pd.DataFrame):
+        columns = [str(c) for c in X.columns]
+        if names is not None and columns != names:
+            diff = [c for c in columns if c not in names]
+            raise ValueError(
+                f"{argument}'s columns do not match the model's feature names "
+                f"(model: {names[:10]}{'...' if len(names) > 10 else ''}; unknown columns: "
+                f"{diff[:10]}; the order must match too)"
+            )
+        kwargs["enable_categorical"] = True
+    else:
+        kwargs.update(feature_names=names)
+        if categorical:
+            kwargs.update(feature_types=types, enable_categorical=True)
+    try:
+        return xgboost.DMatrix(X, **kwargs)
+    except (ValueError, TypeError, xgboost.core.XGBoostError) as err:
+        raise ValueError(f"{argument} cannot be read as XGBoost data: {err}") from None
+
+
+def make_router(
+    model: xgboost.Booster | xgboost.XGBModel,
+    model_ir: Model,
+    X: Any,
+    argument: str,
+    memory_budget: int = 512 * 2**20,
+) -> Router:
+    """Route the rows of ``X`` through the model's trees with XGBoost's own ``pred_leaf``.
+
+    Parameters
+    ----------
+    model : xgboost.Booster or fitted xgboost.XGBModel
+        The model ``model_ir`` was read from.
+    model_ir : Model
+    X : numpy array, pandas DataFrame (category dtype allowed) or scipy sparse matrix
+        Absent sparse entries and NaN are missing values (for an XGBModel, its ``missing``
+        value too). Its feature count, and for a DataFrame its column names, must match the
+        model. ``X`` is not modified.
+    argument : str
+        Name of ``X`` in error messages.
+    memory_budget : int
+        Bytes allowed for one chunk of leaf ids.
+
+    Returns
+    -------
+    Router
+        ``leaf_nodes(start, stop)`` gives IR node ids (int32, ``(n, stop - start)``); ``chunk``
+        is a whole number of iterations whenever the budget allows one.
+    """
+    bst = _booster(model)
+    forest = model_ir.forest
+    missing = getattr(model, "missing", np.nan) if isinstance(model, xgboost.XGBModel) \
+        else np.nan
+    dmat = _check_X(X, model_ir, argument, np.nan if missing is None else missing)
+    n_rows = int(dmat.num_row())
+    trees_json = _gbtree(model_ir.source["learner"])[0]["trees"]
+    if len(trees_json) != forest.n_trees or bst.num_boosted_rounds() != (
+        int(forest.tree_iteration[-1]) + 1 if forest.n_trees else 0
+    ):
+        raise ValueError("model_ir was not read from model")
+    maps = [_node_map(t) for t in trees_json]
+    iteration = np.asarray(forest.tree_iteration, dtype=np.int64)
+    n_iter = int(iteration[-1]) + 1 if iteration.size else 0
+    first = np.searchsorted(iteration, np.arange(n_iter + 1))  # first tree of each iteration
+
+    def leaf_nodes(start: int, stop: int) -> np.ndarray:
+        if not 0 <= start < stop <= forest.n_trees:
+            raise ValueError(f"tree range [{start}, {stop}) outside 0..{forest.n_trees}")
+        # slicing a Booster selects iterations; take the iterations covering the range
+        it0, it1 = int(iteration[start]), int(iteration[stop - 1]) + 1
+        part = bst if (it0 == 0 and it1 == n_iter) else bst[it0:it1]
+        raw = part.predict(dmat, pred_leaf=True)
+        raw = raw.reshape(n_rows, -1)
+        offset = start - int(first[it0])
+        out = raw[:, offset : offset + stop - start].astype(np.int32)
+        for j, t in enumerate(range(start, stop)):
+            if maps[t] is not None:
+                out[:, j] = maps[t][out[:, j]]
+        return out
+
+    chunk = chunk_size(n_rows, forest.n_trees, memory_budget)
+    per_iteration = int(np.bincount(iteration).max()) if iteration.size else 1
+    if chunk >= per_iteration:
+        chunk -= chunk % per_iteration  # whole iterations: no tree is predicted twice
+    return Router(n_rows=n_rows, leaf_nodes=leaf_nodes, chunk=max(int(chunk), 1))

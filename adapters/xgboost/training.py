@@ -1,0 +1,414 @@
+"""The training hook: :func:`train`, ``xgboost.train`` with every new tree pruned.
+
+XGBoost grows each iteration from the core loop's gradients (``Booster.boost``, through
+:class:`~unbiased_criteria.adapters.xgboost.grower.XGBGrower`), the core scores and prunes it
+and keeps the running scores; at the end the pruned trees are written into a Booster with the
+intercept ``xgb.train`` would have used, and the run's record is kept for it
+(:mod:`.record`).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import xgboost
+from unbiased_criteria.adapters.xgboost.grower import XGBGrower
+from unbiased_criteria.adapters.xgboost.layout import _gbtree
+from unbiased_criteria.adapters.xgboost.metrics import (
+    _DEFAULT_METRIC,
+    _maximize,
+    _predict_transform,
+    _xgb_metric,
+)
+from unbiased_criteria.adapters.xgboost.objectives import _custom_objective, parse_base_score
+from unbiased_criteria.adapters.xgboost.reader import parse_model
+from unbiased_criteria.adapters.xgboost.record import _RECORDS, TrainingRecord, _split_table
+from unbiased_criteria.adapters.xgboost.writer import _load_with_config, model_json
+
+from unbiased_criteria.boosting import EvalSet, HoldoutPlan, boost
+from unbiased_criteria.importance import GainOptions
+from unbiased_criteria.model import UnsupportedModelError
+from unbiased_criteria.validation import check_labels
+
+#: objectives the training hook drives (the core has their gradients, XGBoost keeps its leaves)
+_TRAIN_OBJECTIVES = (
+    "reg:squarederror", "reg:squaredlogerror", "reg:logistic", "reg:pseudohubererror",
+    "binary:logistic", "binary:logitraw", "multi:softmax", "multi:softprob", "count:poisson",
+    "reg:gamma", "reg:tweedie",
+)
+#: XGBoost objectives the training hook refuses, and why
+_REFUSED_OBJECTIVES = {
+    "reg:absoluteerror": "XGBoost renews its leaf values from its own prediction cache, which "
+    "does not see pruning, and from held-out rows",
+    "reg:quantileerror": "XGBoost renews its leaf values from its own prediction cache, which "
+    "does not see pruning, and from held-out rows",
+    "binary:hinge": "the core has no hinge loss",
+}
+
+
+def _normalise_params(params: Any) -> dict[str, Any]:
+    """``params`` (a dict, or pairs as ``xgb.train`` accepts) as a new dict.
+
+    Repeated ``eval_metric`` pairs become one list; nothing the caller passed is modified.
+    """
+    if isinstance(params, Mapping):
+        out = dict(params)
+    else:
+        try:
+            pairs = [(k, v) for k, v in params]
+        except (TypeError, ValueError):
+            raise TypeError("params must be a dict (or a list of (key, value) pairs)") from None
+        out: dict[str, Any] = {}
+        metrics: list[Any] = []
+        for key, value in pairs:
+            if key == "eval_metric":
+                metrics.extend(value if isinstance(value, list | tuple) else [value])
+            else:
+                out[key] = value
+        if metrics:
+            out["eval_metric"] = metrics
+    if isinstance(out.get("eval_metric"), tuple):
+        out["eval_metric"] = list(out["eval_metric"])
+    return out
+
+
+def _check_training_params(params: Mapping[str, Any]) -> str:
+    """The objective name of ``params``, after refusing what the hook cannot drive."""
+    name = params.get("objective", "reg:squarederror")
+    if callable(name):
+        raise TypeError("params['objective'] must be an XGBoost objective name; pass a callable "
+                        "objective as obj=")
+    if not isinstance(name, str):
+        raise TypeError(f"params['objective'] must be a string, got {type(name).__name__}")
+    if name in _REFUSED_OBJECTIVES or name.startswith(("rank:", "survival:")):
+        why = _REFUSED_OBJECTIVES.get(name, "ranking and survival objectives are not row-wise")
+        raise UnsupportedModelError(
+            f"params['objective']={name!r} is not supported by the training hook: {why}"
+        )
+    if name not in _TRAIN_OBJECTIVES:
+        raise ValueError(
+            f"params['objective']: unknown objective {name!r}; the training hook supports "
+            f"{list(_TRAIN_OBJECTIVES)} (or pass a callable as obj=)"
+        )
+    booster = params.get("booster", "gbtree")
+    if booster != "gbtree":
+        raise UnsupportedModelError(
+            f"params['booster']={booster!r} is not supported by the training hook: only gbtree "
+            "(DART drops and rescales trees, gblinear has none)"
+        )
+    if int(params.get("num_parallel_tree", 1)) != 1:
+        raise UnsupportedModelError(
+            "params['num_parallel_tree'] > 1 is not supported by the training hook: the core "
+            "loop takes one tree per output and iteration"
+        )
+    if params.get("multi_strategy", "one_output_per_tree") != "one_output_per_tree":
+        raise UnsupportedModelError("multi_strategy='multi_output_tree' (vector leaves) is not "
+                                    "supported")
+    return name
+
+
+def _labels(dmat: xgboost.DMatrix, argument: str) -> np.ndarray:
+    y = np.asarray(dmat.get_label())
+    n = int(dmat.num_row())
+    if y.size == 0:
+        raise ValueError(f"{argument} has no labels: build it with xgboost.DMatrix(X, label=y)")
+    if y.size != n:
+        raise UnsupportedModelError(
+            f"{argument} has {y.size} labels for {n} rows: multi-target training is not "
+            "supported"
+        )
+    return y
+
+
+def _weights(dmat: xgboost.DMatrix) -> np.ndarray | None:
+    w = np.asarray(dmat.get_weight())
+    return w if w.size else None
+
+
+def _check_dmatrix(dmat: Any, argument: str, reference: xgboost.DMatrix | None) -> None:
+    if not isinstance(dmat, xgboost.DMatrix):
+        raise TypeError(f"{argument} must be an xgboost.DMatrix, got {type(dmat).__name__}")
+    if int(dmat.num_row()) == 0:
+        raise ValueError(f"{argument} is empty (0 rows)")
+    if dmat.get_base_margin().size:
+        raise ValueError(
+            f"{argument} has a base_margin: the training hook starts every row from the "
+            "model's base_score (one value per output)"
+        )
+    if dmat.get_group().size:
+        raise UnsupportedModelError(f"{argument} has query groups: ranking is not supported")
+    if reference is not None and dmat is not reference:
+        if int(dmat.num_col()) != int(reference.num_col()):
+            raise ValueError(f"{argument} has {dmat.num_col()} features but dtrain has "
+                             f"{reference.num_col()}")
+        names, ref_names = dmat.feature_names, reference.feature_names
+        if names is not None and ref_names is not None and list(names) != list(ref_names):
+            raise ValueError(f"{argument}'s feature names do not match dtrain's")
+
+
+def _host_intercept(params: Mapping[str, Any], dtrain: xgboost.DMatrix,
+                    grower: XGBGrower, estimate: bool) -> str:
+    """``base_score`` (model JSON text) that ``xgb.train`` would give the model.
+
+    XGBoost estimates it in its first ``update`` only (not when boosting with given gradients,
+    so neither for ``obj=`` nor with 0 rounds): one throwaway round of depth 1 with the same
+    parameters and data gives it exactly, whatever the objective and XGBoost version.
+    """
+    if estimate:
+        scratch = xgboost.Booster({**params, "max_depth": 1}, [dtrain])
+        scratch.update(dtrain, 0)
+        lmp = json.loads(scratch.save_raw("json"))["learner"]["learner_model_param"]
+    else:  # xgb.train keeps the parameter (0.5 unless given)
+        lmp = json.loads(grower.booster.save_raw("json"))["learner"]["learner_model_param"]
+    return str(lmp["base_score"])
+
+
+def train(
+    params: Mapping[str, Any] | Sequence[tuple[str, Any]],
+    dtrain: xgboost.DMatrix,
+    num_boost_round: int = 10,
+    *,
+    evals: Sequence[tuple[xgboost.DMatrix, str]] | None = (),
+    obj: Callable | None = None,
+    maximize: bool | None = None,
+    custom_metric: Callable | None = None,
+    early_stopping_rounds: int | None = None,
+    evals_result: dict | None = None,
+    verbose_eval: bool | int = True,
+    callbacks: Sequence[xgboost.callback.TrainingCallback] | None = None,
+    holdout_fraction: float = 0.2,
+    redraw_holdout: bool = True,
+    prune_threshold: float | None = 0.0,
+    n_draws: int = 1,
+    min_k: int = 5,
+    random_state: int | np.random.SeedSequence | None = None,
+    progress: bool = False,
+) -> xgboost.Booster:
+    """Train with XGBoost's tree builder, pruning every new tree by its unbiased gain.
+
+    Each round the core takes gradients at its own running margins, gives the held-out rows
+    zero gradient and hessian (they stay in ``dtrain``), lets XGBoost grow one iteration from
+    them (``Booster.boost``), scores every new split with U on the held-out rows, collapses
+    the splits with ``U <= prune_threshold`` top-down (a collapsed node gets the value XGBoost
+    would give it as a leaf, ``eta * w``) and adds the pruned trees to its margins of dtrain
+    and of every eval set. Evaluation and early stopping run on those margins.
+
+    With ``prune_threshold=None`` and ``holdout_fraction=0`` the result is the model
+    ``xgboost.train(params, dtrain, num_boost_round, ...)`` gives.
+
+    Parameters
+    ----------
+    params : dict or list of (key, value) pairs
+        As for ``xgboost.train``. ``objective``: one of ``reg:squarederror``,
+        ``reg:squaredlogerror``, ``reg:logistic``, ``reg:pseudohubererror``,
+        ``binary:logistic``, ``binary:logitraw``, ``multi:softmax``, ``multi:softprob``,
+        ``count:poisson``, ``reg:gamma``, ``reg:tweedie`` (its link and default metric also
+        apply with ``obj=``). ``eval_metric``: XGBoost names among rmse, rmsle, mae, mape,
+        mphe, logloss, error, error@t, auc, mlogloss, merror, poisson-nloglik, gamma-nloglik,
+        gamma-deviance, tweedie-nloglik@rho; default: the objective's, as in XGBoost.
+        Not supported: ``num_parallel_tree > 1``, DART, gblinear, vector leaves.
+    dtrain : xgboost.DMatrix
+        Training rows with labels (and weights); no base_margin, no groups.
+    num_boost_round : int
+    evals : sequence of (DMatrix, name)
+        Evaluated every round on the running margins (pruned trees).
+    obj : callable, optional
+        ``obj(preds, dtrain) -> (grad, hess)`` as in ``xgboost.train``: ``preds`` are float32
+        margins ``(n,)`` or ``(n, K)``; flat results are row-major; it applies weights.
+        ``base_score`` then stays the parameter (0.5 unless given), as in ``xgboost.train``.
+    maximize : bool, optional
+        Whether early stopping maximises its metric; None: XGBoost's rule (auc, map, ndcg...).
+    custom_metric : callable, optional
+        ``f(preds, dmatrix) -> (name, value)`` or a list of such, as in ``xgboost.train``:
+        ``preds`` as ``Booster.predict`` gives them (margins with ``obj=``). Its values are
+        recorded as XGBoost records them (``"%f"``, 6 decimals).
+    early_stopping_rounds : int, optional
+        Stop when the last metric on the last eval set has not improved for that many rounds.
+        The returned model keeps every tree; ``best_iteration`` and ``best_score`` are set as
+        attributes (``booster.best_iteration``), as XGBoost does.
+    evals_result : dict, optional
+        Filled with ``{eval name: {metric: [value per round]}}``.
+    verbose_eval : bool or int
+        Print the evaluations every ``verbose_eval`` rounds (True: every round) with
+        XGBoost's own ``EvaluationMonitor``, which prints where XGBoost prints. Pass False and
+        ``callbacks=[xgboost.callback.EvaluationMonitor(logger=...)]`` to send them to a
+        ``logging`` logger instead. False prints nothing.
+    callbacks : sequence of xgboost.callback.TrainingCallback, optional
+        Called as ``xgboost.train`` calls them (``before_training``, ``after_iteration``
+        with the evaluation log, ``after_training``). ``model`` is the Booster growing the
+        trees, which holds them unpruned, except in ``after_training``, which gets (and may
+        replace) the returned model. They cannot stop training (a warning says so) and must
+        not change training parameters.
+    holdout_fraction : float in [0, 1)
+        Share of training rows held out each round to score the new splits.
+    redraw_holdout : bool
+        Draw a new held-out part every round (every row helps build some trees).
+    prune_threshold : float or None
+        Collapse splits with ``U <= prune_threshold``; None: no pruning and no scoring.
+    n_draws, min_k : int
+        Options of the unbiased gain (see :func:`unbiased_criteria.unbiased_importance`).
+    random_state : int, SeedSequence or None
+        Seeds the held-out draws and the k-subsampling.
+    progress : bool
+        Show a tqdm progress bar over rounds.
+
+    Returns
+    -------
+    xgboost.Booster
+        The pruned model, with the intercept ``xgboost.train`` would have used and the
+        training parameters of ``params``: ``predict(dmat, output_margin=True)`` equals the
+        loop's running margins. Its per-split scores: :func:`training_splits`; the unbiased
+        importance: :func:`training_report`; the rest: :func:`training_record`.
+
+    Raises
+    ------
+    ValueError
+        Unknown objective or metric, ``holdout_fraction`` outside [0, 1), ``dtrain``
+        without labels or with weights summing to zero, labels outside the objective's range,
+        early stopping without evals.
+    UnsupportedModelError
+        Objectives, boosters and options the hook cannot drive (see ``params``).
+    """
+    params = _normalise_params(params)
+    holdout = HoldoutPlan(float(holdout_fraction), bool(redraw_holdout))
+    options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state)
+    if obj is not None and not callable(obj):
+        raise TypeError(f"obj must be a callable f(preds, dtrain) -> (grad, hess), got {obj!r}")
+    if custom_metric is not None and not callable(custom_metric):
+        raise TypeError("custom_metric must be a callable f(preds, dmatrix) -> (name, value)")
+    name = _check_training_params(params)
+    if int(num_boost_round) != num_boost_round or num_boost_round < 0:
+        raise ValueError(f"num_boost_round must be a non-negative integer, got "
+                         f"{num_boost_round!r}")
+    _check_dmatrix(dtrain, "dtrain", None)
+    evals = list(evals or [])
+    for i, pair in enumerate(evals):
+        if not (isinstance(pair, tuple | list) and len(pair) == 2 and isinstance(pair[1], str)):
+            raise TypeError(f"evals[{i}] must be a (DMatrix, name) pair")
+        _check_dmatrix(pair[0], f"evals[{i}] ({pair[1]!r})", dtrain)
+        if "-" in pair[1]:
+            raise ValueError(f"evals[{i}]: the name {pair[1]!r} must not contain '-'")
+    if early_stopping_rounds and not evals:
+        raise ValueError("early_stopping_rounds needs at least one eval set in evals")
+    if prune_threshold is not None and holdout.fraction == 0:
+        warnings.warn("holdout_fraction=0 leaves no held-out rows: no split is scored or "
+                      "pruned", UserWarning, stacklevel=2)
+    y = _labels(dtrain, "dtrain")
+    weight = _weights(dtrain)
+    if weight is not None and not weight.sum() > 0:
+        raise ValueError("dtrain's weights sum to zero: no row would count")
+    eval_y = [_labels(d, f"evals[{i}] ({s!r})") for i, (d, s) in enumerate(evals)]
+
+    grower = XGBGrower(params, dtrain, [d for d, _ in evals])
+    K = grower.n_outputs
+    model_ir = parse_model(json.loads(grower.booster.save_raw("json")), grower.train_params)
+    objective = model_ir.objective if obj is None else _custom_objective(obj, dtrain, K)
+    y = check_labels(y, y.size, "dtrain's labels", objective)
+    for i, (labels, (_, set_name)) in enumerate(zip(eval_y, evals)):
+        check_labels(labels, labels.size, f"evals[{i}] ({set_name!r}) labels", objective)
+
+    metric_names = params.get("eval_metric")
+    if metric_names is None:
+        off = str(params.get("disable_default_eval_metric", "0")).lower() in ("1", "true")
+        metric_names = [] if off or name not in _DEFAULT_METRIC else [_DEFAULT_METRIC[name]]
+        if name == "reg:tweedie":
+            rho = float(np.float32(params.get("tweedie_variance_power", 1.5)))
+            metric_names = [] if off else [f"tweedie-nloglik@{rho:g}"]
+    elif isinstance(metric_names, str):
+        metric_names = [metric_names]
+    metrics = [_xgb_metric(m, name, K, params, maximize) for m in metric_names]
+    if early_stopping_rounds and not (metrics or custom_metric):
+        raise ValueError("early_stopping_rounds needs a metric: the objective has no default "
+                         "one and params has no eval_metric")
+    eval_sets = [EvalSet(s, eval_y[i], _weights(d)) for i, (d, s) in enumerate(evals)]
+    base_score = _host_intercept(params, dtrain, grower,
+                                 estimate=obj is None and num_boost_round > 0)
+    init = parse_base_score(base_score, name, K)
+
+    # XGBoost stops on the last metric of the last eval set; a custom metric's names are
+    # known once it has run, so the feval hook below fills ``monitor`` in the first round
+    monitor: list[tuple[str, str]] = []
+    if evals and metrics:
+        monitor.append((evals[-1][1], metrics[-1].name))
+    position = {id(e.y): i for i, e in enumerate(eval_sets)}
+    latest: list[np.ndarray | None] = [None] * len(eval_sets)
+
+    def feval(y_set, raw, w_set):
+        # keeps a view of the running margins (updated in place by the loop)
+        i = position[id(y_set)]
+        latest[i] = raw
+        if custom_metric is None:
+            return []
+        preds = np.array(raw, dtype=np.float32) if obj is not None \
+            else _predict_transform(name, raw)
+        res = custom_metric(preds, evals[i][0])
+        out = [(str(m), float(f"{v:f}"), _maximize(str(m), maximize))
+               for m, v in (res if isinstance(res, list) else [res])]
+        if i == len(eval_sets) - 1 and out:
+            monitor[:] = [(evals[i][1], out[-1][0])]
+        return out
+
+    callbacks = list(callbacks or [])
+    for cb in callbacks:
+        if not isinstance(cb, xgboost.callback.TrainingCallback):
+            raise TypeError("callbacks must be xgboost.callback.TrainingCallback instances")
+    if verbose_eval:
+        period = 1 if verbose_eval is True else int(verbose_eval)
+        callbacks.append(xgboost.callback.EvaluationMonitor(period=period))
+    history: dict[str, dict[str, list[float]]] = {}
+    warned = []
+
+    def on_round(it: int, evaluations: dict) -> None:
+        for (set_name, metric_name), (value, _) in evaluations.items():
+            history.setdefault(set_name, {}).setdefault(metric_name, []).append(value)
+        stop = [cb.after_iteration(grower.booster, it, history) for cb in callbacks]
+        if any(stop) and not warned:
+            warned.append(True)
+            warnings.warn("a callback asked to stop training: the training hook cannot stop "
+                          "from a callback (use early_stopping_rounds)", UserWarning,
+                          stacklevel=2)
+
+    for cb in callbacks:
+        cb.before_training(grower.booster)
+    result = boost(
+        grower, objective, y, weight,
+        num_boost_round=int(num_boost_round), split_score=model_ir.split_score,
+        init_score=init, score_dtype=np.float32,
+        holdout=holdout, options=options, prune_threshold=prune_threshold,
+        eval_sets=eval_sets, metrics=metrics, feval=feval if eval_sets else None,
+        early_stopping_rounds=early_stopping_rounds, monitor=monitor, callback=on_round,
+        progress=progress,
+    )
+
+    n_trees = len(result.trees)
+    forest = replace(
+        model_ir.forest, trees=tuple(result.trees), tree_class=result.tree_class,
+        tree_iteration=np.arange(n_trees, dtype=np.int64) // K, base_score=init,
+    )
+    js = json.loads(grower.booster.save_raw("json"))
+    _gbtree(js["learner"])[0]["trees"] = []  # the unpruned trees: replaced, not worth copying
+    js["learner"]["learner_model_param"]["base_score"] = base_score
+    booster = _load_with_config(model_json(js, forest), grower.booster)
+    if early_stopping_rounds and monitor and result.best_iteration >= 0:
+        set_name, metric_name = monitor[0]
+        booster.set_attr(best_iteration=str(result.best_iteration),
+                         best_score=str(result.best_score[set_name][metric_name]))
+    raw_eval = tuple(
+        np.array(r, dtype=np.float32).reshape(r.shape[0], K) if r is not None
+        else np.tile(init.astype(np.float32), (e.y.size, 1))
+        for r, e in zip(latest, eval_sets)
+    )
+    record = TrainingRecord(_split_table(result.splits, forest.feature_names, K), result,
+                            raw_eval, forest.feature_names)
+    for cb in callbacks:
+        out = cb.after_training(booster)
+        booster = out if isinstance(out, xgboost.Booster) else booster
+    _RECORDS[booster] = record
+    if evals_result is not None:
+        evals_result.update(result.evals_result)
+    return booster

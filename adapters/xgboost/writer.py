@@ -1,0 +1,158 @@
+"""Write IR trees back into XGBoost's model JSON: :func:`model_json`, :func:`write_model`.
+
+The writer puts IR trees into a copy of the model JSON they were read from, so reading a model
+and writing it back gives the same arrays. XGBoost's predictor takes the right child of node
+``i`` as ``left[i] + 1``, so trees whose siblings are not adjacent are renumbered; internal
+nodes get ``base_weights = value / shrinkage``. A loaded Booster forgets its training
+parameters: the written one gets its template's configuration back.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+
+import numpy as np
+import xgboost
+from unbiased_criteria.adapters.xgboost.layout import _WRITTEN_ATTR, RULES, _booster, _gbtree
+from unbiased_criteria.adapters.xgboost.objectives import (
+    _format_base_score,
+    _margin_to_base_score,
+    parse_base_score,
+)
+
+from unbiased_criteria.trees import MISSING_NAN, Forest, Tree, collapse_nodes
+
+_NO_PARENT = 2147483647  # parents[root]
+# split_conditions XGBoost writes at a categorical node (the smallest float32 denormal)
+_CAT_CONDITION = float(np.float32(1e-45))
+
+
+def _write_tree(tree: Tree, index: int, num_feature: int) -> dict:
+    """One IR tree as XGBoost's compact tree JSON (siblings renumbered adjacent if needed)."""
+    if tree.rules != RULES:
+        raise ValueError(f"tree {index} does not use XGBoost's decision rules")
+    inner = tree.internal_nodes
+    if np.any(tree.right[inner] != tree.left[inner] + 1):
+        # XGBoost's predictor takes the right child as left + 1: renumber breadth-first
+        tree, _ = collapse_nodes(tree, np.zeros(tree.n_nodes, dtype=bool))
+        inner = tree.internal_nodes
+    if np.any(tree.missing[inner] != MISSING_NAN):
+        raise ValueError(f"tree {index}: XGBoost sends only missing values to default_left")
+    leaf = tree.is_leaf
+    if not np.all(np.isfinite(tree.value[leaf])):
+        raise ValueError(f"tree {index} has a leaf without a finite value")
+    n = tree.n_nodes
+    parents = np.full(n, _NO_PARENT, dtype=np.int64)
+    parents[tree.left[inner]] = inner
+    parents[tree.right[inner]] = inner
+    cat = tree.categorical & ~leaf
+    cond = np.where(leaf, tree.value, np.where(cat, _CAT_CONDITION, tree.threshold))
+    # internal nodes: the unshrunk weight, value / shrinkage (exact for values read from XGBoost)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inner_weight = tree.value / tree.shrinkage if tree.shrinkage != 0 else tree.value
+    weight = np.where(leaf, tree.value, np.nan_to_num(inner_weight, nan=0.0))
+    gain = np.where(leaf | np.isnan(tree.host_gain), 0.0, tree.host_gain)
+    cat_nodes = np.flatnonzero(cat)
+    sizes = np.diff(tree.cat_offsets)[cat_nodes]
+    segments = np.concatenate([[0], np.cumsum(sizes)[:-1]]) if sizes.size else sizes
+    cats = [tree.category_set(v) for v in cat_nodes]
+
+    def f32(a):
+        return np.asarray(a, dtype=np.float32).astype(np.float64).tolist()
+
+    return {
+        "base_weights": f32(weight),
+        "categories": np.concatenate(cats).astype(np.int64).tolist() if cats else [],
+        "categories_nodes": cat_nodes.astype(np.int64).tolist(),
+        "categories_segments": np.asarray(segments, dtype=np.int64).tolist(),
+        "categories_sizes": sizes.astype(np.int64).tolist(),
+        "default_left": np.where(leaf, 0, tree.default_left).astype(np.int64).tolist(),
+        "id": int(index),
+        "left_children": tree.left.astype(np.int64).tolist(),
+        "loss_changes": f32(gain),
+        "parents": parents.tolist(),
+        "right_children": tree.right.astype(np.int64).tolist(),
+        "split_conditions": f32(cond),
+        "split_indices": np.where(leaf, 0, tree.feature).astype(np.int64).tolist(),
+        "split_type": cat.astype(np.int64).tolist(),
+        "sum_hessian": f32(np.nan_to_num(tree.host_hessian, nan=0.0)),
+        "tree_param": {
+            "num_deleted": "0",
+            "num_feature": str(int(num_feature)),
+            "num_nodes": str(int(n)),
+            "size_leaf_vector": "1",
+        },
+    }
+
+
+def model_json(js: Mapping, forest: Forest) -> dict:
+    """A copy of model JSON ``js`` holding ``forest``'s trees and base score."""
+    js = copy.deepcopy(dict(js))
+    learner = js["learner"]
+    model, weights = _gbtree(learner)
+    lmp = learner["learner_model_param"]
+    n_outputs = max(int(lmp.get("num_class", 0)), 1)
+    num_feature = int(lmp["num_feature"])
+    if forest.n_features != num_feature:
+        raise ValueError(f"forest has {forest.n_features} features, the model {num_feature}")
+    if forest.n_outputs != n_outputs:
+        raise ValueError(f"forest has {forest.n_outputs} outputs, the model {n_outputs}")
+    if weights is not None and len(weights) != forest.n_trees:
+        raise ValueError("a DART model must keep its number of trees")
+    model["trees"] = [_write_tree(t, i, num_feature) for i, t in enumerate(forest.trees)]
+    model["tree_info"] = np.asarray(forest.tree_class, dtype=np.int64).tolist()
+    counts = np.bincount(np.asarray(forest.tree_iteration, dtype=np.int64),
+                         minlength=0) if forest.n_trees else np.zeros(0, dtype=np.int64)
+    model["iteration_indptr"] = np.concatenate([[0], np.cumsum(counts)]).astype(int).tolist()
+    model.setdefault("gbtree_model_param", {})["num_trees"] = str(forest.n_trees)
+    # leaves we wrote need not fit the node statistics: tells the reader not to test them
+    learner.setdefault("attributes", {})[_WRITTEN_ATTR] = "1"
+    # keep the original base_score text unless the forest's margin changed
+    name = learner.get("objective", {}).get("name", "reg:squarederror")
+    text = str(lmp["base_score"])
+    old = parse_base_score(text, name, n_outputs)
+    new = np.asarray(forest.base_score, dtype=np.float32).astype(np.float64)
+    if not np.array_equal(old, new):
+        lmp["base_score"] = _format_base_score(
+            _margin_to_base_score(new, name), as_list=text.lstrip().startswith("[")
+        )
+    return js
+
+
+def _load_with_config(js: Mapping, template: xgboost.Booster) -> xgboost.Booster:
+    """A Booster loaded from model JSON ``js`` with ``template``'s training configuration."""
+    new = xgboost.Booster(model_file=bytearray(json.dumps(js).encode()))
+    # a loaded Booster has default training parameters: restore the template's (but not its
+    # model parameters: base_score may have changed)
+    config = json.loads(template.save_config())
+    config.get("learner", {}).pop("learner_model_param", None)
+    new.load_config(json.dumps(config))
+    return new
+
+
+def write_model(model: xgboost.Booster | xgboost.XGBModel, forest: Forest):
+    """A new model of ``model``'s type holding ``forest``'s trees; ``model`` is unchanged.
+
+    Parameters
+    ----------
+    model : xgboost.Booster or fitted xgboost.XGBModel
+        The template: everything but the trees (and base score, if the forest's differs) is
+        kept, training parameters included.
+    forest : Forest
+        Trees with XGBoost's decision rules (as :func:`read_model` and
+        :func:`unbiased_criteria.trees.collapse_nodes` give). Trees whose siblings do not have
+        consecutive ids are renumbered breadth-first. Internal nodes get ``base_weights =
+        value / shrinkage``; NaN statistics are written as 0.
+
+    Returns
+    -------
+    xgboost.Booster, or a fitted estimator of ``model``'s class
+    """
+    bst = _booster(model)
+    new = _load_with_config(model_json(json.loads(bst.save_raw("json")), forest), bst)
+    if isinstance(model, xgboost.Booster):
+        return new
+    # a copy of the estimator (fitted attributes included) around the new Booster
+    return copy.deepcopy(model, memo={id(bst): new})
