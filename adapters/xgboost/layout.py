@@ -23,9 +23,8 @@ from unbiased_criteria.trees import DecisionRules
 RULES = DecisionRules(
     operator="<", categories_go="right", categorical_nan="default", negative_is_invalid=True
 )
+
 _DELETED = 2147483647  # split_indices of a node the prune updater deleted
-
-
 #: model attribute set by the writer (pruned or refit leaves no longer fit node statistics)
 _WRITTEN_ATTR = "unbiased_criteria_written"
 

@@ -21,6 +21,7 @@ from unbiased_criteria.model import Model, UnsupportedModelError
 from unbiased_criteria.objectives import Objective
 
 _HESSIAN_FLOOR = 1e-16  # kRtEps, XGBoost's floor of the logistic and softmax hessians
+#: objectives whose base_score is a probability (logit link) or a mean (log link)
 _LOGIT_LINK = frozenset({"binary:logistic", "reg:logistic"})
 _LOG_LINK = frozenset({"count:poisson", "reg:gamma", "reg:tweedie"})
 
