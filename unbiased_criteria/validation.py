@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import pandas as pd
+from scipy import sparse
 
 from .objectives import Objective
 
-__all__ = ["check_labels", "check_weight", "check_pair"]
+__all__ = ["check_labels", "check_weight", "check_pair", "check_matrix", "check_column_names"]
 
 
 def check_pair(X, y, x_name: str, y_name: str) -> None:
@@ -45,3 +49,47 @@ def check_weight(w, n_rows: int, argument: str) -> np.ndarray | None:
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):
         raise ValueError(f"{argument} must be finite and non-negative")
     return arr
+
+
+def check_matrix(X: Any, n_features: int, argument: str) -> Any:
+    """``X`` checked as a 2-D, non-empty table of ``n_features`` columns.
+
+    DataFrames and scipy sparse matrices are returned as they are; anything else as a numpy
+    array of numbers (a view or a new array, never the caller's object changed).
+    """
+    if X is None:
+        raise ValueError(f"{argument} is required")
+    if isinstance(X, pd.Series):
+        raise ValueError(f"{argument} must be 2-D (rows x features), got a pandas Series")
+    if not (isinstance(X, pd.DataFrame) or sparse.issparse(X)):
+        try:
+            X = np.asarray(X)
+        except (TypeError, ValueError):
+            raise ValueError(f"{argument} must be a 2-D numeric array") from None
+        if X.dtype.kind not in "biuf":
+            raise ValueError(f"{argument} must hold numbers, got dtype {X.dtype}")
+    if len(X.shape) != 2:
+        raise ValueError(f"{argument} must be 2-D (rows x features), got shape {X.shape}")
+    if X.shape[0] == 0:
+        raise ValueError(f"{argument} is empty (0 rows)")
+    if X.shape[1] != n_features:
+        raise ValueError(
+            f"{argument} has {X.shape[1]} features but the model expects {n_features}"
+        )
+    return X
+
+
+def check_column_names(columns, expected, argument: str, shown=None) -> None:
+    """Column names must equal the model's feature names, in order.
+
+    ``shown`` are the names to quote in the error (the caller's own, when ``columns`` were
+    normalised as the host stores them).
+    """
+    columns, expected = list(columns), list(expected)
+    if columns != expected:
+        i = next(i for i, (a, b) in enumerate(zip(columns, expected)) if a != b)
+        name = list(shown)[i] if shown is not None else columns[i]
+        raise ValueError(
+            f"{argument}'s column names do not match the model's feature names (in order): "
+            f"column {i} is {name!r}, the model's is {expected[i]!r}"
+        )

@@ -16,43 +16,23 @@ from unbiased_criteria.adapters.lightgbm.source import LightGBMSource, booster_o
 
 from unbiased_criteria.model import Model, Router, chunk_size
 from unbiased_criteria.trees import Forest
+from unbiased_criteria.validation import check_column_names, check_matrix
 
 __all__ = ["make_router"]
 
 
 def _check_X(X: Any, forest: Forest, argument: str) -> Any:
     """Validate ``X`` against the model; return it (numpy converted, never modified)."""
-    if isinstance(X, pd.DataFrame):
-        shape = X.shape
-        columns = [str(c) for c in X.columns]
-        names = [c.replace(" ", "_") for c in columns]  # as LightGBM stores them
-    elif sparse.issparse(X):
-        if X.format not in ("csr", "csc"):
-            X = sparse.csr_matrix(X)  # LightGBM predicts from CSR or CSC only (a new object)
-        shape, names, columns = X.shape, None, None
-    else:
-        if isinstance(X, pd.Series):
-            raise ValueError(f"{argument} must be 2-D (rows x features), got a pandas Series")
-        X = np.asarray(X)
-        shape, names, columns = X.shape, None, None
-        if X.dtype.kind not in "fiub":
-            raise ValueError(f"{argument} must hold numbers, got dtype {X.dtype}")
-    if len(shape) != 2:
-        raise ValueError(f"{argument} must be 2-D (rows x features), got shape {shape}")
-    if shape[0] == 0:
-        raise ValueError(f"{argument} is empty (0 rows)")
-    if shape[1] != forest.n_features:
-        raise ValueError(
-            f"{argument} has {shape[1]} features but the model expects {forest.n_features}"
-        )
+    X = check_matrix(X, forest.n_features, argument)
+    if sparse.issparse(X) and X.format not in ("csr", "csc"):
+        X = sparse.csr_matrix(X)  # LightGBM predicts from CSR or CSC only (a new object)
     model_names = list(forest.feature_names)
     default = model_names == [f"Column_{i}" for i in range(forest.n_features)]
-    if names is not None and not default and names != model_names:
-        i = next(i for i, (a, b) in enumerate(zip(names, model_names)) if a != b)
-        raise ValueError(
-            f"{argument}'s column names do not match the model's feature names: "
-            f"column {i} is {columns[i]!r}, the model's is {model_names[i]!r}"
-        )
+    if isinstance(X, pd.DataFrame) and not default:
+        # LightGBM stores spaces in feature names as underscores
+        columns = [str(c) for c in X.columns]
+        check_column_names([c.replace(" ", "_") for c in columns], model_names, argument,
+                           shown=columns)
     return X
 
 

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import xgboost
-from scipy import sparse
 from unbiased_criteria.adapters.xgboost.layout import _booster, _gbtree, _node_map
 
 from unbiased_criteria.model import Model, Router, chunk_size
+from unbiased_criteria.validation import check_column_names, check_matrix
 
 
 def _feature_types(js: Mapping) -> list[str] | None:
@@ -33,38 +33,11 @@ def _check_X(X: Any, model_ir: Model, argument: str, missing: float) -> xgboost.
     names = list(forest.feature_names) if has_names else None
     types = _feature_types(js)
     categorical = bool(types and "c" in types)
-    if X is None:
-        raise ValueError(f"{argument} is required")
-    if isinstance(X, pd.DataFrame):
-        shape = X.shape
-    elif sparse.issparse(X):
-        shape = X.shape
-    else:
-        try:
-            X = np.asarray(X)
-        except Exception:
-            raise ValueError(f"{argument} must be a 2-D numeric array") from None
-        if X.ndim != 2:
-            raise ValueError(f"{argument} must be 2-D (rows x features), got shape {X.shape}")
-        if X.dtype.kind not in "biuf":
-            raise ValueError(f"{argument} must be numeric, got dtype {X.dtype}")
-        shape = X.shape
-    if shape[0] == 0:
-        raise ValueError(f"{argument} is empty (0 rows)")
-    if shape[1] != forest.n_features:
-        raise ValueError(
-            f"{argument} has {shape[1]} features but the model has {forest.n_features}"
-        )
+    X = check_matrix(X, forest.n_features, argument)
     kwargs: dict[str, Any] = {"missing": missing}
     if isinstance(X, pd.DataFrame):
-        columns = [str(c) for c in X.columns]
-        if names is not None and columns != names:
-            diff = [c for c in columns if c not in names]
-            raise ValueError(
-                f"{argument}'s columns do not match the model's feature names "
-                f"(model: {names[:10]}{'...' if len(names) > 10 else ''}; unknown columns: "
-                f"{diff[:10]}; the order must match too)"
-            )
+        if names is not None:
+            check_column_names([str(c) for c in X.columns], names, argument)
         kwargs["enable_categorical"] = True
     else:
         kwargs.update(feature_names=names)

@@ -522,13 +522,13 @@ def test_router_bad_input():
     bst, X, y, w, d = train(rounds=2, nan=0.1)
     read = ax.read_model(bst)
     before = X.copy()
-    with pytest.raises(ValueError, match="X_valid has 4 features but the model has 5"):
+    with pytest.raises(ValueError, match="X_valid has 4 features but the model expects 5"):
         ax.make_router(bst, read, X[:, :4], "X_valid")
     with pytest.raises(ValueError, match=r"X_valid is empty"):
         ax.make_router(bst, read, X[:0], "X_valid")
     with pytest.raises(ValueError, match=r"X_valid must be 2-D"):
         ax.make_router(bst, read, X[:, 0], "X_valid")
-    with pytest.raises(ValueError, match=r"X_valid must be numeric"):
+    with pytest.raises(ValueError, match=r"X_valid must hold numbers"):
         ax.make_router(bst, read, X.astype(str), "X_valid")
     np.testing.assert_array_equal(X, before)
 
@@ -537,9 +537,9 @@ def test_router_bad_input():
     named = xgb.train({"max_depth": 3}, dc, 2)
     read = ax.read_model(named)
     copy = frame.copy()
-    with pytest.raises(ValueError, match="X_train's columns do not match"):
+    with pytest.raises(ValueError, match="X_train.s column names do not match"):
         ax.make_router(named, read, frame.rename(columns={"a": "b"}), "X_train")
-    with pytest.raises(ValueError, match="X_train's columns do not match"):
+    with pytest.raises(ValueError, match="X_train.s column names do not match"):
         ax.make_router(named, read, frame[["c", "a", "o"]], "X_train")
     with pytest.raises(ValueError, match="X_train has 2 features"):
         ax.make_router(named, read, frame[["a", "c"]], "X_train")
