@@ -66,7 +66,7 @@ class HoldoutPlan:
     part every round, so every row helps build some trees.
     """
 
-    fraction: float = 0.2
+    fraction: float = 0.5
     redraw: bool = True
 
     def __post_init__(self):

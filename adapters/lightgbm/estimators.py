@@ -109,7 +109,7 @@ _ESTIMATOR_DOC = """LightGBM's ``{base}`` trained with unbiased-gain pruning (:f
 
     Parameters
     ----------
-    holdout_fraction : float, default 0.2
+    holdout_fraction : float, default 0.5
         Training rows held out each round (zero gradient and hessian; LightGBM still counts
         them for ``min_child_samples``), in [0, 1). 0 switches pruning off.
     redraw_holdout : bool, default True
@@ -161,7 +161,7 @@ def _estimator(base: type[lightgbm.LGBMModel]) -> type[lightgbm.LGBMModel]:
             random_state: int | np.random.RandomState | np.random.Generator | None = None,
             n_jobs: int | None = None,
             importance_type: str = "split",
-            holdout_fraction: float = 0.2,
+            holdout_fraction: float = 0.5,
             redraw_holdout: bool = True,
             prune_threshold: float | None = 0.0,
             n_draws: int = 1,

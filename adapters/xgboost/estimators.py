@@ -138,7 +138,7 @@ _ESTIMATOR_DOC = """XGBoost's ``{base}`` trained with unbiased-gain pruning (:fu
 
     Parameters
     ----------
-    holdout_fraction : float, default 0.2
+    holdout_fraction : float, default 0.5
         Training rows held out each round (zero gradient and hessian; they stay in the
         DMatrix), in [0, 1). 0 switches pruning off.
     redraw_holdout : bool, default True
@@ -168,7 +168,7 @@ class UnbiasedXGBRegressor(_UnbiasedFit, xgboost.XGBRegressor):
         self,
         *,
         objective: str | Callable | None = "reg:squarederror",
-        holdout_fraction: float = 0.2,
+        holdout_fraction: float = 0.5,
         redraw_holdout: bool = True,
         prune_threshold: float | None = 0.0,
         n_draws: int = 1,
@@ -208,7 +208,7 @@ class UnbiasedXGBClassifier(_UnbiasedFit, xgboost.XGBClassifier):
         self,
         *,
         objective: str | Callable | None = "binary:logistic",
-        holdout_fraction: float = 0.2,
+        holdout_fraction: float = 0.5,
         redraw_holdout: bool = True,
         prune_threshold: float | None = 0.0,
         n_draws: int = 1,

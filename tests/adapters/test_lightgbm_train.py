@@ -235,7 +235,7 @@ def test_early_stopping_picks_the_manual_best_round():
     assert len(run.result.trees) == recorded.size
     # the same run, all rounds kept: identical trees up to the stop
     train, _, _, _ = datasets("binary", seed=21)
-    full = adapter.train(params, train, recorded.size, random_state=3)
+    full = adapter.train(params, train, recorded.size, random_state=3, holdout_fraction=0.2)
     y32 = yv.astype(np.float32).astype(np.float64)
     w32 = wv.astype(np.float32).astype(np.float64)
     manual = []

@@ -267,7 +267,8 @@ def test_leaves_are_xgboost_weights_of_the_rows_that_built_them():
     excluded): the adapter hands the core XGBoost's eta and lambda."""
     dtrain, _ = dmatrices("reg:squarederror", seed=9)
     params = params_for("reg:squarederror", eta=0.4, reg_lambda=3.0, max_depth=5)
-    bst = ax.train(params, dtrain, 1, verbose_eval=False, random_state=4)
+    bst = ax.train(params, dtrain, 1, verbose_eval=False, random_state=4,
+                   holdout_fraction=0.2)
     assert not ax.training_splits(bst)["kept"].all()  # something was collapsed
     fit = ~HoldoutPlan(0.2).mask(N, 0, GainOptions(random_state=4))
     init = np.float32(ax.training_record(bst).result.init_score[0])

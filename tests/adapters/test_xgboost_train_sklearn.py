@@ -52,7 +52,7 @@ def test_regressor_fit_predict_and_unbiased_importance():
     assert sum(model.get_booster().get_score(importance_type="weight").values()) == len(kept)
     # our parameters reach neither the Booster nor XGBoost's parameter check
     assert "holdout_fraction" not in model.get_xgb_params()
-    assert model.get_params()["holdout_fraction"] == 0.2
+    assert model.get_params()["holdout_fraction"] == 0.5
     with pytest.raises(NotFittedError):
         _ = ax.UnbiasedXGBRegressor().feature_importances_
 
