@@ -148,3 +148,24 @@ def test_plot_of_a_real_model_into_given_axes(tmp_path):
     segs = error_segments(bar_containers(ax)[0])
     np.testing.assert_allclose((segs[:, 1] - segs[:, 0]) / 2, 2 * frame["std_error"], rtol=1e-9)
     assert save_png(ax, tmp_path / "model.png").startswith(PNG_MAGIC)
+
+
+def test_split_scatter_has_one_point_per_split_at_b_and_u():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    rng = np.random.default_rng(3)
+    n = 40
+    splits = pd.DataFrame({
+        "feature_index": rng.integers(0, 3, n), "unbiased_gain": rng.normal(size=n),
+        "biased_gain": rng.random(n), "host_gain": rng.random(n),
+    })
+    splits["feature"] = np.array(["a", "b", "c"])[splits["feature_index"]]
+    report = ImportanceReport(splits, ["a", "b", "c"])
+    ax = report.plot_splits()
+    points = np.concatenate([c.get_offsets() for c in ax.collections])
+    assert points.shape == (n, 2)
+    want = splits[["biased_gain", "unbiased_gain"]].to_numpy()
+    # same set of (B, U) pairs, whatever the drawing order
+    np.testing.assert_allclose(np.sort(points, axis=0), np.sort(want, axis=0))
+    assert len(ax.collections) == 3  # one colour per feature

@@ -120,5 +120,32 @@ class ImportanceReport:
         ax.legend()
         return ax
 
+    def plot_splits(self, ax=None, *, max_points: int = 20000):
+        """Scatter of every split's biased gain B (x) against its unbiased gain U (y).
+
+        One colour per feature; the line ``U = 0`` marks where a split stops helping on the
+        held-out rows. At most ``max_points`` splits are drawn (an even sample of them).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        import matplotlib.pyplot as plt
+
+        splits = self.splits
+        if len(splits) > max_points:
+            splits = splits.iloc[np.linspace(0, len(splits) - 1, max_points).astype(int)]
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6, 4.5))
+        for feature, group in splits.groupby("feature", sort=False):
+            ax.scatter(group["biased_gain"], group["unbiased_gain"], s=8, alpha=0.6,
+                       label=str(feature))
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set_xlabel("biased gain B (training rows)")
+        ax.set_ylabel("unbiased gain U (held-out rows)")
+        if splits["feature"].nunique() <= 20:
+            ax.legend(title="feature", fontsize="small", markerscale=2)
+        return ax
+
     def __repr__(self) -> str:
         return f"ImportanceReport({self.host}, {len(self.splits)} splits)\n{self.to_frame()}"
