@@ -109,7 +109,8 @@ def make_router(
                 out[:, j] = maps[t][out[:, j]]
         return out
 
-    chunk = chunk_size(n_rows, forest.n_trees, memory_budget)
+    # XGBoost's float32 output, its copy and our int32 ids coexist: 12 bytes per leaf id
+    chunk = chunk_size(n_rows, forest.n_trees, memory_budget // 3)
     per_iteration = int(np.bincount(iteration).max()) if iteration.size else 1
     if chunk >= per_iteration:
         chunk -= chunk % per_iteration  # whole iterations: no tree is predicted twice

@@ -476,8 +476,8 @@ def test_router_leaves_chunks_and_ranges(params):
     for t, tree in enumerate(forest.trees):
         assert tree.is_leaf[ref[:, t]].all()
         np.testing.assert_array_equal(ref[:, t], route_rows(tree, X))
-    # a budget of 3 trees per chunk: chunks hold whole iterations when possible
-    small = ax.make_router(bst, read, X, "X", memory_budget=len(X) * 4 * 3)
+    # a budget of 3 trees per chunk (12 bytes per leaf id): chunks hold whole iterations
+    small = ax.make_router(bst, read, X, "X", memory_budget=len(X) * 12 * 3)
     per_iteration = forest.n_trees // 5
     assert small.chunk == max(3 - 3 % per_iteration, 1) if per_iteration <= 3 else 3
     np.testing.assert_array_equal(all_leaves(small, forest.n_trees), ref)
