@@ -7,6 +7,8 @@ import warnings
 
 import numpy as np
 import pytest
+from _lightgbm_data import labels
+from _lightgbm_data import make_data as _make_data
 
 lightgbm = pytest.importorskip("lightgbm")
 
@@ -24,27 +26,7 @@ BASE = dict(
 
 
 def make_data(n: int = N, seed: int = 3):
-    """Numeric with NaN, numeric with zeros, 8 categories (many-vs-many), 3 categories
-    (one-hot), noise."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 5))
-    X[rng.random(n) < 0.2, 0] = np.nan
-    X[rng.random(n) < 0.3, 1] = 0.0
-    X[:, 2] = rng.integers(0, 8, n)
-    X[:, 3] = rng.integers(0, 3, n)
-    signal = np.nan_to_num(X[:, 0]) + (X[:, 2] % 3 == 0) + 0.5 * X[:, 3] + 0.3 * X[:, 1]
-    return X, signal, rng
-
-
-def labels(kind, signal, rng):
-    noise = rng.normal(size=signal.size)
-    if kind == "binary":
-        return (signal + noise > 0.8).astype(np.float64)
-    if kind in ("multiclass", "multiclassova"):
-        return np.digitize(signal + noise, [0.0, 1.0]).astype(np.float64)
-    if kind in ("poisson", "tweedie"):
-        return rng.poisson(np.exp(0.3 * signal)).astype(np.float64)
-    return signal + noise
+    return _make_data(n, seed, n_features=5)
 
 
 CASES = [

@@ -10,6 +10,8 @@ import textwrap
 
 import numpy as np
 import pytest
+from _lightgbm_data import labels
+from _lightgbm_data import make_data as _make_data
 
 lightgbm = pytest.importorskip("lightgbm")
 pd = pytest.importorskip("pandas")
@@ -27,24 +29,8 @@ BASE = dict(
 
 
 def make_data(n: int = N, seed: int = 0):
-    """Numeric with NaN, numeric with zeros, 8 categories, 3 categories."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 4))
-    X[rng.random(n) < 0.2, 0] = np.nan
-    X[rng.random(n) < 0.3, 1] = 0.0
-    X[:, 2] = rng.integers(0, 8, n)
-    X[:, 3] = rng.integers(0, 3, n)
-    signal = np.nan_to_num(X[:, 0]) + (X[:, 2] % 3 == 0) + 0.5 * X[:, 3] + 0.3 * X[:, 1]
-    return X, signal, rng
+    return _make_data(n, seed)
 
-
-def labels(kind, signal, rng):
-    noise = rng.normal(size=signal.size)
-    if kind == "binary":
-        return (signal + noise > 0.8).astype(np.float64)
-    if kind == "multiclass":
-        return np.digitize(signal + noise, [0.0, 1.0]).astype(np.float64)
-    return signal + noise
 
 
 def train(kind="regression", rounds=5, keep=False, **params):
