@@ -192,6 +192,7 @@ def measure(op: Callable[[], dict | None]) -> dict[str, Any]:
     import gc
 
     gc.collect()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     before = rss_bytes()
     reset = reset_peak()
     c0 = cpu_seconds()
@@ -202,7 +203,7 @@ def measure(op: Callable[[], dict | None]) -> dict[str, Any]:
     peak = peak_bytes()
     return {"seconds": seconds, "cpu_seconds": cpu, "rss_before_bytes": before,
             "peak_bytes": peak, "peak_extra_bytes": peak - before, "peak_reset": reset,
-            **extra}
+            "load_1min_before": load, **extra}
 
 
 def run_child(script: str, spec: dict[str, Any]) -> dict[str, Any]:

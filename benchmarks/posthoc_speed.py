@@ -110,7 +110,7 @@ def _cum(st, file_part: str, name: str, how=max) -> float:
 def breakdown(stats: pstats.Stats, host: str) -> dict[str, float]:
     """Seconds by stage, from the cumulative times of the library's functions."""
     st = stats.stats
-    adapter = f"adapters/{host}.py"
+    adapter = f"adapters/{host}"  # module (adapters/lightgbm.py) or package
     total = _cum(st, "unbiased_criteria/api.py", "unbiased_importance")
     prepare = _cum(st, "unbiased_criteria/api.py", "_prepare")
     read = _cum(st, adapter, "read_model")
@@ -248,6 +248,9 @@ def summarise(host: str, runs: dict[str, list[dict]], args, info: dict) -> dict[
             "shap_to_importance_per_row": round(shap_per_row / ours_per_row, 1),
         }
     out["seconds_all_repeats"] = {k: [round(r["seconds"], 3) for r in v] for k, v in runs.items()}
+    out["load_1min_before_all_repeats"] = {
+        k: [round(r["load_1min_before"], 2) for r in v] for k, v in runs.items()
+    }
     return out
 
 

@@ -126,6 +126,9 @@ def summarise(host: str, runs: dict[str, list[dict]], info: dict) -> dict[str, A
         out["baseline_dmatrix_seconds"] = round(dm, 3)
         out["ratio_to_dmatrix_plus_pred_leaf"] = round(total / (base + dm), 2)
     out["seconds_all_repeats"] = {k: [round(r["seconds"], 3) for r in v] for k, v in runs.items()}
+    out["load_1min_before_all_repeats"] = {
+        k: [round(r["load_1min_before"], 2) for r in v] for k, v in runs.items()
+    }
     return out
 
 
