@@ -163,8 +163,8 @@ def _warn_unusable(usable: np.ndarray, share: np.ndarray, min_k: int, n_valid: i
         return
     s = share[bad]
     s = s[s > 0]
-    need = (f"; about {int(np.ceil(min_k / np.median(s))):,} held-out rows would give the "
-            "median such split that many" if s.size else "")
+    need = (f"; the median such split needs about {int(np.ceil(min_k / np.median(s))):,} "
+            f"held-out rows to reach {min_k} in its smaller child" if s.size else "")
     warnings.warn(
         f"{int(bad.sum())} of {usable.size} splits have fewer than min_k={min_k} held-out "
         f"rows in a child (of {n_valid:,} held-out rows): their unbiased_gain is 0 and says "
@@ -294,8 +294,11 @@ def unbiased_importance(
             scores = score_tree(step, prep.model.split_score, options, halves, blocks)
             records.append(_split_records(step, scores, int(forest.tree_class[step.index])))
             shares.append(_child_share(step, scores))
+            inner = step.tree.internal_nodes
             if scores.jackknife is not None:
-                replicates.append(scores.jackknife[:, step.tree.internal_nodes].T)
+                replicates.append(scores.jackknife[:, inner].T)
+            elif blocks is not None:  # no usable split: U is 0 with any block left out
+                replicates.append(np.zeros((inner.size, options.n_blocks)))
         return None
 
     replay(prep.model, prep.objective, train=prep.train, valid=prep.valid, visit=visit,
