@@ -3,9 +3,12 @@ leaves and the training rows, and the results equal those of the live Booster.""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 xgb = pytest.importorskip("xgboost")
@@ -97,3 +100,24 @@ def test_l1_or_max_delta_step_cannot_be_identified(data, params):
     # with the parameters given, pruning works
     model.set_param({"eta": 0.1, **params})
     uc.prune(model, X, y, Xv, yv, random_state=0)
+
+
+def test_command_line_prunes_a_model_file_without_param(data, tmp_path):
+    X, y, Xv, yv = data
+    live = fit(data, eta=0.05, reg_lambda=2.0, rounds=30)
+    live.save_model(tmp_path / "model.json")
+    names = [f"f{i}" for i in range(X.shape[1])]
+    for name, (A, b) in {"train": (X, y), "valid": (Xv, yv)}.items():
+        frame = pd.DataFrame(A, columns=names).assign(y=b)
+        frame.to_csv(tmp_path / f"{name}.csv", index=False, float_format="%.9g")
+    res = subprocess.run(
+        [sys.executable, "-m", "unbiased_criteria.cli", "prune", "model.json", "--train",
+         "train.csv", "--valid", "valid.csv", "--label", "y", "--seed", "0", "--output",
+         "pruned.json"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "warning" not in res.stderr
+    expected = uc.prune(live, X, y, Xv, yv, random_state=0)
+    got = xgb.Booster(model_file=str(tmp_path / "pruned.json"))
+    d = xgb.DMatrix(Xv)
+    np.testing.assert_allclose(got.predict(d, output_margin=True),
+                               expected.predict(d, output_margin=True), atol=1e-5)
