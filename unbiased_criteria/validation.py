@@ -38,10 +38,10 @@ def encode_classes(y, classes, argument: str) -> np.ndarray:
     codes = index.get_indexer(values)
     unseen = codes < 0
     if unseen.any():
-        shown = ", ".join(repr(v) for v in pd.unique(values[unseen])[:5])
+        shown = ", ".join(repr(v) for v in np.asarray(pd.unique(values[unseen]))[:5].tolist())
         raise ValueError(
             f"{argument} holds labels the classifier was not fitted on ({shown}); its "
-            f"classes_ are {list(index)}"
+            f"classes_ are {index.tolist()}"
         )
     return codes.astype(np.float64)
 
