@@ -252,9 +252,10 @@ def unbiased_importance(
         G from one and the ratios from the other (and, with ``cross_fit``, the other way round).
     X_valid, y_valid : array-like
         Held-out rows no decision of the model has seen. numpy, pandas (category dtype
-        included) or scipy sparse.
+        included) or scipy sparse. For a fitted scikit-learn classifier the labels are those
+        it was fitted on (strings included): they are encoded through its ``classes_``.
     train_weight, valid_weight : array-like, optional
-        Row weights.
+        Row weights (not all 0).
     objective : str or callable, optional
         Required for models trained with a custom objective: a host or canonical objective
         name, or ``f(y, raw_score, weight) -> (grad, hess)``.
@@ -276,6 +277,13 @@ def unbiased_importance(
     Returns
     -------
     ImportanceReport
+
+    Warns
+    -----
+    UserWarning
+        When more than half the splits have fewer than ``min_k`` held-out rows in a child,
+        when the model has no trees, and when an XGBoost model's eta and lambda are not stored
+        and cannot be inferred (only ``biased_gain`` depends on them).
         ``report.to_frame()`` per feature, ``report.splits`` per split.
     """
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
@@ -347,6 +355,10 @@ def prune(
         Splits with ``U <= threshold`` are removed (``-inf`` keeps every split).
     refit_leaves : bool
         Recompute every leaf of every tree the same way, not only the new ones.
+
+    An XGBoost model whose eta and lambda are not stored (a Booster loaded from a file) gets
+    them inferred from its leaves and the training rows; where they cannot be (L1,
+    ``max_delta_step``, no training rows), ``ValueError`` asks for them.
 
     Returns
     -------
