@@ -59,6 +59,14 @@ class ImportanceReport:
         """
         from scipy.stats import t as student_t
 
+        if len(self.splits) == 0:
+            raise ValueError("select() has nothing to test: the model has no splits")
+        if not self.splits["usable"].any():
+            raise ValueError(
+                "select() has nothing to test: no split had usable evidence (every split has "
+                "fewer than min_k held-out rows in a child, so every unbiased_gain is 0); pass "
+                "more held-out rows or a smaller min_k"
+            )
         if self.jackknife is None or self.jackknife.shape[1] < 2:
             raise ValueError("select() needs standard errors: build the report with n_blocks >= 2")
         frame = self.to_frame()
