@@ -93,9 +93,9 @@ def test_pruning_off_is_xgboost_train(objective):
     bst = ax.train(params, dtrain, 12, evals=evals, evals_result=got_log, verbose_eval=False,
                    **OFF)
     assert bst.num_boosted_rounds() == ref.num_boosted_rounds() == 12
-    for dmat in (dtrain, dvalid):
-        np.testing.assert_allclose(margins(bst, dmat), margins(ref, dmat), rtol=0, atol=1e-6)
-        np.testing.assert_allclose(bst.predict(dmat), ref.predict(dmat), rtol=0, atol=1e-6)
+    for dmat in (dtrain, dvalid):  # the README's figure: equal to xgb.train to 5e-7
+        np.testing.assert_allclose(margins(bst, dmat), margins(ref, dmat), rtol=0, atol=5e-7)
+        np.testing.assert_allclose(bst.predict(dmat), ref.predict(dmat), rtol=0, atol=5e-7)
     if objective == "multi:softprob":
         assert bst.predict(dvalid).shape == (dvalid.num_row(), 3)
     lmp = [json.loads(b.save_raw("json"))["learner"]["learner_model_param"] for b in (bst, ref)]

