@@ -277,6 +277,7 @@ def unbiased_importance(
     Returns
     -------
     ImportanceReport
+        ``report.to_frame()`` per feature, ``report.splits`` per split.
 
     Warns
     -----
@@ -284,7 +285,6 @@ def unbiased_importance(
         When more than half the splits have fewer than ``min_k`` held-out rows in a child,
         when the model has no trees, and when an XGBoost model's eta and lambda are not stored
         and cannot be inferred (only ``biased_gain`` depends on them).
-        ``report.to_frame()`` per feature, ``report.splits`` per split.
     """
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
                     objective, memory_budget)
