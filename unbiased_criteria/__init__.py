@@ -5,8 +5,11 @@
 >>> report.to_frame()                                                           # doctest: +SKIP
 """
 
+import importlib
+
 from . import adapters
 from .api import prune, unbiased_importance
+from .cross_fit import CrossFittedReport, cross_fitted_importance
 from .model import UnsupportedModelError
 from .report import ImportanceReport
 
@@ -16,5 +19,17 @@ __all__ = [
     "ImportanceReport",
     "UnsupportedModelError",
     "adapters",
+    "cross_fitted_importance",
+    "CrossFittedReport",
+    "UnbiasedSelector",
 ]
 __version__ = "0.1.0"
+
+# needs scikit-learn (the sklearn extra): imported on first use
+_LAZY = {"UnbiasedSelector": "selection"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
