@@ -331,6 +331,8 @@ def cross_fitted_importance(
         if sample_weight.shape != (n,):
             raise ValueError(f"sample_weight: expected shape ({n},), got "
                              f"{sample_weight.shape}")
+        if not np.all(sample_weight >= 0) or not sample_weight.any():
+            raise ValueError("sample_weight: expected non-negative weights, not all zero")
     splitter = check_cv(cv, y, classifier=is_classifier(estimator))
     folds = list(splitter.split(X, y, groups))
     seeds = _fold_seeds(random_state, len(folds))
