@@ -45,7 +45,7 @@ def test_claims_on_a_few_seeds_match_the_recorded_benchmark(host):
         assert run.table["unbiased gain"].tolist() == frame["unbiased_gain"].tolist()
         assert abs(run.table["host gain share"].sum() - 1) < 1e-12
         if run.claims["unbiased_top_X1"]:
-            assert run.table.loc["X1", "rank"] == 1
+            assert run.table.loc["X1", "unbiased rank"] == 1
 
 
 def test_demo_end_to_end(tmp_path):

@@ -705,8 +705,9 @@ def cmd_demo(args) -> int:
         if args.plot:
             _save_plot(run.report, _demo_plot_path(args.plot, host, len(hosts)),
                        f"{host}: the paper's example")
-    print("Why noise scores below 0, not at 0: once earlier trees have fit a noise feature, "
-          "a further\nsplit on it raises the held-out loss, and U measures exactly that.")
+    print("Why boosted totals of noise features are negative, not 0: once earlier trees have "
+          "fit a noise\nfeature, a further split on it raises the held-out loss, which is what "
+          "U measures.")
     measured = "" if rows == s["rows"] else f" at {s['rows']} rows"
     print(f"Each claim above held in at least 95% of 100 seeds{measured} "
           "(benchmarks/demo_claims.py).")

@@ -74,7 +74,7 @@ def demo_table(report: ImportanceReport) -> pd.DataFrame:
         "host gain share": frame["host_gain"] / frame["host_gain"].sum(),
         "unbiased gain": u,
         "± SE": frame["std_error"],
-        "rank": u.rank(ascending=False, method="min").astype(np.int64),
+        "unbiased rank": u.rank(ascending=False, method="min").astype(np.int64),
     })
 
 
