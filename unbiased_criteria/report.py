@@ -185,10 +185,11 @@ class ImportanceReport:
             _, ax = plt.subplots(figsize=(6.5, 4.5))
         totals = self.splits.groupby("feature", sort=False)["unbiased_gain"].sum()
         labelled = list(totals.abs().sort_values(ascending=False, kind="stable").index[:top])
-        for feature in labelled:
+        for i, feature in enumerate(labelled):
             group = splits[splits["feature"] == feature]
+            # 10 colours, then the same colours as triangles: 20 features stay distinct
             ax.scatter(group["biased_gain"], group["unbiased_gain"], s=8, alpha=0.6,
-                       label=str(feature))
+                       color=f"C{i % 10}", marker="o^sD"[(i // 10) % 4], label=str(feature))
         rest = splits[~splits["feature"].isin(labelled)]
         if len(rest):
             ax.scatter(rest["biased_gain"], rest["unbiased_gain"], s=6, alpha=0.4,
