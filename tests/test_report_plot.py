@@ -271,3 +271,16 @@ def test_split_scatter_labels_the_top_features_and_greys_the_rest():
     ax = many_features_report(5).plot_splits()
     assert len(ax.get_legend().get_texts()) == 5 and len(ax.collections) == 5
     plt.close(ax.figure)
+
+
+def test_cli_says_where_it_wrote_the_plot(tmp_path, capsys):
+    from unbiased_criteria.cli import _save_plot
+
+    path = tmp_path / "imp.png"
+    open_before = set(plt.get_fignums())
+    _save_plot(many_features_report(30), str(path), "model.txt: unbiased vs biased gain")
+    captured = capsys.readouterr()
+    assert captured.out == ""  # stdout may hold the table
+    assert captured.err == f"unbiased-criteria: wrote plot to {path}\n"
+    assert path.read_bytes().startswith(PNG_MAGIC)
+    assert set(plt.get_fignums()) == open_before  # its figure was closed
