@@ -1,10 +1,11 @@
 """One way for both hosts to keep a training run's record with the Booster it returned.
 
 The record (:class:`unbiased_criteria.training_record.TrainingRecord`) is a Python attribute of
-the Booster object. LightGBM's and XGBoost's Boosters pickle their ``__dict__``, so a pickled
-Booster, or estimator, keeps it; ``copy.copy`` / ``copy.deepcopy`` (both hosts re-load the
-model), XGBoost's slices ``booster[a:b]``, ``save_model`` / ``load_model`` make new Boosters
-without it.
+the Booster object, not a weak map keyed by it, so that it travels with the Booster where the
+host copies the Booster's ``__dict__``: both hosts' pickles (a pickled Booster or estimator
+keeps it) and XGBoost's ``copy()`` / ``copy.copy`` / ``copy.deepcopy``. LightGBM's
+``copy.deepcopy`` re-loads the model text, XGBoost's slices ``booster[a:b]`` build a new
+Booster, and ``save_model`` / ``load_model`` keep only the model: those have no record.
 """
 
 from __future__ import annotations

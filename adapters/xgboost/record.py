@@ -17,13 +17,13 @@ __all__ = ["TrainingRecord", "training_record", "training_splits", "training_rep
 def training_record(booster: xgboost.Booster) -> TrainingRecord:
     """The :class:`TrainingRecord` of a Booster returned by :func:`train`.
 
-    The record is an attribute of that Booster object: a pickled Booster (or estimator) keeps
-    it; a copy, a slice (``booster[a:b]``), a saved-and-loaded Booster has none.
+    The record is an attribute of that Booster object: a pickled or copied Booster (or
+    estimator) keeps it; a slice (``booster[a:b]``), a saved-and-loaded Booster has none.
 
     Parameters
     ----------
     booster : xgboost.Booster
-        The object :func:`train` returned (or its unpickled copy).
+        The object :func:`train` returned (or a copy or unpickled copy of it).
 
     Returns
     -------
@@ -37,8 +37,8 @@ def training_record(booster: xgboost.Booster) -> TrainingRecord:
     record = record_of(booster)
     if record is None:
         raise KeyError(
-            "booster was not returned by unbiased_criteria.adapters.xgboost.train (copies, "
-            "slices and loaded Boosters carry no training record; pickled ones do)"
+            "booster was not returned by unbiased_criteria.adapters.xgboost.train (slices and "
+            "loaded Boosters carry no training record; copied and pickled ones do)"
         )
     return record
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import pickle
 import warnings
 
@@ -104,6 +105,12 @@ def test_pickle_keeps_the_unbiased_importance():
     model = adapter.UnbiasedLGBMRegressor(**SMALL).fit(X, y)
     loaded = pickle.loads(pickle.dumps(model))
     np.testing.assert_array_equal(loaded.feature_importances_, model.feature_importances_)
+    # the record is the Booster's: a pickled Booster keeps it (with the jackknife), a copy not
+    booster = pickle.loads(pickle.dumps(model.booster_))
+    np.testing.assert_array_equal(adapter.training_report(booster).to_frame()["std_error"],
+                                  adapter.training_report(model).to_frame()["std_error"])
+    with pytest.raises(ValueError, match="not trained by"):
+        adapter.training_splits(copy.deepcopy(model.booster_))
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
 
 
