@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import xgboost
 from sklearn.exceptions import NotFittedError
+from unbiased_criteria.adapters._record import detach_record
 from unbiased_criteria.adapters._sklearn import IMPORTANCE_DOC, TrainingImportance, with_train
 from unbiased_criteria.adapters.xgboost.training import train
 
@@ -56,6 +57,13 @@ class _UnbiasedFit(TrainingImportance):
         fit = with_train(type(self)._host_fit, unbiased_train)
         fit(self, X, y, **kwargs)
         return self
+
+    def load_model(self, fname: Any) -> None:
+        """``XGBModel.load_model``; a fitted estimator's Booster drops its training record
+        (XGBoost loads into that Booster object, which would otherwise keep a stale one)."""
+        if self.__sklearn_is_fitted__():
+            detach_record(self.get_booster())
+        super().load_model(fname)
 
     def _wrapper_params(self) -> set[str]:
         # ours are not XGBoost parameters: keep them out of the Booster's

@@ -153,6 +153,12 @@ def test_pickle_keeps_the_unbiased_importance():
     other.load_model(model.get_booster().save_raw("json"))
     with pytest.raises(AttributeError, match="no training record"):
         _ = other.feature_importances_
+    # loading into a fitted estimator (XGBoost reuses its Booster) leaves no stale record
+    refitted = ax.UnbiasedXGBRegressor(**SMALL).fit(X, y)
+    refitted.load_model(xgboost.XGBRegressor(n_estimators=2).fit(X, y).get_booster()
+                        .save_raw("json"))
+    with pytest.raises(AttributeError, match="no training record"):
+        _ = refitted.feature_importances_
 
 
 def test_refused_inputs():
