@@ -194,3 +194,16 @@ def test_tree_derived_values_from_many_threads():
         t.join()
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
+
+
+def test_standard_error_refuses_non_finite_replicates():
+    import pandas as pd
+
+    from unbiased_criteria.report import ImportanceReport
+
+    splits = pd.DataFrame({"feature_index": [0, 1], "unbiased_gain": [1.0, 2.0],
+                           "biased_gain": [1.0, 2.0], "host_gain": [1.0, 2.0]})
+    jack = np.ones((2, 5))
+    jack[1, 3] = np.nan
+    with pytest.raises(ValueError, match="jackknife replicates"):
+        ImportanceReport(splits, ["a", "b"], jackknife=jack).std_error()
