@@ -43,6 +43,8 @@ def test_jackknife_standard_error_matches_the_spread_of_u(zero_weight_share):
     assert np.isfinite(SE).all()
     spread = U.std(axis=0, ddof=1)
     ratio = SE.mean(axis=0) / spread
+    print(f"zero-weight share {zero_weight_share}: mean SE {SE.mean(axis=0).round(1)}, "
+          f"sd of U {spread.round(1)}")  # the README's figures (pytest -s)
     # relative sd of a sample sd over R draws is about 1/sqrt(2(R-1)); each SE also varies
     # (about 1/sqrt(2(B-1)) relative), averaged over R samples
     sigma = np.sqrt(1 / (2 * (R - 1)) + 1 / (2 * (BLOCKS - 1) * R))
