@@ -35,15 +35,18 @@ def test_zero_weight_held_out_rows_keep_standard_errors_finite():
     assert r.select() == ["Column_0"]
 
 
+@pytest.mark.parametrize("host_name,name", [("cross_entropy", "cross_entropy"),
+                                            ("binary", "binary_logistic")])
 @pytest.mark.parametrize("label", [0.0, 1.0])
-def test_cross_entropy_init_score_at_constant_labels_is_lightgbms(label):
+def test_init_score_at_constant_labels_is_lightgbms(host_name, name, label):
     rng = np.random.default_rng(1)
     X = rng.normal(size=(200, 3))
     y = np.full(200, label)
-    booster = lgb.train({"objective": "cross_entropy", "verbose": -1, "num_threads": 1},
+    booster = lgb.train({"objective": host_name, "verbose": -1, "num_threads": 1},
                         lgb.Dataset(X, y), 1)
     host = booster.predict(X[:1], raw_score=True)[0]  # constant labels: no split, init only
-    assert make_objective("cross_entropy").init_score(y)[0] == pytest.approx(host, rel=1e-12)
+    # LightGBM clamps the mean label to [kEpsilon, 1 - kEpsilon], kEpsilon = 1e-15f
+    assert make_objective(name).init_score(y)[0] == pytest.approx(host, rel=1e-12)
 
 
 def _multiclass_data(K, seed=2, n=600):
