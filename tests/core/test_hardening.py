@@ -207,3 +207,24 @@ def test_standard_error_refuses_non_finite_replicates():
     jack[1, 3] = np.nan
     with pytest.raises(ValueError, match="jackknife replicates"):
         ImportanceReport(splits, ["a", "b"], jackknife=jack).std_error()
+
+
+def test_small_k_draw_inside_one_block_gives_a_zero_replicate():
+    # leaf 4 holds 2 held-out rows, so split 1 draws k = 2 rows per ratio; when both drawn rows
+    # of a ratio share a block, leaving it out leaves that ratio empty: replicate 0, not NaN
+    rng = np.random.default_rng(6)
+    tree = _tree()
+    X, g, h = _rows(rng, 300)
+    Xv = np.vstack([np.column_stack([rng.uniform(0, 0.5, 300), rng.uniform(0, 0.2, 300)]),
+                    [[0.1, 0.9], [0.3, 0.8]], rng.uniform(0.5, 1, (300, 2))])
+    nodes, nodes_v = route_rows(tree, X), route_rows(tree, Xv)
+    assert (nodes_v == 4).sum() == 2
+    blocks = np.arange(Xv.shape[0]) % 4
+    blocks[nodes_v == 4] = 1  # both rows of leaf 4 in block 1
+    sums = node_sums(tree, nodes, g, h)
+    u = unbiased_gain(tree, sums.G, nodes_v, rng.normal(size=Xv.shape[0]),
+                      rng.uniform(0.5, 1.5, Xv.shape[0]), rng=np.random.default_rng(7),
+                      blocks=blocks, n_blocks=4, min_k=1)
+    assert u.usable[1] and u.k[1] == 2
+    assert u.jackknife[1, 1] == 0.0
+    assert np.isfinite(u.jackknife[:, tree.internal_nodes]).all()
