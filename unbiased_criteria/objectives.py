@@ -219,6 +219,8 @@ class Softmax(Objective):
     name = "multiclass_softmax"
 
     def __post_init__(self):
+        if int(self.n_classes) < 2:
+            raise ValueError(f"n_classes must be at least 2, got {self.n_classes!r}")
         if self.hessian_factor is None:
             object.__setattr__(self, "hessian_factor", self.n_classes / (self.n_classes - 1.0))
 

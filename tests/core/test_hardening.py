@@ -131,6 +131,8 @@ def test_softmax_default_hessian_factor_follows_the_classes(K):
     assert make_objective("multiclass_softmax", n_classes=K).hessian_factor == K / (K - 1)
     assert make_objective("multiclass_softmax", n_classes=K,
                           hessian_factor=2.0).hessian_factor == 2.0
+    with pytest.raises(ValueError, match="n_classes"):
+        make_objective("multiclass_softmax", n_classes=1)
 
 
 def test_cross_entropy_init_score_is_finite_at_constant_labels():
