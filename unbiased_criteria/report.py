@@ -44,7 +44,11 @@ class ImportanceReport:
         with each block left out of every ratio (same draws, no extra replay), summed per
         feature, and ``SE = sqrt((B-1)/B * sum_b (F_(b) - mean F_(.))^2)``. It reflects the
         sampling of the held-out rows, the k-draws included; not that of the training rows.
-        NaN when the report was made with ``n_blocks < 2``.
+        A replicate is the same estimator on the remaining rows: a split that leaving block
+        ``b`` out leaves without a held-out row of non-zero hessian in one of its ratios (e.g.
+        all its drawn rows with weight > 0 are in block ``b``) counts 0 in replicate ``b``,
+        as an unusable split does. So every replicate is finite and every feature keeps
+        ``B - 1`` degrees of freedom. NaN when the report was made with ``n_blocks < 2``.
         """
         index = pd.Index(self.feature_names, name="feature")
         if self.jackknife is None or self.jackknife.shape[1] < 2:
@@ -54,6 +58,8 @@ class ImportanceReport:
         np.add.at(per_feature, self.splits["feature_index"].to_numpy(), self.jackknife)
         dev = per_feature - per_feature.mean(axis=1, keepdims=True)
         se = np.sqrt((B - 1) / B * (dev**2).sum(axis=1))
+        if not np.isfinite(se).all():  # the core gives finite replicates; a NaN is a bug
+            raise ValueError("the jackknife replicates contain NaN or infinite values")
         return pd.Series(se, index=index, name="std_error")
 
     def select(self, alpha: float = 0.05) -> list[str]:
