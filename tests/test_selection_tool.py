@@ -235,6 +235,20 @@ def test_selector_rules_and_attributes():
     assert list(capped.get_feature_names_out()) == ["X1"]
 
 
+def test_report_plot_marks_what_the_cross_fitted_test_selects():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    X, y = paper_example(1500, random_state=7, effect=0.5)
+    report = uc.cross_fitted_importance(lgb_regressor(), X, y,
+                                        cv=KFold(3, shuffle=True, random_state=0),
+                                        random_state=0)
+    assert report.select(ALPHA) == ["X1"]
+    ax = report.plot()
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[0] == "X1 *" and not any("*" in t for t in labels[1:]), labels
+    assert "std_error" in repr(report) and "3 folds" in repr(report)
+
+
 @pytest.mark.parametrize("kw, match", [
     ({"alpha": 1.5}, "alpha"), ({"max_features": -1}, "max_features"),
     ({"threshold": np.nan}, "threshold"), ({"iterations": 0}, "iterations"),
