@@ -247,6 +247,10 @@ def test_report_plot_marks_what_the_cross_fitted_test_selects():
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels[0] == "X1 *" and not any("*" in t for t in labels[1:]), labels
     assert "std_error" in repr(report) and "3 folds" in repr(report)
+    lines = report.plot_cumulative(top=2).get_lines()
+    cumulative = report.cumulative_importance()
+    assert [line.get_label() for line in lines[:2]] == ["X1", "X3"]
+    np.testing.assert_allclose(lines[0].get_ydata(), cumulative["X1"])
 
 
 @pytest.mark.parametrize("kw, match", [

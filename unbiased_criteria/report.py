@@ -124,6 +124,34 @@ class ImportanceReport:
             jackknife=None if self.jackknife is None else self.jackknife[keep],
         )
 
+    def plot_cumulative(self, ax=None, *, top: int = 10):
+        """Lines of :meth:`cumulative_importance`: each feature's U summed up to every tree.
+
+        The ``top`` features with the largest absolute final total are drawn. A line that
+        rises and then falls belongs to a feature that long models keep splitting on noise.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        import matplotlib.pyplot as plt
+
+        if isinstance(top, bool) or not isinstance(top, int | np.integer) or top < 1:
+            raise ValueError(f"top: expected a positive integer, got {top!r}")
+        table = self.cumulative_importance()
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6.5, 4.5))
+        if len(table):
+            final = table.iloc[-1].abs().sort_values(ascending=False, kind="stable")
+            for name in final.index[:top]:
+                ax.plot(table.index + 1, table[name], label=str(name))
+            ax.legend(title="feature", fontsize="small", loc="center left",
+                      bbox_to_anchor=(1.01, 0.5))
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set_xlabel("trees")
+        ax.set_ylabel("unbiased gain U, summed over trees")
+        return ax
+
     def to_frame(self) -> pd.DataFrame:
         """Per-feature sums, indexed by feature name (features without splits give 0).
 
