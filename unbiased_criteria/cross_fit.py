@@ -8,6 +8,8 @@ only when :func:`cross_fitted_importance` runs; no host is ever imported here.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
@@ -351,12 +353,17 @@ def cross_fitted_importance(
                 kwargs["sample_weight"] = w_train
             X_train, y_train = _rows(X, train), _rows(y, train)
             model.fit(X_train, y_train, **kwargs)
-            reports.append(unbiased_importance(
-                model, X_train, y_train, _rows(X, held), _rows(y, held),
-                train_weight=w_train, valid_weight=w_held, objective=objective,
-                n_draws=n_draws, min_k=min_k, random_state=seed, n_blocks=n_blocks,
-                progress=progress, memory_budget=memory_budget,
-            ))
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                reports.append(unbiased_importance(
+                    model, X_train, y_train, _rows(X, held), _rows(y, held),
+                    train_weight=w_train, valid_weight=w_held, objective=objective,
+                    n_draws=n_draws, min_k=min_k, random_state=seed, n_blocks=n_blocks,
+                    progress=progress, memory_budget=memory_budget,
+                ))
+            for w in caught:  # say which fold, at the caller's line
+                warnings.warn(f"fold {len(reports) - 1} of {len(folds)}: {w.message}",
+                              w.category, stacklevel=2)
             if iterations is not None:
                 forest = adapter_for(model).read_model(model).forest
                 tree_iterations.append(np.asarray(forest.tree_iteration, dtype=np.int64))
