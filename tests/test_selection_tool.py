@@ -277,6 +277,18 @@ def test_cross_fitted_importance_bad_input():
         uc.cross_fitted_importance(lgb_regressor(), X, y, sample_weight=np.zeros(100))
 
 
+def test_random_state_none_repeats_and_a_generator_draws_afresh():
+    X, y = paper_example(400, random_state=0, effect=0.5)
+    est, cv = lgb_regressor(), KFold(2, shuffle=True, random_state=0)
+
+    def gain(random_state):
+        return uc.cross_fitted_importance(est, X, y, cv=cv, random_state=random_state
+                                          ).to_frame()["unbiased_gain"]
+
+    pd.testing.assert_series_equal(gain(None), gain(0))
+    assert not gain(np.random.default_rng(1)).equals(gain(0))
+
+
 def test_warnings_name_the_fold():
     X, y = paper_example(100, random_state=0)
     with pytest.warns(UserWarning) as record:

@@ -199,9 +199,17 @@ class CrossFittedReport(ImportanceReport):
 
 
 def _fold_seeds(random_state, n: int) -> list[np.random.SeedSequence]:
-    """``np.random.SeedSequence(random_state).spawn(n)``, without changing the caller's object."""
-    if isinstance(random_state, np.random.Generator):
+    """``np.random.SeedSequence(random_state).spawn(n)``, without changing the caller's object.
+
+    None is 0, as in :func:`unbiased_importance`: results repeat; a Generator or RandomState
+    gives fresh draws.
+    """
+    if random_state is None:
+        random_state = 0
+    elif isinstance(random_state, np.random.Generator):
         random_state = int(random_state.integers(2**63))
+    elif isinstance(random_state, np.random.RandomState):
+        random_state = int(random_state.randint(2**31))
     base = (random_state if isinstance(random_state, np.random.SeedSequence)
             else np.random.SeedSequence(random_state))
     return [np.random.SeedSequence(base.entropy, spawn_key=(*base.spawn_key, k),
@@ -297,10 +305,11 @@ def cross_fitted_importance(
         report's ``iterations_kept``.
     objective, n_draws, min_k, n_blocks, memory_budget
         As in :func:`unbiased_importance`.
-    random_state : int, numpy.random.SeedSequence, numpy.random.Generator or None
+    random_state : int, numpy SeedSequence / Generator / RandomState, or None
         Seeds the held-out draws: fold ``k`` uses ``SeedSequence(random_state).spawn(K)[k]``
-        as the ``random_state`` of :func:`unbiased_importance`. The estimator's own
-        ``random_state`` is left as it is.
+        as the ``random_state`` of :func:`unbiased_importance`. None is 0, so results repeat
+        (pass a Generator for fresh draws). The estimator's own ``random_state`` is left as
+        it is.
     n_jobs : int, optional
         Set as every clone's ``n_jobs`` (threads of the host); folds run one after another.
     progress : bool

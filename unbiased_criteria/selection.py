@@ -44,8 +44,8 @@ class UnbiasedSelector(SelectorMixin, BaseEstimator):
         Boosting iterations scored per fold (see :func:`cross_fitted_importance`).
     n_draws, min_k, n_blocks : int
         As in :func:`~unbiased_criteria.unbiased_importance`.
-    random_state : int or None
-        Seeds the held-out draws (not the estimator).
+    random_state : int, numpy Generator or None
+        Seeds the held-out draws (not the estimator); None is 0, so fits repeat.
     n_jobs : int or None
         Threads of the host in every fold.
 
