@@ -1,6 +1,6 @@
 """Feature selection: cross-fitted unbiased importance against gain and permutation importance.
 
-    python benchmarks/selection.py [--seeds 5] [--data breast_cancer oj hmda] [--quick]
+    python benchmarks/selection.py [--seeds 10] [--data breast_cancer oj hmda] [--quick]
 
 Protocol, the same for every ranking (the issue's): per data set and seed, a random
 stratified half of the rows is the training part, the other half the test part. Each method
@@ -170,7 +170,7 @@ def summarise(df: pd.DataFrame) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--data", nargs="+", default=list(DATASETS))
     parser.add_argument("--quick", action="store_true", help="2 seeds, 50 trees (a smoke run)")
     args = parser.parse_args()
