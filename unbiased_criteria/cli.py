@@ -81,6 +81,14 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
+def _xgboost_reason(err: BaseException) -> str:
+    """XGBoost's own reason, without its ``[time] file:line:`` prefix and stack trace."""
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not ln.startswith(("Stack trace", "[bt]"))]
+    text = lines[0] if lines else type(err).__name__
+    return re.sub(r"^\[[^\]]*\]\s*\S+:\d+:\s*", "", text)
+
+
 def _readable_file(path: str | Path, what: str) -> Path:
     p = Path(path)
     if not p.exists():
@@ -119,10 +127,14 @@ def load_model(path: str | Path) -> ModelFile:
         raise UserError(f"model {path}: is empty, not a model file")
     if data.startswith((b"tree\n", b"tree\r\n")):
         lightgbm = _import_host("lightgbm", f"model {path} (a LightGBM text model)")
+        from unbiased_criteria.adapters.lightgbm.text_model import check_model_text
+
         try:
             text = data.decode("utf-8")
+            # LightGBM aborts the process on some corrupt files: check the text first
+            check_model_text(text)
             booster = lightgbm.Booster(model_str=text)
-        except (UnicodeDecodeError, lightgbm.basic.LightGBMError) as err:
+        except (UnicodeDecodeError, ValueError, lightgbm.basic.LightGBMError) as err:
             raise UserError(
                 f"model {path}: not a valid LightGBM text model: {_first_line(err)}"
             ) from None
@@ -139,8 +151,9 @@ def load_model(path: str | Path) -> ModelFile:
         warnings.simplefilter("ignore")
         try:
             booster = xgboost.Booster(model_file=bytearray(data))
-        except xgboost.core.XGBoostError:
-            raise UserError(not_a_model) from None
+        except xgboost.core.XGBoostError as err:
+            raise UserError(f"model {path}: not a model file: XGBoost rejects it as "
+                            f"{fmt.upper()}: {_xgboost_reason(err)}") from None
     return ModelFile(p, "xgboost", fmt, booster)
 
 

@@ -89,7 +89,7 @@ def make_router(
         int(forest.tree_iteration[-1]) + 1 if forest.n_trees else 0
     ):
         raise ValueError("model_ir was not read from model")
-    maps = [_node_map(t) for t in trees_json]
+    maps = [_node_map(t, i) for i, t in enumerate(trees_json)]
     iteration = np.asarray(forest.tree_iteration, dtype=np.int64)
     n_iter = int(iteration[-1]) + 1 if iteration.size else 0
     first = np.searchsorted(iteration, np.arange(n_iter + 1))  # first tree of each iteration
