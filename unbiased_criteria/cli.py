@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import io
 import json
 import logging
 import math
@@ -25,6 +26,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from .files import write_atomic
 
 __all__ = [
     "main",
@@ -543,7 +546,7 @@ def format_frame(frame: pd.DataFrame, fmt: str, index: bool) -> str:
     if fmt == "json":
         records = [{str(k): _jsonable(v) for k, v in row.items()}
                    for row in out.to_dict(orient="records")]
-        return json.dumps(records, indent=1, allow_nan=False) + "\n"
+        return json.dumps(records, indent=1, allow_nan=False, ensure_ascii=False) + "\n"
     return out.to_string(index=False) + "\n"
 
 
@@ -552,7 +555,7 @@ def _write_output(text: str, output: str | None) -> None:
         sys.stdout.write(text)
         return
     try:
-        Path(output).write_text(text)
+        write_atomic(output, text)
     except OSError as err:
         raise UserError(f"--output {output}: cannot be written: {err.strerror or err}") from None
 
@@ -568,7 +571,11 @@ def _save_plot(report, path: str, title: str) -> None:
     ax = report.plot()
     ax.set_title(title)
     try:
-        ax.figure.savefig(path, bbox_inches="tight", dpi=100)
+        # the format from the suffix as savefig(path) would; written whole or not at all
+        buffer = io.BytesIO()
+        fmt = Path(path).suffix.lstrip(".").lower() or None
+        ax.figure.savefig(buffer, format=fmt, bbox_inches="tight", dpi=100)
+        write_atomic(path, buffer.getvalue())
     except (ValueError, OSError) as err:
         raise UserError(f"--plot {path}: cannot be written: {_first_line(err)}") from None
     finally:
@@ -629,7 +636,9 @@ def cmd_prune(args) -> int:
     pruned = result.adapter.write_model(data.model.booster, result.forest)
     blob = _model_bytes(data.model, pruned, output)
     try:
-        output.write_bytes(blob)
+        # never in place: --output may be the input model, and a kill mid-write must not
+        # leave a truncated model
+        write_atomic(output, blob)
     except OSError as err:
         raise UserError(f"--output {args.output}: cannot be written: "
                         f"{err.strerror or err}") from None
