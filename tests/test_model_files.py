@@ -236,3 +236,121 @@ def test_check_model_text_accepts_real_models(models):
                       lgb.Dataset(X[["x"]], rng.random(600)), 2).model_to_string()
     assert "num_leaves=1" in stump
     check_model_text(stump)
+
+
+# ------------------------------------------------------------------------- atomic writes
+
+
+def test_write_atomic_keeps_the_old_file_when_writing_fails(tmp_path, monkeypatch):
+    import os
+
+    from unbiased_criteria import files
+
+    target = tmp_path / "model.txt"
+    target.write_text("old model")
+    target.chmod(0o640)
+
+    def full_disk(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files.os, "fsync", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        files.write_atomic(target, "new model, cut short")
+    assert target.read_text() == "old model"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.txt"]  # no temporary file
+    monkeypatch.undo()
+    files.write_atomic(target, "größe".encode())
+    assert target.read_text(encoding="utf-8") == "größe"
+    assert (target.stat().st_mode & 0o777) == 0o640  # an existing file keeps its mode
+    files.write_atomic(tmp_path / "new.txt", "x")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert ((tmp_path / "new.txt").stat().st_mode & 0o777) == 0o666 & ~umask
+
+
+def test_cli_prune_output_over_its_input_and_a_failed_write(models, tmp_path):
+    """--output equal to the input model replaces it whole; a failing write leaves it."""
+    import shutil
+
+    for name in ("lgb.txt", "xgb.json", "data.csv"):
+        shutil.copy(models / name, tmp_path / name)
+    script = textwrap.dedent("""
+        import sys
+        from unbiased_criteria import files
+        from unbiased_criteria.cli import main
+        if sys.argv[1] == "fail":
+            def fail(fd):
+                raise OSError(28, "No space left on device")
+            files.os.fsync = fail
+        sys.exit(main(["prune", sys.argv[2], "--valid", "data.csv", "--label", "y",
+                       "--output", sys.argv[2], *sys.argv[3:]]))
+    """)
+    for name in ("lgb.txt", "xgb.json"):
+        before = (tmp_path / name).read_bytes()
+        extra = ["--param", "eta=0.3"] if name.endswith("json") else []
+        res = subprocess.run([sys.executable, "-c", script, "fail", name, *extra], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300)
+        assert res.returncode == 2 and "No space left on device" in res.stderr, res.stderr
+        assert (tmp_path / name).read_bytes() == before
+        res = subprocess.run([sys.executable, "-c", script, "ok", name, *extra], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv", "lgb.txt", "xgb.json"]
+        X = pd.read_csv(tmp_path / "data.csv").drop(columns="y")
+        if name == "lgb.txt":
+            pruned = lgb.Booster(model_file=tmp_path / name)
+        else:
+            pruned = xgb.Booster(model_file=tmp_path / name)
+            X = xgb.DMatrix(X)
+        assert np.all(np.isfinite(pruned.predict(X)))
+
+
+# ------------------------------------------------------------------- non-ASCII feature names
+
+
+@pytest.fixture(scope="module")
+def umlaut():
+    rng = np.random.default_rng(5)
+    X = pd.DataFrame(rng.random((400, 3)), columns=["größe", "x", "höhe"])
+    y = X["größe"] + 0.3 * rng.normal(size=400)
+    return X, y
+
+
+def test_pruned_xgboost_model_keeps_non_ascii_names(umlaut, tmp_path):
+    import unbiased_criteria as uc
+
+    X, y = umlaut
+    booster = xgb.train({"max_depth": 3, "nthread": 1}, xgb.DMatrix(X, y), 8)
+    pruned = uc.prune(booster, X[:200], y[:200], X[200:], y[200:], threshold=0.0)
+    assert pruned.feature_names == list(X.columns)
+    np.testing.assert_array_equal(pruned.predict(xgb.DMatrix(X)).shape, (400,))
+    pruned.save_model(tmp_path / "p.json")
+    assert "größe" in (tmp_path / "p.json").read_text(encoding="utf-8")
+    assert xgb.Booster(model_file=tmp_path / "p.json").feature_names == list(X.columns)
+
+
+def test_xgboost_hook_and_estimator_keep_non_ascii_names(umlaut):
+    from unbiased_criteria.adapters.xgboost import UnbiasedXGBRegressor, train
+
+    X, y = umlaut
+    est = UnbiasedXGBRegressor(n_estimators=5, max_depth=3).fit(X, y)
+    assert est.get_booster().feature_names == list(X.columns)
+    assert est.predict(X).shape == (400,)
+    booster = train({"max_depth": 3, "nthread": 1}, xgb.DMatrix(X, y), 5)
+    assert booster.feature_names == list(X.columns)
+    assert booster.predict(xgb.DMatrix(X)).shape == (400,)
+
+
+def test_cli_prune_keeps_non_ascii_names(umlaut, tmp_path):
+    X, y = umlaut
+    X.assign(y=y).to_csv(tmp_path / "data.csv", index=False, encoding="utf-8")
+    xgb.train({"max_depth": 3, "nthread": 1}, xgb.DMatrix(X, y), 8).save_model(
+        tmp_path / "m.json")
+    res = subprocess.run([sys.executable, "-m", "unbiased_criteria.cli", "prune", "m.json",
+                          "--valid", "data.csv", "--label", "y", "--output", "p.json",
+                          "--param", "eta=0.3"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    pruned = xgb.Booster(model_file=tmp_path / "p.json")
+    assert pruned.feature_names == list(X.columns)
+    assert pruned.predict(xgb.DMatrix(X)).shape == (400,)
