@@ -20,6 +20,7 @@ _BLOCK = re.compile(rb"^Tree=(\d+)\r?$", re.MULTILINE)
 _END = re.compile(rb"^end of trees\r?$", re.MULTILINE)
 _INTERNAL_INT = ("split_feature", "left_child", "right_child", "decision_type",
                  "internal_count")
+_INDICES = ("split_feature", "left_child", "right_child", "decision_type")
 _INTERNAL_FLOAT = ("split_gain", "threshold", "internal_value", "internal_weight")
 _LEAF_FLOAT = ("leaf_value", "leaf_weight")
 
@@ -33,22 +34,23 @@ def _header(data: bytes) -> dict[str, str]:
     return dict(line.split("=", 1) for line in lines if "=" in line)
 
 
-def _numbers(fields: dict[str, str], key: str, dtype: type, size: int, where: str,
+def _numbers(fields: dict[str, str], key: str, dtype: type | None, size: int, where: str,
              required: bool, why: str) -> np.ndarray | None:
-    """Array ``key`` of a tree block, checked to hold ``size`` numbers."""
+    """Array ``key`` of a tree block, checked to hold ``size`` numbers; parsed as ``dtype``
+    (``int`` or ``float``) unless ``dtype`` is None."""
     if key not in fields or (not required and not fields[key].strip()):
         if required:  # optional statistics may be left empty (one-leaf trees)
             raise ModelTextError(f"{where}: {key} is missing")
         return None
+    words = fields[key].split()
+    if len(words) != size:
+        raise ModelTextError(f"{where}: {key} has {len(words)} entries, {why} needs {size}")
+    if dtype is None:  # only the length matters (statistics)
+        return None
     try:
-        values = np.array(fields[key].split(), dtype=dtype)
+        return np.array(list(map(dtype, words)), dtype=np.float64 if dtype is float else np.int64)
     except (ValueError, OverflowError):
         raise ModelTextError(f"{where}: {key} is not a list of numbers") from None
-    if values.size != size:
-        raise ModelTextError(
-            f"{where}: {key} has {values.size} entries, {why} needs {size}"
-        )
-    return values
 
 
 def _check_children(left: np.ndarray, right: np.ndarray, where: str) -> None:
@@ -75,17 +77,17 @@ def _check_children(left: np.ndarray, right: np.ndarray, where: str) -> None:
         raise ModelTextError(
             f"{where}: left_child/right_child name {what} {times} times, not once"
         )
-    # each node has one parent: a node not reached from the root sits on a cycle
-    reached = np.zeros(n_inner, dtype=bool)
-    level = np.array([0])
-    while level.size:
-        reached[level] = True
-        children = np.concatenate([left[level], right[level]])
-        level = children[children >= 0]
-    if not reached.all():
+    # each node has one parent: a node not reached from the root sits on a cycle. Follow
+    # parents by pointer doubling: every node's ancestor chain must end at the root
+    parent = np.zeros(n_inner, dtype=np.int64)
+    inner_children = both >= 0
+    parent[both[inner_children]] = np.tile(np.arange(n_inner), 2)[inner_children]
+    for _ in range(max(int(n_inner).bit_length(), 1)):
+        parent = parent[parent]
+    if np.any(parent != 0):
         raise ModelTextError(
             f"{where}: left_child/right_child form a cycle: internal node "
-            f"{np.flatnonzero(~reached)[0]} is not reached from the root"
+            f"{np.flatnonzero(parent != 0)[0]} is not reached from the root"
         )
 
 
@@ -102,17 +104,18 @@ def _check_tree(block: bytes, index: int, n_features: int) -> None:
         raise ModelTextError(f"{where}: num_leaves={L}, num_cat={n_cat} out of range")
     why = f"num_leaves={L}"
     for key in _LEAF_FLOAT:
-        _numbers(fields, key, np.float64, L, where, required=key == "leaf_value", why=why)
-    _numbers(fields, "leaf_count", np.int64, L, where, required=False, why=why)
+        _numbers(fields, key, None, L, where, required=key == "leaf_value", why=why)
+    _numbers(fields, "leaf_count", None, L, where, required=False, why=why)
     if L == 1:
         return
     arrays = {}
     for key in _INTERNAL_INT:
-        arrays[key] = _numbers(fields, key, np.int64, L - 1, where,
+        dtype = int if key in _INDICES else None
+        arrays[key] = _numbers(fields, key, dtype, L - 1, where,
                                required=key in ("split_feature", "left_child", "right_child"),
                                why=why)
     for key in _INTERNAL_FLOAT:
-        arrays[key] = _numbers(fields, key, np.float64, L - 1, where,
+        arrays[key] = _numbers(fields, key, None, L - 1, where,
                                required=key == "threshold", why=why)
     feature = arrays["split_feature"]
     bad = np.flatnonzero((feature < 0) | (feature >= n_features))
@@ -125,10 +128,10 @@ def _check_tree(block: bytes, index: int, n_features: int) -> None:
     decision = arrays["decision_type"]
     if decision is not None and np.any(decision & 1):
         cat = np.flatnonzero(decision & 1)
-        idx = arrays["threshold"][cat]
-        bounds = _numbers(fields, "cat_boundaries", np.int64, n_cat + 1, where, required=True,
+        idx = _numbers(fields, "threshold", float, L - 1, where, required=True, why=why)[cat]
+        bounds = _numbers(fields, "cat_boundaries", int, n_cat + 1, where, required=True,
                           why=f"num_cat={n_cat}")
-        words = _numbers(fields, "cat_threshold", np.int64, int(bounds[-1]), where,
+        words = _numbers(fields, "cat_threshold", int, int(bounds[-1]), where,
                          required=True, why="cat_boundaries") if bounds[-1] >= 0 else None
         if np.any((idx < 0) | (idx >= n_cat) | (idx != np.floor(idx))) or words is None or \
                 np.any(np.diff(bounds) < 0) or bounds[0] != 0:
