@@ -64,24 +64,18 @@ def _plan(n_rows: int, n_features: int, n_trees: int, per_iteration: int,
           memory_budget: int) -> tuple[int, int]:
     """(trees per call, rows per DMatrix) within ``memory_budget``.
 
-    A DMatrix holds 8 bytes per value (index and float32), and building it may take a float32
-    copy of the rows: 12 bytes per value. Per leaf id: our int32 output for all rows, and for
-    the rows of one DMatrix XGBoost's float32 output and its copy (12 bytes where one DMatrix
-    holds all rows, as before).
+    Trees per call: our int32 ids of all rows take at most a third of the budget. A DMatrix
+    holds 8 bytes per value (index and float32) and building it may take a float32 copy of the
+    rows: 12 bytes per value; per row and tree, XGBoost's float32 output and its copy take 8
+    more. One DMatrix of all rows when that fits, else as many rows as the rest allows.
     """
-    whole = 12 * n_rows * max(n_features, 1)
-    if whole <= memory_budget // 4:
-        chunk = chunk_size(n_rows, n_trees, (memory_budget - whole) // 3)
-        rows = n_rows
-    else:
-        chunk = chunk_size(n_rows, n_trees, memory_budget // 4)
-        if chunk >= per_iteration:
-            chunk -= chunk % per_iteration
-        left = memory_budget - 4 * n_rows * chunk
-        rows = max(256, left // (12 * max(n_features, 1) + 8 * chunk))
+    chunk = chunk_size(n_rows, n_trees, memory_budget // 3)
     if chunk >= per_iteration:
         chunk -= chunk % per_iteration  # whole iterations: no tree is predicted twice
-    return max(int(chunk), 1), int(min(rows, n_rows)) if n_rows else 1
+    per_row = 16 * max(n_features, 1) + 12 * chunk
+    left = memory_budget - 4 * n_rows * chunk
+    rows = n_rows if per_row * n_rows <= left else max(256, left // per_row)
+    return max(int(chunk), 1), max(int(min(rows, n_rows)), 1)
 
 
 def make_router(
@@ -105,9 +99,9 @@ def make_router(
     argument : str
         Name of ``X`` in error messages.
     memory_budget : int
-        Bytes allowed for one chunk of leaf ids and the DMatrix it is predicted from: when a
-        DMatrix of all rows does not fit a quarter of the budget, each call builds DMatrix
-        objects of a few rows at a time (slower, bounded memory).
+        Bytes allowed for one chunk of leaf ids and the DMatrix they are predicted from: when
+        a DMatrix of all rows does not fit beside the ids, each call builds DMatrix objects
+        of a slice of rows at a time (slower, bounded memory).
 
     Returns
     -------
