@@ -184,9 +184,8 @@ def check_model_text(text: str | bytes) -> None:
                 f"tree {t}: tree_sizes says {declared[t]} bytes, its Tree= block has {sizes[t]}"
             )
     if end is None:
-        raise ModelTextError(
-            f"tree {len(starts) - 1}: no 'end of trees' line follows: the model text is "
-            "truncated"
-        )
+        where = f"tree {len(starts) - 1}" if starts else "model text"
+        raise ModelTextError(f"{where}: no 'end of trees' line follows: the model text is "
+                             "truncated")
     for t in range(len(starts)):
         _check_tree(data[bounds[t] : bounds[t + 1]], t, n_features)
