@@ -20,14 +20,17 @@ import math
 import re
 import sys
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from . import model_files
+from .errors import InputError
 from .files import write_atomic
+from .model_files import ModelFile, Schema
 
 __all__ = [
     "main",
@@ -44,52 +47,16 @@ __all__ = [
 PROG = "unbiased-criteria"
 
 
-class UserError(Exception):
-    """An error caused by the command's input, reported without a traceback."""
+#: an error caused by the command's input, reported as one line without a traceback
+UserError = InputError
 
 
 # ------------------------------------------------------------------------------ model files
 
 
-@dataclass(frozen=True)
-class ModelFile:
-    """A model loaded from a file.
-
-    Attributes
-    ----------
-    path : pathlib.Path
-    host : {"lightgbm", "xgboost"}
-    format : {"text", "json", "ubj"}
-        The file's format: LightGBM text, XGBoost JSON or XGBoost UBJ.
-    booster : lightgbm.Booster or xgboost.Booster
-    text : str
-        The LightGBM model text ("" for XGBoost).
-    """
-
-    path: Path
-    host: str
-    format: str
-    booster: Any
-    text: str = field(default="", repr=False)
-
-
-def _import_host(host: str, why: str) -> Any:
-    if importlib.util.find_spec(host) is None:
-        raise UserError(f"{why} needs {host}, which is not installed (pip install {host})")
-    return importlib.import_module(host)
-
-
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
-
-
-def _xgboost_reason(err: BaseException) -> str:
-    """XGBoost's own reason, without its ``[time] file:line:`` prefix and stack trace."""
-    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
-    lines = [ln for ln in lines if not ln.startswith(("Stack trace", "[bt]"))]
-    text = lines[0] if lines else type(err).__name__
-    return re.sub(r"^\[[^\]]*\]\s*\S+:\d+:\s*", "", text)
 
 
 def _readable_file(path: str | Path, what: str) -> Path:
@@ -102,11 +69,8 @@ def _readable_file(path: str | Path, what: str) -> Path:
 
 
 def load_model(path: str | Path) -> ModelFile:
-    """Load a LightGBM or XGBoost model file, recognising the format from the file's content.
-
-    LightGBM text models start with ``tree`` on a line of its own; anything else is handed to
-    ``xgboost.Booster`` (JSON starts with ``{`` followed by a quote, UBJ with ``{`` and binary
-    markers), whatever the file's suffix.
+    """Load a model file with the adapter that recognises its content, whatever its suffix
+    (:func:`unbiased_criteria.model_files.load_model_file`).
 
     Parameters
     ----------
@@ -119,45 +83,15 @@ def load_model(path: str | Path) -> ModelFile:
     Raises
     ------
     UserError
-        The file is missing, unreadable, or none of the formats above.
+        The file is missing, unreadable, corrupt, of no known format, or its host is not
+        installed.
     """
     p = _readable_file(path, "model")
     try:
         data = p.read_bytes()
     except OSError as err:
         raise UserError(f"model {path}: cannot be read: {err.strerror or err}") from None
-    if not data.strip():
-        raise UserError(f"model {path}: is empty, not a model file")
-    if data.startswith((b"tree\n", b"tree\r\n")):
-        lightgbm = _import_host("lightgbm", f"model {path} (a LightGBM text model)")
-        from unbiased_criteria.adapters.lightgbm.text_model import check_model_text
-
-        try:
-            text = data.decode("utf-8")
-            # LightGBM aborts the process on some corrupt files: check the text first
-            check_model_text(text)
-            booster = lightgbm.Booster(model_str=text)
-        except (UnicodeDecodeError, ValueError, lightgbm.basic.LightGBMError) as err:
-            raise UserError(
-                f"model {path}: not a valid LightGBM text model: {_first_line(err)}"
-            ) from None
-        return ModelFile(p, "lightgbm", "text", booster, text)
-    not_a_model = (
-        f"model {path}: not a model file (neither a LightGBM text model, which starts with "
-        "'tree', nor an XGBoost JSON or UBJ model)"
-    )
-    if not data.lstrip().startswith(b"{"):
-        raise UserError(not_a_model)
-    xgboost = _import_host("xgboost", f"model {path} (an XGBoost model)")
-    fmt = "json" if re.match(rb"\s*\{\s*[\"}]", data) else "ubj"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            booster = xgboost.Booster(model_file=bytearray(data))
-        except xgboost.core.XGBoostError as err:
-            raise UserError(f"model {path}: not a model file: XGBoost rejects it as "
-                            f"{fmt.upper()}: {_xgboost_reason(err)}") from None
-    return ModelFile(p, "xgboost", fmt, booster)
+    return model_files.load_model_file(data, f"model {path}")
 
 
 # ------------------------------------------------------------------------------ data files
@@ -218,79 +152,6 @@ def read_table(path: str | Path, option: str = "data") -> pd.DataFrame:
     return frame
 
 
-@dataclass(frozen=True)
-class Schema:
-    """The features a model expects, as far as its file tells.
-
-    Attributes
-    ----------
-    n_features : int
-    names : list of str or None
-        Feature names, or None when the model has none (columns are then taken by position).
-    categorical : dict of int to list or None
-        Categorical features by index: the categories the model was trained with (pandas
-        categories of a LightGBM model, XGBoost's stored categories), or None when the model
-        stores none (the data must then hold the integer codes).
-    host : str
-    """
-
-    n_features: int
-    names: list[str] | None
-    categorical: dict[int, list | None]
-    host: str
-
-
-def _lightgbm_schema(mf: ModelFile) -> Schema:
-    booster = mf.booster
-    names = [str(n) for n in booster.feature_name()]
-    n = len(names)
-    default = names == [f"Column_{i}" for i in range(n)]
-    cat: set[int] = set()
-    m = re.search(r"^\[categorical_feature: ([^\]]*)\]", mf.text, flags=re.MULTILINE)
-    if m and m.group(1).strip():
-        spec = m.group(1).strip()
-        if spec.startswith("name:"):
-            cat |= {names.index(s) for s in spec[5:].split(",") if s in names}
-        else:
-            cat |= {int(s) for s in spec.split(",") if s.strip().lstrip("-").isdigit()}
-    m = re.search(r"^feature_infos=(.*)$", mf.text, flags=re.MULTILINE)
-    if m:  # used categorical features: "c1:c2:..." (numeric ones are "[lo:hi]" or "none")
-        infos = m.group(1).split(" ")
-        cat |= {i for i, s in enumerate(infos) if s and s != "none" and not s.startswith("[")}
-    cat = {i for i in cat if 0 <= i < n}
-    pandas_cats = getattr(booster, "pandas_categorical", None)
-    categorical: dict[int, list | None] = {i: None for i in sorted(cat)}
-    if pandas_cats:
-        if len(pandas_cats) != len(categorical):
-            raise UserError(
-                f"model {mf.path}: {len(pandas_cats)} pandas category lists for "
-                f"{len(categorical)} categorical features; cannot tell which is which"
-            )
-        categorical = {i: list(c) for i, c in zip(sorted(cat), pandas_cats)}
-    return Schema(n, None if default else names, categorical, "lightgbm")
-
-
-def _xgboost_categories(booster: Any, n: int) -> list[list | None]:
-    try:
-        pairs = booster.get_categories(export_to_arrow=True).to_arrow()
-    except Exception:  # older XGBoost, or a model without stored categories
-        return [None] * n
-    if not pairs or len(pairs) != n:
-        return [None] * n
-    return [None if arr is None else list(arr.to_pylist()) for _, arr in pairs]
-
-
-def _xgboost_schema(mf: ModelFile) -> Schema:
-    booster = mf.booster
-    n = int(booster.num_features())
-    names = booster.feature_names
-    types = booster.feature_types or []
-    cat_index = [i for i, t in enumerate(types) if t == "c"]
-    stored = _xgboost_categories(booster, n) if cat_index else []
-    categorical = {i: (stored[i] or None) for i in cat_index}
-    return Schema(n, None if not names else [str(s) for s in names], categorical, "xgboost")
-
-
 def model_schema(mf: ModelFile) -> Schema:
     """The feature names, count and categorical features of a loaded model.
 
@@ -301,8 +162,16 @@ def model_schema(mf: ModelFile) -> Schema:
     Returns
     -------
     Schema
+
+    Raises
+    ------
+    UserError
+        The file's schema cannot be read (its stored categories, for one).
     """
-    return _lightgbm_schema(mf) if mf.host == "lightgbm" else _xgboost_schema(mf)
+    try:
+        return model_files.feature_schema(mf)
+    except UserError as err:
+        raise UserError(f"{mf.source}: {err}") from None
 
 
 def _is_text(s: pd.Series) -> bool:
@@ -321,9 +190,9 @@ def _match_columns(frame: pd.DataFrame, schema: Schema, option: str, path: str) 
             )
         return columns
     lookup = {c: c for c in columns}
-    if schema.host == "lightgbm":  # LightGBM stores names with spaces replaced by "_"
+    if schema.stored_name is not None:  # the host may store a column's name changed
         for c in columns:
-            lookup.setdefault(c.replace(" ", "_"), c)
+            lookup.setdefault(schema.stored_name(c), c)
     missing = [n for n in schema.names if n not in lookup]
     if missing:
         raise UserError(
@@ -469,6 +338,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 @dataclass(frozen=True)
 class _Inputs:
+    path: Path
     model: ModelFile
     X_train: pd.DataFrame | None
     y_train: np.ndarray | None
@@ -481,13 +351,10 @@ class _Inputs:
 def _apply_params(mf: ModelFile, params: list[tuple[str, str]]) -> None:
     if not params:
         return
-    if mf.host != "xgboost":
-        raise UserError("--param is for XGBoost models; LightGBM model files store their "
-                        "parameters")
     try:
-        mf.booster.set_param(dict(params))
-    except Exception as err:  # XGBoostError
-        raise UserError(f"--param: {_first_line(err)}") from None
+        model_files.set_training_params(mf, dict(params))
+    except UserError as err:
+        raise UserError(f"--param: {err}") from None
 
 
 def _load_inputs(args) -> _Inputs:
@@ -500,7 +367,7 @@ def _load_inputs(args) -> _Inputs:
                              args.weight, "--train", args.train)
     valid = prepare_data(read_table(args.valid, "--valid"), schema, args.label, args.weight,
                          "--valid", args.valid)
-    return _Inputs(mf, *train, *valid)
+    return _Inputs(Path(args.model), mf, *train, *valid)
 
 
 def _api_options(args) -> dict[str, Any]:
@@ -594,7 +461,7 @@ def cmd_importance(args) -> int:
         raise UserError("--alpha applies to the per-feature table, not to --splits")
     data = _load_inputs(args)
     report = unbiased_importance(
-        data.model.booster, data.X_train, data.y_train, data.X_valid, data.y_valid,
+        data.model.model, data.X_train, data.y_train, data.X_valid, data.y_valid,
         train_weight=data.w_train, valid_weight=data.w_valid, **_api_options(args),
     )
     if args.splits:
@@ -606,19 +473,8 @@ def cmd_importance(args) -> int:
         text = format_frame(frame, args.format, index=True)
     _write_output(text, args.output)
     if args.plot:
-        _save_plot(report, args.plot, f"{data.model.path.name}: unbiased vs biased gain")
+        _save_plot(report, args.plot, f"{data.path.name}: unbiased vs biased gain")
     return 0
-
-
-def _model_bytes(mf: ModelFile, booster: Any, output: Path) -> bytes:
-    if mf.host == "lightgbm":
-        if output.suffix.lower() in (".json", ".ubj"):
-            _warn(f"--output {output}: a LightGBM model is written as a LightGBM text model, "
-                  f"whatever the suffix")
-        return booster.model_to_string(num_iteration=-1).encode("utf-8")
-    suffix = output.suffix.lower()
-    fmt = {".json": "json", ".ubj": "ubj"}.get(suffix, mf.format)
-    return bytes(booster.save_raw(fmt))
 
 
 def cmd_prune(args) -> int:
@@ -630,12 +486,12 @@ def cmd_prune(args) -> int:
     if output.is_dir():
         raise UserError(f"--output {args.output}: is a directory")
     result = prune_forest(
-        data.model.booster, data.X_train, data.y_train, data.X_valid, data.y_valid,
+        data.model.model, data.X_train, data.y_train, data.X_valid, data.y_valid,
         threshold=args.threshold, refit_leaves=args.refit_leaves,
         train_weight=data.w_train, valid_weight=data.w_valid, **_api_options(args),
     )
-    pruned = result.adapter.write_model(data.model.booster, result.forest)
-    blob = _model_bytes(data.model, pruned, output)
+    pruned = result.adapter.write_model(data.model.model, result.forest)
+    blob = model_files.serialise_model(data.model, pruned, output.suffix)
     try:
         # never in place: --output may be the input model, and a kill mid-write must not
         # leave a truncated model
@@ -700,7 +556,7 @@ def cmd_demo(args) -> int:
     """``unbiased-criteria demo``: the paper's example on generated data."""
     from .demo import CLAIMS, DEMO_SETTINGS, demo_run
 
-    hosts = [h for h in ("lightgbm", "xgboost") if importlib.util.find_spec(h)]
+    hosts = model_files.installed_hosts()
     if args.core or not hosts:
         if not args.core:
             print("(neither lightgbm nor xgboost is installed: showing the core demo; "

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .datasets import paper_example
+from .model_files import fit_example
 from .report import ImportanceReport
 
 __all__ = ["CLAIMS", "DEMO_SETTINGS", "UNPRINTED_CLAIMS", "DemoRun", "demo_claims", "demo_run"]
@@ -49,23 +50,6 @@ class DemoRun:
     claims: dict[str, bool]
 
 
-def _train(host: str, X: pd.DataFrame, y: np.ndarray, seed: int):
-    s = DEMO_SETTINGS
-    if host == "lightgbm":
-        import lightgbm as lgb
-
-        params = {"objective": "regression", "learning_rate": s["learning_rate"],
-                  "num_leaves": s["leaves"], "verbose": -1, "seed": seed, "num_threads": 1}
-        return lgb.train(params, lgb.Dataset(X, y), num_boost_round=s["trees"])
-    if host == "xgboost":
-        import xgboost as xgb
-
-        params = {"objective": "reg:squarederror", "eta": s["learning_rate"],
-                  "max_depth": s["depth"], "seed": seed, "nthread": 1}
-        return xgb.train(params, xgb.DMatrix(X, y, enable_categorical=True), s["trees"])
-    raise ValueError(f"host: expected 'lightgbm' or 'xgboost', got {host!r}")
-
-
 def demo_table(report: ImportanceReport) -> pd.DataFrame:
     """Per feature: the host's gain share, the unbiased gain, its SE and its rank (1 = top)."""
     frame = report.to_frame()
@@ -96,13 +80,14 @@ def demo_run(host: str, seed: int = 0, rows: int | None = None) -> DemoRun:
     """Train ``host`` on the paper's example and score it on as many held-out rows.
 
     Training rows come from ``paper_example(rows, 2 * seed)``, held-out rows from
-    ``2 * seed + 1``; the model and the draws use ``seed``.
+    ``2 * seed + 1``; the model (the host's own training, through its adapter's
+    ``fit_example``) and the draws use ``seed``.
     """
     from .api import unbiased_importance
 
     n = DEMO_SETTINGS["rows"] if rows is None else rows
     X, y = paper_example(n, random_state=2 * seed)
     Xv, yv = paper_example(n, random_state=2 * seed + 1)
-    model = _train(host, X, y, seed)
+    model = fit_example(host, X, y, seed=seed, settings=DEMO_SETTINGS)
     report = unbiased_importance(model, X, y, Xv, yv, random_state=seed)
     return DemoRun(host, report, demo_table(report), demo_claims(report))
