@@ -1,4 +1,4 @@
-r"""Command line: ``unbiased-criteria importance | prune | demo``.
+"""Command line: ``unbiased-criteria importance | prune | demo``.
 
 A thin wrapper over the Python API (:func:`unbiased_criteria.unbiased_importance`,
 :func:`unbiased_criteria.api.prune_forest`). It reads data files (CSV or Parquet, by suffix)
@@ -10,7 +10,7 @@ Modules: ``arguments`` (the parser; adding a command is one function and one par
 (messages, tables, plots).
 
 Input errors (:class:`~unbiased_criteria.errors.InputError` and the API's other
-``ValueError``\ s, file errors) go to stderr as one line ``unbiased-criteria: error: ...``
+ValueErrors, file errors) go to stderr as one line ``unbiased-criteria: error: ...``
 with exit code 2 (the traceback too with ``--debug``). Anything else is a bug: its traceback
 is shown and the exit code is 1. Warnings go to stderr as one line
 ``unbiased-criteria: warning: ...``. Results go to stdout (or ``--output``).
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import traceback
 import warnings
 
 from ..errors import InputError
@@ -59,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        Exit status: 0 success, 2 usage or input error, 1 unexpected error.
+        Exit status: 0 success; 2 usage or input error (:class:`InputError`, the API's other
+        ValueErrors for bad input, file errors), one line on stderr; 1 a bug (any other
+        exception), with its traceback.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -74,16 +77,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
-    except (InputError, ValueError, TypeError, LookupError, OSError) as exc:
+    except (ValueError, OSError) as exc:  # InputError, the API's bad-input ValueErrors
         if debug:
             raise
         print(f"{PROG}: error: {_user_message(exc)}", file=sys.stderr)
         return 2
-    except Exception as exc:
+    except Exception as exc:  # a bug: never reported as bad input, always with its traceback
         if debug:
             raise
-        print(f"{PROG}: error: unexpected {type(exc).__name__}: {_user_message(exc)} "
-              "(run with --debug for the traceback)", file=sys.stderr)
+        traceback.print_exc()
+        print(f"{PROG}: internal error (a bug, please report it with the traceback above): "
+              f"{type(exc).__name__}: {_user_message(exc)}", file=sys.stderr)
         return 1
     finally:
         warnings.showwarning = previous
