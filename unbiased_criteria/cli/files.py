@@ -26,13 +26,16 @@ def _readable_file(path: str | Path, what: str) -> Path:
     return p
 
 
-def load_model(path: str | Path) -> ModelFile:
+def load_model(path: str | Path, *, trusted: bool = False) -> ModelFile:
     """Load a model file with the adapter that recognises its content, whatever its suffix
     (:func:`unbiased_criteria.model_files.load_model_file`).
 
     Parameters
     ----------
     path : str or pathlib.Path
+    trusted : bool
+        The user vouches for the file (formats that run code when loaded, such as pickle);
+        see :class:`unbiased_criteria.model_files.ModelBytes`.
 
     Returns
     -------
@@ -49,7 +52,8 @@ def load_model(path: str | Path) -> ModelFile:
         data = p.read_bytes()
     except OSError as err:
         raise InputError(f"model {path}: cannot be read: {err.strerror or err}") from None
-    return model_files.load_model_file(data, f"model {path}")
+    return model_files.load_model_file(data, f"model {path}", trusted=trusted)
+
 
 _PARQUET = (".parquet", ".pq", ".parq")
 _CSV = (".csv", ".txt")
