@@ -43,6 +43,7 @@ __all__ = [
     "ModelFile",
     "Schema",
     "host_adapter",
+    "installed_hosts",
     "load_model_file",
     "feature_schema",
     "set_training_params",
