@@ -50,7 +50,7 @@ def _read_tree(tree: Mapping, index: int, shrinkage: float) -> Tree:
     """One XGBoost tree JSON as an IR tree (see the module docstring for the ids)."""
     a = _tree_arrays(tree, index)
     leaf = a["left"] < 0
-    new_id = _node_map(tree)
+    new_id = _node_map(tree, index)
     keep = np.ones(leaf.size, dtype=bool) if new_id is None else new_id >= 0
     if np.any(a["split"][keep & ~leaf] == _DELETED):
         raise ValueError(f"tree {index}: a reachable split node is marked deleted")
@@ -335,10 +335,9 @@ def read_model(
     """
     bst = _booster(model)
     js = json.loads(bst.save_raw("json"))
-    try:
-        config = json.loads(bst.save_config())
-    except Exception:  # a Booster without a learner configuration
-        config = None
+    # no fallback to XGBoost's default eta and lambda: a Booster whose model JSON could be
+    # saved has a configuration, and any failure here is not a model with defaults
+    config = json.loads(bst.save_config())
     train = _train_params(config, params)
     custom = isinstance(model, xgboost.XGBModel) and callable(getattr(model, "objective", None))
     given = {_ALIASES.get(k, k) for k in (params or {})} & {"eta", "lambda"}
