@@ -9,7 +9,7 @@ import importlib
 
 from . import adapters
 from .api import prune, unbiased_importance
-from .cross_fit import CrossFittedReport, cross_fitted_importance
+from .cross_fit import CrossFittedReport
 from .model import UnsupportedModelError
 from .report import ImportanceReport
 
@@ -25,8 +25,8 @@ __all__ = [
 ]
 __version__ = "0.1.0"
 
-# needs scikit-learn (the sklearn extra): imported on first use
-_LAZY = {"UnbiasedSelector": "selection"}
+# need scikit-learn (the sklearn extra), so they live in the adapters: imported on first use
+_LAZY = {"cross_fitted_importance": "adapters.selection", "UnbiasedSelector": "adapters.selection"}
 
 
 def __getattr__(name):

@@ -1,14 +1,17 @@
 """Cross-fitted unbiased importance: every row builds trees in some folds and is held out in one.
 
-A clone of the estimator is fitted on each fold's training rows and its splits are scored with
-the fold's held-out rows (:func:`~unbiased_criteria.api.unbiased_importance`); the folds are
-combined into one :class:`CrossFittedReport`. scikit-learn (the ``sklearn`` extra) is imported
-only when :func:`cross_fitted_importance` runs; no host is ever imported here.
+A model is fitted on each fold's training rows and its splits are scored with the fold's
+held-out rows (:func:`~unbiased_criteria.api.unbiased_importance`); the folds are combined into
+one :class:`CrossFittedReport`. Neither a host nor scikit-learn is imported here: the
+scikit-learn side (folds from ``cv``, clones of an estimator, the selector) is
+``unbiased_criteria.adapters.selection``.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,7 +20,7 @@ from .api import DEFAULT_MEMORY_BUDGET, adapter_for, unbiased_importance
 from .progress import progress_bar
 from .report import _SUMMED, ImportanceReport
 
-__all__ = ["CrossFittedReport", "cross_fitted_importance"]
+__all__ = ["CrossFittedReport", "cross_fit_folds"]
 
 
 class CrossFittedReport(ImportanceReport):
@@ -252,79 +255,39 @@ def _iteration_cuts(reports: list[ImportanceReport], tree_iterations: list[np.nd
     return [min(int(np.argmax(pooled - curves[k])), n) for k, n in enumerate(n_iter)]
 
 
-def cross_fitted_importance(
-    estimator,
+def cross_fit_folds(
+    fit: Callable[[Any, Any, np.ndarray | None], Any],
     X,
     y,
+    folds: Sequence[tuple[np.ndarray, np.ndarray]],
     *,
-    cv=5,
-    groups=None,
     sample_weight=None,
-    fit_params: dict | None = None,
     iterations: int | str | None = None,
     objective=None,
     n_draws: int = 1,
     min_k: int = 5,
     n_blocks: int = 20,
     random_state=None,
-    n_jobs: int | None = None,
     progress: bool = False,
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
 ) -> CrossFittedReport:
-    """Unbiased importance with every row used both to build trees and as held-out evidence.
+    """The cross-fitted report of the models ``fit`` returns on each fold's training rows.
 
-    For each fold of ``cv``, a clone of ``estimator`` is fitted on the other folds' rows and
-    its splits are scored with the fold's rows (:func:`unbiased_importance`, G from the
-    training rows, ratios from the held-out ones). Per feature, the result is the mean over
-    folds of each fold's total; its standard error combines the held-out sampling (each
-    fold's block jackknife) with the differences between the folds
-    (:meth:`CrossFittedReport.std_error_parts`).
+    Host-free and scikit-learn-free: :func:`unbiased_criteria.cross_fitted_importance` (in the
+    adapters) makes the folds and ``fit`` (a clone of an estimator, fitted) and calls this.
 
     Parameters
     ----------
-    estimator : LightGBM or XGBoost scikit-learn estimator
-        Not fitted or fitted: it is cloned (:func:`sklearn.base.clone`) for every fold and
-        never changed.
-    X : array-like (numpy, pandas with category columns, scipy sparse)
-    y : array-like
-    cv : int or scikit-learn splitter, default 5
-        As in :func:`sklearn.model_selection.cross_val_score`: an int gives
-        ``StratifiedKFold`` for classifiers and ``KFold`` otherwise (neither shuffles).
-    groups : array-like, optional
-        Passed to the splitter (``GroupKFold``...).
+    fit : callable
+        ``fit(X_train, y_train, weight_train) -> model``: a new model fitted on those rows (a
+        LightGBM / XGBoost Booster or estimator).
+    X, y : array-like
+        numpy, pandas or CSR rows; ``y`` of the same length.
+    folds : sequence of (train, held) integer index arrays
     sample_weight : array-like, optional
-        Row weights: passed to ``fit`` for the training rows and used as training and
-        held-out weights in the unbiased gain.
-    fit_params : dict, optional
-        Further keyword arguments of ``estimator.fit`` (not sliced by rows).
-    iterations : int, "best" or None
-        Boosting iterations of each fold's model to score. None: all. An int: the first
-        ``iterations``. ``"best"``: for each fold, the cut where the other folds' total U over
-        all features (their held-out evidence) peaks; a long model's later trees split
-        informative features on noise and pull their totals down. The cuts are in the
-        report's ``iterations_kept``.
-    objective, n_draws, min_k, n_blocks, memory_budget
-        As in :func:`unbiased_importance`.
-    random_state : int, numpy SeedSequence / Generator / RandomState, or None
-        Seeds the held-out draws: fold ``k`` uses ``SeedSequence(random_state).spawn(K)[k]``
-        as the ``random_state`` of :func:`unbiased_importance`. None is 0, so results repeat
-        (pass a Generator for fresh draws). The estimator's own ``random_state`` is left as
-        it is.
-    n_jobs : int, optional
-        Set as every clone's ``n_jobs`` (threads of the host); folds run one after another.
-    progress : bool
-        Progress bars over folds and, within each fold, over trees.
-
-    Returns
-    -------
-    CrossFittedReport
-        An :class:`ImportanceReport`: ``to_frame()`` per feature (means over folds),
-        ``splits`` per split with a ``fold`` column, ``select(alpha)``.
+    iterations, objective, n_draws, min_k, n_blocks, random_state, progress, memory_budget
+        As in :func:`unbiased_criteria.cross_fitted_importance`.
     """
-    from sklearn.base import clone, is_classifier
-    from sklearn.model_selection import check_cv
-
-    adapter_for(estimator)  # refuse estimators of other libraries before fitting anything
     if iterations is not None and iterations != "best" and (
             isinstance(iterations, bool) or not isinstance(iterations, int | np.integer)
             or iterations < 1):
@@ -344,24 +307,19 @@ def cross_fitted_importance(
                              f"{sample_weight.shape}")
         if not np.all(sample_weight >= 0) or not sample_weight.any():
             raise ValueError("sample_weight: expected non-negative weights, not all zero")
-    splitter = check_cv(cv, y, classifier=is_classifier(estimator))
-    folds = list(splitter.split(X, y, groups))
+    folds = list(folds)
+    if not folds:
+        raise ValueError("cv: expected at least one fold")
     seeds = _fold_seeds(random_state, len(folds))
     reports: list[ImportanceReport] = []
     tree_iterations: list[np.ndarray] = []
     bar = progress_bar(len(folds), progress, "folds")
     try:
         for (train, held), seed in zip(folds, seeds):
-            model = clone(estimator)
-            if n_jobs is not None and "n_jobs" in model.get_params():
-                model.set_params(n_jobs=n_jobs)
             w_train = None if sample_weight is None else sample_weight[train]
             w_held = None if sample_weight is None else sample_weight[held]
-            kwargs = dict(fit_params or {})
-            if w_train is not None:
-                kwargs["sample_weight"] = w_train
             X_train, y_train = _rows(X, train), _rows(y, train)
-            model.fit(X_train, y_train, **kwargs)
+            model = fit(X_train, y_train, w_train)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 reports.append(unbiased_importance(
@@ -372,7 +330,7 @@ def cross_fitted_importance(
                 ))
             for w in caught:  # say which fold, at the caller's line
                 warnings.warn(f"fold {len(reports) - 1} of {len(folds)}: {w.message}",
-                              w.category, stacklevel=2)
+                              w.category, stacklevel=3)
             if iterations is not None:
                 forest = adapter_for(model).read_model(model).forest
                 tree_iterations.append(np.asarray(forest.tree_iteration, dtype=np.int64))

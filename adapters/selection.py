@@ -1,4 +1,12 @@
-"""A scikit-learn feature selector on cross-fitted unbiased importance (needs scikit-learn)."""
+"""Cross-fitted unbiased importance and a feature selector, the scikit-learn way.
+
+Installed as ``unbiased_criteria.adapters.selection`` and reached as
+``unbiased_criteria.cross_fitted_importance`` / ``unbiased_criteria.UnbiasedSelector``. It
+holds what needs scikit-learn (the ``sklearn`` extra): folds from ``cv`` as
+``cross_val_score`` makes them, a clone of the estimator per fold, the ``SelectorMixin``
+transformer. The statistics (combining the folds, standard errors, the iteration cut) are the
+core's :mod:`unbiased_criteria.cross_fit`.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +15,118 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone, is_classifier
 from sklearn.feature_selection import SelectorMixin
+from sklearn.model_selection import check_cv
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from .cross_fit import CrossFittedReport, cross_fitted_importance
+from unbiased_criteria.api import DEFAULT_MEMORY_BUDGET, adapter_for
+from unbiased_criteria.cross_fit import CrossFittedReport, cross_fit_folds
 
-__all__ = ["UnbiasedSelector"]
+__all__ = ["cross_fitted_importance", "UnbiasedSelector"]
+
+
+def cross_fitted_importance(
+    estimator,
+    X,
+    y,
+    *,
+    cv=5,
+    groups=None,
+    sample_weight=None,
+    fit_params: dict | None = None,
+    iterations: int | str | None = None,
+    objective=None,
+    n_draws: int = 1,
+    min_k: int = 5,
+    n_blocks: int = 20,
+    random_state=None,
+    n_jobs: int | None = None,
+    progress: bool = False,
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+) -> CrossFittedReport:
+    """Unbiased importance with every row used both to build trees and as held-out evidence.
+
+    For each fold of ``cv``, a clone of ``estimator`` is fitted on the other folds' rows and
+    its splits are scored with the fold's rows (:func:`~unbiased_criteria.unbiased_importance`,
+    G from the training rows, ratios from the held-out ones). Per feature, the result is the
+    mean over folds of each fold's total; its standard error combines the held-out sampling
+    (each fold's block jackknife) with the differences between the folds
+    (:meth:`~unbiased_criteria.CrossFittedReport.std_error_parts`).
+
+    Parameters
+    ----------
+    estimator : LightGBM or XGBoost scikit-learn estimator
+        Not fitted or fitted: it is cloned (:func:`sklearn.base.clone`) for every fold and
+        never changed.
+    X : array-like (numpy, pandas with category columns, scipy sparse)
+    y : array-like
+    cv : int, scikit-learn splitter or iterable of (train, test) indices, default 5
+        As in :func:`sklearn.model_selection.cross_val_score`: an int gives
+        ``StratifiedKFold`` for classifiers and ``KFold`` otherwise (neither shuffles).
+    groups : array-like, optional
+        Passed to the splitter (``GroupKFold``...).
+    sample_weight : array-like, optional
+        Row weights: passed to ``fit`` for the training rows and used as training and
+        held-out weights in the unbiased gain.
+    fit_params : dict, optional
+        Further keyword arguments of ``estimator.fit`` (not sliced by rows).
+    iterations : int, "best" or None
+        Boosting iterations of each fold's model to score. None: all. An int: the first
+        ``iterations``. ``"best"``: for each fold, the cut where the other folds' total U over
+        all features (their held-out evidence) peaks; a long model's later trees split
+        informative features on noise and pull their totals down. The cuts are in the
+        report's ``iterations_kept``.
+    objective, n_draws, min_k, n_blocks, memory_budget
+        As in :func:`~unbiased_criteria.unbiased_importance`.
+    random_state : int, numpy SeedSequence / Generator / RandomState, or None
+        Seeds the held-out draws: fold ``k`` uses ``SeedSequence(random_state).spawn(K)[k]``
+        as the ``random_state`` of ``unbiased_importance``. None is 0, so results repeat
+        (pass a Generator for fresh draws). The estimator's own ``random_state`` is left as
+        it is.
+    n_jobs : int, optional
+        Set as every clone's ``n_jobs`` (threads of the host); folds run one after another.
+    progress : bool
+        Progress bars over folds and, within each fold, over trees.
+
+    Returns
+    -------
+    CrossFittedReport
+        An :class:`~unbiased_criteria.ImportanceReport`: ``to_frame()`` per feature (means
+        over folds), ``splits`` per split with a ``fold`` column, ``select(alpha)``.
+    """
+    adapter_for(estimator)  # refuse estimators of other libraries before fitting anything
+    if y is None:
+        raise ValueError("y: the labels are required")
+    if hasattr(X, "tocsr"):  # scipy sparse: CSR rows can be indexed (a new matrix)
+        X = X.tocsr()
+    n_rows = X.shape[0] if hasattr(X, "shape") else len(X)
+    n_labels = y.shape[0] if hasattr(y, "shape") else len(y)
+    if n_labels != n_rows:  # before the splitter, whose message names neither argument
+        raise ValueError(f"y: expected {n_rows} labels (one per row of X), got {n_labels}")
+    splitter = check_cv(cv, y, classifier=is_classifier(estimator))
+    folds = list(splitter.split(X, y, groups))
+
+    def fit(X_train, y_train, w_train):
+        model = clone(estimator)
+        if n_jobs is not None and "n_jobs" in model.get_params():
+            model.set_params(n_jobs=n_jobs)
+        kwargs = dict(fit_params or {})
+        if w_train is not None:
+            kwargs["sample_weight"] = w_train
+        return model.fit(X_train, y_train, **kwargs)
+
+    return cross_fit_folds(
+        fit, X, y, folds, sample_weight=sample_weight, iterations=iterations,
+        objective=objective, n_draws=n_draws, min_k=min_k, n_blocks=n_blocks,
+        random_state=random_state, progress=progress, memory_budget=memory_budget,
+    )
 
 
 class UnbiasedSelector(SelectorMixin, BaseEstimator):
     """Keep the features whose cross-fitted unbiased importance is significantly above 0.
 
-    ``fit`` runs :func:`~unbiased_criteria.cross_fitted_importance` (a clone of
+    ``fit`` runs :func:`cross_fitted_importance` (a clone of
     ``estimator`` per fold, its splits scored on the fold's held-out rows) and keeps:
 
     * with ``threshold`` set: the features whose mean unbiased gain is above it;
