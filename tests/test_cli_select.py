@@ -111,3 +111,17 @@ def test_bad_options_are_usage_errors(data_file, capsys, args):
         main(["select", str(data_file), "--label", "y", "--host", "lightgbm", *args])
     assert exit_info.value.code == 2
     assert args[0] in capsys.readouterr().err
+
+
+def test_host_estimator_defaults_yield_to_params():
+    from unbiased_criteria import model_files
+    from unbiased_criteria.errors import InputError
+
+    est = model_files.host_estimator("lightgbm", "regression", {"n_estimators": 7})
+    assert isinstance(est, lightgbm.LGBMRegressor)
+    assert est.get_params()["verbose"] == -1 and est.n_estimators == 7
+    est = model_files.host_estimator("xgboost", "classification",
+                                     {"enable_categorical": False})
+    assert isinstance(est, xgboost.XGBClassifier) and est.enable_categorical is False
+    with pytest.raises(InputError, match="task"):
+        model_files.host_estimator("xgboost", "ranking", {})
