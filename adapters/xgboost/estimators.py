@@ -46,13 +46,12 @@ class _UnbiasedFit(TrainingImportance):
                            custom_metric=None):
             # XGBoost's Booster skips parameters set to None (the wrapper's unset ones)
             params = {k: v for k, v in params.items() if v is not None}
-            seed = params.get("random_state", params.get("seed"))
+            # random_state=None: train() takes params' seed (the estimator's), else 0
             return train(params, dtrain, num_boost_round, evals=evals, obj=obj,
                          maximize=maximize, custom_metric=custom_metric,
                          early_stopping_rounds=early_stopping_rounds,
                          evals_result=evals_result, verbose_eval=verbose_eval,
-                         callbacks=callbacks, random_state=0 if seed is None else seed,
-                         **options)
+                         callbacks=callbacks, random_state=None, **options)
 
         fit = with_train(type(self)._host_fit, unbiased_train)
         fit(self, X, y, **kwargs)
