@@ -22,9 +22,9 @@ from typing import Any
 import lightgbm
 import numpy as np
 import pandas as pd
-from lightgbm.basic import _choose_param_value
 from unbiased_criteria.adapters._record import attach_record, record_of
 from unbiased_criteria.adapters.lightgbm.callbacks import LoopHooks, after_iteration_callbacks
+from unbiased_criteria.adapters.lightgbm.compat import choose_param_value
 from unbiased_criteria.adapters.lightgbm.datasets import Setup, check_sets, construct
 from unbiased_criteria.adapters.lightgbm.grower import LGBMGrower
 from unbiased_criteria.adapters.lightgbm.objectives import objective_for, trainable_objective
@@ -59,15 +59,13 @@ class TrainingRun:
 def _resolve_params(params, num_boost_round):
     """Params with aliases resolved as ``lightgbm.train`` resolves them, the canonical
     objective name (None for a callable), the callable, and the number of rounds."""
-    params = _choose_param_value(main_param_name="objective", params=dict(params or {}),
-                                 default_value=None)
+    params = choose_param_value(dict(params or {}), "objective")
     fobj = None
     if callable(params["objective"]):
         fobj, params["objective"], name = params["objective"], "none", None
     else:
         name = trainable_objective(params["objective"])
-    params = _choose_param_value(main_param_name="num_iterations", params=params,
-                                 default_value=num_boost_round)
+    params = choose_param_value(params, "num_iterations", num_boost_round)
     rounds = params["num_iterations"]
     if not isinstance(rounds, int | np.integer) or rounds <= 0:
         raise ValueError(f"num_boost_round must be a positive integer, got {rounds!r}")
