@@ -168,6 +168,20 @@ def summarise(df: pd.DataFrame) -> dict:
     }
 
 
+ROW_FIELDS = ["data", "seed", "method", "fraction", "kept", "metric"]
+
+
+def results_text(out: dict, df: pd.DataFrame) -> str:
+    """``out`` as indented JSON, plus ``rows``: one compact list per measurement."""
+    head = json.dumps(out, indent=1, ensure_ascii=False, allow_nan=False, default=float)
+    rows = df[ROW_FIELDS].assign(metric=df["metric"].round(5)).to_numpy().tolist()
+    rows = [[None if isinstance(v, float) and np.isnan(v) else v for v in r] for r in rows]
+    lines = ",\n  ".join(json.dumps(r, ensure_ascii=False, allow_nan=False, default=float)
+                          for r in rows)
+    return (f'{head[:-2]},\n "row_fields": {json.dumps(ROW_FIELDS)},\n'
+            f' "rows": [\n  {lines}\n ]\n}}')
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=10)
@@ -181,11 +195,10 @@ def main() -> None:
         "protocol": {"seeds": seeds, "n_estimators": trees, "learning_rate": 0.05,
                      "num_leaves": 31, "fractions": FRACTIONS, "cv": 5, "data": args.data},
         "summary": summarise(df),
-        "rows": df.to_dict(orient="records"),
         "seconds": round(time.time() - start, 1),
         "load_average": os.getloadavg()[0],
     }
-    text = json.dumps(out, indent=1, ensure_ascii=False, default=float)
+    text = results_text(out, df)
     if not args.quick:
         RESULTS.mkdir(exist_ok=True)
         (RESULTS / "selection.json").write_text(text + "\n", encoding="utf-8")
