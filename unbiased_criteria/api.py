@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 _ADAPTERS = {
     "lightgbm": "unbiased_criteria.adapters.lightgbm",
     "xgboost": "unbiased_criteria.adapters.xgboost",
+    "sklearn": "unbiased_criteria.adapters.sklearn",
 }
 
 DEFAULT_MEMORY_BUDGET = 512 * 2**20
@@ -41,7 +42,8 @@ def adapter_for(model: Any) -> ModuleType:
         if root in _ADAPTERS:
             return importlib.import_module(_ADAPTERS[root])
     raise TypeError(
-        "model must be a lightgbm.Booster / LGBMModel or an xgboost.Booster / XGBModel, "
+        "model must be a lightgbm.Booster / LGBMModel, an xgboost.Booster / XGBModel or a "
+        "fitted scikit-learn HistGradientBoostingRegressor / Classifier, "
         f"got {type(model).__module__}.{type(model).__name__}"
     )
 
