@@ -4,7 +4,9 @@ IR node ids are the predictors' node ids (depth-first, node 0 the root). IR feat
 the estimator's *input* columns (the trees count the categorical columns first when a
 preprocessor ordinal-encodes them; :mod:`.compat` maps them back). Leaves keep the stored
 values, which already include the learning rate (``Tree.shrinkage``); internal nodes keep the
-stored (unshrunk) node value ``-G/(H + l2)``, 0 at the root, which no prediction reads.
+stored (unshrunk) node value ``-G/(H + l2)``, 0 at the root, which no prediction reads. A leaf
+keeps in ``host_gain`` the stored gain of the best split the grower found there but did not make
+(``max_leaf_nodes`` reached), NaN where it found none.
 
 Host facts (scikit-learn 1.9, ``splitting.pyx`` and ``grower.py``):
 
@@ -67,7 +69,8 @@ def _read_tree(nodes: np.ndarray, raw_bitsets: np.ndarray, columns: np.ndarray,
         missing=np.full(leaf.size, MISSING_NAN, dtype=np.int8),
         categorical=cat,
         cat_sets=cat_sets,
-        host_gain=np.where(leaf, np.nan, nodes["gain"]),
+        # a leaf keeps the gain of the split the grower found but did not make (-1: none)
+        host_gain=np.where(leaf & (nodes["gain"] == -1), np.nan, nodes["gain"]),
         host_hessian=None,
         host_count=nodes["count"],
         shrinkage=shrinkage,

@@ -4,7 +4,10 @@ The result is a deep copy of the template estimator whose predictors hold the IR
 node records of scikit-learn's own dtype, numbered as the IR numbers them (root 0), with both
 bitset arrays. Writing a tree that was read gives the same node records and bitsets. The
 binned fields (``bin_threshold``, binned category bitsets) that scikit-learn uses on binned
-data (``warm_start``, early stopping) are rebuilt from the estimator's bin edges.
+data (``warm_start``, early stopping) are rebuilt from the estimator's bin edges; the binned
+category sets mark the missing-values bin wherever missing values go left (scikit-learn marks it
+only where the feature had missing values in training, which binned training rows cannot tell
+apart).
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ def tree_arrays(tree: Tree, index: int, model,
     nodes["missing_go_to_left"] = tree.default_left
     nodes["left"] = np.where(leaf, 0, tree.left)
     nodes["right"] = np.where(leaf, 0, tree.right)
-    nodes["gain"] = np.where(leaf, -1.0, tree.host_gain)
+    nodes["gain"] = np.where(np.isnan(tree.host_gain), -1.0, tree.host_gain)
     nodes["depth"] = tree.depth
     nodes["is_leaf"] = leaf
     nodes["is_categorical"] = cat
