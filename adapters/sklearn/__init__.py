@@ -8,9 +8,9 @@ trees only through private attributes: every access to them is in :mod:`.compat`
 versions it was verified with, and an unknown layout fails there with one clear error.
 
 There is no ``pred_leaf``: the router runs the rows through the estimator's own input
-preprocessing, then through the IR's trees with the estimator's exact raw-data rules (tested
-against the estimator's raw predictions). There are no training hooks: scikit-learn has no
-public round-by-round custom-objective interface.
+preprocessing and its compiled predictor, on copies of the trees whose leaves hold their node
+ids; the IR's own router gives the same leaves (tested). There are no training hooks:
+scikit-learn has no public round-by-round custom-objective interface.
 
 Modules (one idea each):
 

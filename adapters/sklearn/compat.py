@@ -20,7 +20,10 @@ Verified with scikit-learn 1.9 (:data:`VERIFIED_VERSIONS`); the layout this modu
   ``predict`` does;
 * ``_bin_mapper``: ``bin_thresholds_[j]`` (numeric: bin edges; categorical: the known
   category values, sorted), ``n_bins_non_missing_``, ``missing_values_bin_idx_``;
-* ``_raw_predict(X)``: the raw scores ``(n, n_trees_per_iteration_)``.
+* ``_raw_predict(X)``: the raw scores ``(n, n_trees_per_iteration_)``;
+* ``TreePredictor.predict(X, known_cat_bitsets, f_idx_map, n_threads)`` with
+  ``_bin_mapper.make_known_categories_bitsets()``: one tree's raw-data predictions, as
+  ``predict`` computes them (:func:`leaf_ids` routes rows with it).
 
 :func:`check_layout` fails with one clear error on any other layout.
 """
@@ -39,7 +42,7 @@ from unbiased_criteria.model import UnsupportedModelError
 
 __all__ = [
     "VERIFIED_VERSIONS", "NODE_FIELDS", "HGBState", "is_hgb", "check_estimator",
-    "check_layout", "state", "preprocess", "raw_predict", "with_predictors",
+    "check_layout", "state", "preprocess", "raw_predict", "leaf_ids", "with_predictors",
 ]
 
 #: scikit-learn versions (major.minor) this module was verified with
@@ -206,6 +209,32 @@ def preprocess(model, X) -> np.ndarray:
 def raw_predict(model, X) -> np.ndarray:
     """The estimator's own raw scores ``(n, n_trees_per_iteration_)``."""
     return model._raw_predict(X)
+
+
+def leaf_ids(model, X_pre: np.ndarray, iterations: range, out: np.ndarray) -> None:
+    """Write the node id of the leaf every row of preprocessed ``X_pre`` reaches in every tree
+    of ``iterations`` into ``out`` (``(n, n_trees)`` int32, iteration-major, class-minor).
+
+    The estimator's own compiled raw-data predictor does the routing: a copy of each tree
+    whose leaves hold their own node id (exact in float64) is predicted with the estimator's
+    known-category bitsets, as ``predict`` does; this stands in for the ``pred_leaf`` that
+    scikit-learn does not have.
+    """
+    from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
+    from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
+
+    known, f_idx_map = model._bin_mapper.make_known_categories_bitsets()
+    n_threads = _openmp_effective_n_threads()
+    X_pre = np.ascontiguousarray(X_pre, dtype=np.float64)
+    j = 0
+    for i in iterations:
+        for p in model._predictors[i]:
+            nodes = p.nodes.copy()
+            nodes["value"] = np.arange(nodes.shape[0], dtype=np.float64)
+            ids = TreePredictor(nodes, p.binned_left_cat_bitsets, p.raw_left_cat_bitsets
+                                ).predict(X_pre, known, f_idx_map, n_threads)
+            out[:, j] = ids.astype(np.int32)
+            j += 1
 
 
 def bin_layout(model) -> tuple[list, np.ndarray, int]:

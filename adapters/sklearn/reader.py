@@ -20,8 +20,8 @@ Host facts (scikit-learn 1.9, ``splitting.pyx`` and ``grower.py``):
 * a numeric node sends ``x`` left iff ``x <= num_threshold`` (``inf`` for a split that
   separates the missing values), NaN to the ``missing_go_to_left`` side; a categorical node
   sends the categories of its bitset left, the other known categories right, and NaN,
-  negative and unknown categories to the ``missing_go_to_left`` side (the router maps the last
-  two to NaN, see :mod:`.router`).
+  negative and unknown categories to the ``missing_go_to_left`` side (for the IR's router,
+  :func:`.router.tree_matrix` turns the last two into NaN).
 """
 
 from __future__ import annotations

@@ -26,11 +26,24 @@ from unbiased_criteria.adapters.sklearn.router import tree_matrix  # noqa: E402
 import unbiased_criteria as uc  # noqa: E402
 from unbiased_criteria.api import adapter_for  # noqa: E402
 from unbiased_criteria.model import UnsupportedModelError  # noqa: E402
+from unbiased_criteria.trees import route_rows  # noqa: E402
 
 
 def ir_raw(model, X):
     read = ask.read_model(model)
     return read.forest.raw_score(tree_matrix(model, read, X, "X"))
+
+
+def assert_router_is_ir_routing(model, X):
+    """The router's leaves (the estimator's own predictor) are the IR router's, every tree."""
+    read = ask.read_model(model)
+    Xt = tree_matrix(model, read, X, "X")
+    router = ask.make_router(model, read, X, "X", memory_budget=len(Xt) * 4 * 4)
+    assert router.chunk < read.forest.n_trees
+    for start, stop, leaves in router.chunks(read.forest.n_trees):
+        ir = np.column_stack([route_rows(read.forest.trees[t], Xt) for t in range(start, stop)])
+        np.testing.assert_array_equal(leaves, ir)
+        assert read.forest.trees[start].is_leaf[leaves[:, 0]].all()
 
 
 @pytest.mark.parametrize("name", ["multiclass", "nan", "categorical", "pandas", "gamma"])
@@ -40,6 +53,7 @@ def test_ir_routing_equals_the_estimator_on_new_rows(name):
     Xv, _ = data(kind, 5, nan=opts.get("nan", 0.0), categorical=opts.get("categorical", False))
     np.testing.assert_allclose(ir_raw(model, Xv), compat.raw_predict(model, Xv), rtol=0,
                                atol=1e-12)
+    assert_router_is_ir_routing(model, Xv)
 
 
 def test_unknown_negative_fractional_and_missing_categories_route_as_the_estimator():
@@ -50,6 +64,7 @@ def test_unknown_negative_fractional_and_missing_categories_route_as_the_estimat
     Xv[:, 1] = np.resize([7.0, 200.0, -1.0, -0.5, 2.7, np.nan], Xv.shape[0])
     np.testing.assert_allclose(ir_raw(model, Xv), compat.raw_predict(model, Xv), rtol=0,
                                atol=1e-12)
+    assert_router_is_ir_routing(model, Xv)
     # a split sends the missing side somewhere: some node must send it left, some right
     read = ask.read_model(model)
     cat_default = np.concatenate([t.default_left[t.categorical] for t in read.forest.trees])
@@ -63,6 +78,7 @@ def test_pandas_unseen_category_routes_as_the_estimator():
     Xv["cat"] = pd.Categorical(np.resize(["a", "z", "c", None], 60))
     np.testing.assert_allclose(ir_raw(model, Xv), compat.raw_predict(model, Xv), rtol=0,
                                atol=1e-12)
+    assert_router_is_ir_routing(model, Xv)
 
 
 def test_reader_layout_and_feature_names():
