@@ -21,7 +21,7 @@ def one_thread():
 N = 800
 
 
-def data(kind, seed=0, nan=0.0, categorical=False):
+def data(kind, seed=0, nan=0.0, categorical=False, integer=False):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(N, 4))
     if nan:
@@ -41,6 +41,8 @@ def data(kind, seed=0, nan=0.0, categorical=False):
         y = rng.gamma(2.0, np.exp(0.3 * np.clip(s, -3, 3)) / 2.0)
     else:
         y = 10.0 + 3.0 * (s + noise)  # labels far from 0: float32 labels would not do
+    if integer:  # ties: raw scores equal to labels (the median baseline of L1 and quantile)
+        y = np.round(y)
     if categorical == "pandas":
         X = pd.DataFrame(X, columns=[f"x{i}" for i in range(4)])
         X.insert(1, "cat", pd.Categorical(np.array(list("abcdefg"))[codes]))
@@ -65,11 +67,14 @@ CASES = {
     "pandas": ("binary", {}, {"categorical": "pandas", "nan": 0.1}),
     "absolute_error": ("absolute_error", {}, {}),
     "quantile": ("quantile", {"quantile": 0.8}, {}),
+    "absolute_ties": ("absolute_error", {}, {"integer": True}),
+    "quantile_ties": ("quantile", {"quantile": 0.3}, {"integer": True}),
 }
 
 
 def fit(kind, params, opts, seed=0):
-    X, y = data(kind, seed, nan=opts.get("nan", 0.0), categorical=opts.get("categorical", False))
+    X, y = data(kind, seed, nan=opts.get("nan", 0.0), categorical=opts.get("categorical", False),
+                integer=opts.get("integer", False))
     w = np.random.default_rng(2).uniform(0.3, 2.0, N) if opts.get("weights") else None
     common = {"max_iter": 8, "max_leaf_nodes": 15, "learning_rate": 0.3,
               "early_stopping": False, "random_state": 0, **params}

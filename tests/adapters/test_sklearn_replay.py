@@ -70,7 +70,8 @@ def test_replayed_gains_counts_values_and_raw_scores(case):
 def test_unbiased_importance_report(case):
     name, model, X, y, w = case
     kind, params, opts = CASES[name]
-    Xv, yv = data(kind, 1, nan=opts.get("nan", 0.0), categorical=opts.get("categorical", False))
+    Xv, yv = data(kind, 1, nan=opts.get("nan", 0.0), categorical=opts.get("categorical", False),
+                  integer=opts.get("integer", False))
     report = uc.unbiased_importance(model, X, y, Xv, yv, train_weight=w, random_state=0)
     splits = report.splits
     inner = splits["node"] != 0
