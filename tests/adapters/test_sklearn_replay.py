@@ -80,3 +80,32 @@ def test_unbiased_importance_report(case):
     np.testing.assert_array_equal(splits["n_train"], splits["host_count"])
     assert np.isfinite(splits["unbiased_gain"]).all()
     assert list(report.to_frame().index) != []
+
+
+@pytest.mark.parametrize("name", ["squared_weights", "multiclass_weights", "weights", "gamma",
+                                  "poisson", "absolute_ties", "quantile_ties"])
+def test_gradients_equal_the_estimators_loss(name):
+    # the estimator's own loss object, at the raw scores of its first iterations
+    kind, params, opts = CASES[name]
+    model, X, y, w = fit(kind, {**params, "max_iter": 2}, opts)
+    obj = ask.read_model(model).objective
+    raw = compat.raw_predict(model, X)
+    y_enc = np.searchsorted(model.classes_, y).astype(float) if hasattr(model, "classes_") \
+        else y
+    sk_raw = raw if raw.shape[1] > 1 else raw[:, 0]
+    g = np.empty_like(sk_raw, dtype=np.float32)
+    h = np.empty_like(sk_raw, dtype=np.float32)
+    model._loss.gradient_hessian(y_true=y_enc, raw_prediction=sk_raw, sample_weight=w,
+                                 gradient_out=g, hessian_out=h)
+    # the baseline itself: L1 and quantile then have rows with raw == y
+    base = np.broadcast_to(model._baseline_prediction, raw.shape)
+    sk_base = np.ascontiguousarray(base if raw.shape[1] > 1 else base[:, 0])
+    g0, h0 = np.empty_like(g), np.empty_like(h)
+    model._loss.gradient_hessian(y_true=y_enc, raw_prediction=sk_base, sample_weight=w,
+                                 gradient_out=g0, hessian_out=h0)
+    for sk_g, sk_h, at in ((g, h, sk_raw), (g0, h0, sk_base)):
+        cg, ch = obj.grad_hess(y_enc, at, w)
+        np.testing.assert_array_equal(cg, sk_g)
+        np.testing.assert_array_equal(ch, sk_h)
+    if obj.renews_leaves:
+        assert np.any(y == sk_base)  # the tie rule was exercised
