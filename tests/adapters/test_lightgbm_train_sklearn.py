@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import pickle
 import warnings
 
@@ -38,7 +39,9 @@ def test_regressor_fit_predict_and_unbiased_importance():
     imp = model.feature_importances_
     splits = model.training_splits_
     kept = splits[splits["kept"]]
-    np.testing.assert_allclose(imp, kept.groupby("feature_index")["unbiased_gain"].sum()
+    assert 0 < len(kept) < len(splits)
+    # every scored split counts, kept or not
+    np.testing.assert_allclose(imp, splits.groupby("feature_index")["unbiased_gain"].sum()
                                .reindex(range(4), fill_value=0.0))
     assert imp[0] > 10 * max(abs(imp[1:]).max(), 1.0)  # the signal, far above the noise
     # LightGBM's own importances are still there; the host gain sums every split it made
@@ -102,6 +105,12 @@ def test_pickle_keeps_the_unbiased_importance():
     model = adapter.UnbiasedLGBMRegressor(**SMALL).fit(X, y)
     loaded = pickle.loads(pickle.dumps(model))
     np.testing.assert_array_equal(loaded.feature_importances_, model.feature_importances_)
+    # the record is the Booster's: a pickled Booster keeps it (with the jackknife), a copy not
+    booster = pickle.loads(pickle.dumps(model.booster_))
+    np.testing.assert_array_equal(adapter.training_report(booster).to_frame()["std_error"],
+                                  adapter.training_report(model).to_frame()["std_error"])
+    with pytest.raises(ValueError, match="not trained by"):
+        adapter.training_splits(copy.deepcopy(model.booster_))
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
 
 
