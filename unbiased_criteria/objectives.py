@@ -552,7 +552,10 @@ class Float64Objective(Objective):
         return self.base.renews_leaves
 
     def grad_hess(self, y, raw, weight=None):
-        """Float32 gradient and hessian: float64 maths on float64 labels, then weights."""
+        """Float32 gradient and hessian: float64 maths on float64 labels, then weights.
+
+        Raises ``ValueError`` as :meth:`Objective.grad_hess` does on non-finite values.
+        """
         y = np.asarray(y, dtype=np.float64)
         raw = np.asarray(raw, dtype=np.float64)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
@@ -561,7 +564,9 @@ class Float64Objective(Objective):
                 w = np.asarray(weight, dtype=np.float64)
                 w = w[:, None] if g.ndim == 2 else w
                 g, h = g * w, h * w
-        return g.astype(np.float32), h.astype(np.float32)
+        g, h = g.astype(np.float32), h.astype(np.float32)
+        _check_finite(self.name, g, h)
+        return g, h
 
     def _unweighted(self, y, raw):
         base = self.base

@@ -109,3 +109,10 @@ def test_gradients_equal_the_estimators_loss(name):
         np.testing.assert_array_equal(ch, sk_h)
     if obj.renews_leaves:
         assert np.any(y == sk_base)  # the tie rule was exercised
+
+
+def test_non_finite_gradients_raise():
+    from unbiased_criteria.adapters.sklearn.objectives import core_objective
+
+    with pytest.raises(ValueError, match="'poisson' gives non-finite .* rows 1"):
+        core_objective("poisson", 1).grad_hess(np.ones(3), np.array([0.0, 1000.0, 0.0]))
