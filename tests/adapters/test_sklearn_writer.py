@@ -109,3 +109,22 @@ def test_paper_example_puts_x1_above_x2_and_x3():
     for noise in (1, 2):
         d = U[:, 0] - U[:, noise]
         assert d.mean() / (d.std(ddof=1) / np.sqrt(seeds)) > 3
+
+
+@pytest.mark.parametrize("name", ["nan", "pandas"])
+def test_pruned_binned_fields_route_training_rows_as_raw_ones(name):
+    # warm_start and early stopping predict binned rows with bin_threshold and the binned
+    # category sets, which the writer rebuilds from the bin edges
+    kind, params, opts = CASES[name]
+    model, X, y, w = fit(kind, {**params, "learning_rate": 0.5}, opts)
+    Xv, yv = data(kind, 1, nan=opts.get("nan", 0.0), categorical=opts.get("categorical", False))
+    pruned = uc.prune(model, X, y, Xv, yv, random_state=0)
+    X_binned = pruned._bin_mapper.transform(pruned._preprocess_X(X, reset=False))
+    pruned._in_fit = True  # _raw_predict then reads binned rows, as during fit
+    try:
+        binned = pruned._raw_predict(X_binned)
+    finally:
+        del pruned._in_fit
+    np.testing.assert_array_equal(binned, compat.raw_predict(pruned, X))
+    more = pruned.set_params(warm_start=True, max_iter=pruned.n_iter_ + 2).fit(X, y)
+    assert more.n_iter_ == model.n_iter_ + 2
