@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import sklearn
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from unbiased_criteria.model import UnsupportedModelError
@@ -75,7 +76,7 @@ def check_estimator(model) -> None:
         )
     try:
         check_is_fitted(model)
-    except sklearn.exceptions.NotFittedError:
+    except NotFittedError:
         raise ValueError(
             f"model is an unfitted {type(model).__name__}: call fit first"
         ) from None
