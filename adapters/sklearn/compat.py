@@ -43,7 +43,8 @@ from unbiased_criteria.model import UnsupportedModelError
 
 __all__ = [
     "VERIFIED_VERSIONS", "NODE_FIELDS", "HGBState", "is_hgb", "check_estimator",
-    "check_layout", "state", "preprocess", "raw_predict", "leaf_ids", "with_predictors",
+    "check_layout", "state", "input_categories", "preprocess", "raw_predict", "leaf_ids",
+    "with_predictors",
 ]
 
 #: scikit-learn versions (major.minor) this module was verified with
@@ -200,6 +201,20 @@ def state(model) -> HGBState:
         n_features=n_features,
         feature_names=names,
     )
+
+
+def input_categories(model) -> dict[int, list]:
+    """The categories of every categorical input column as the estimator's encoder knows them
+    (missing values left out), for readers of data files that must build matching columns."""
+    if model._preprocessor is None or model.is_categorical_ is None:
+        return {}
+    encoder = model._preprocessor.named_transformers_["encoder"]
+    columns = np.flatnonzero(np.asarray(model.is_categorical_, dtype=bool))
+    out = {}
+    for c, cats in zip(columns, encoder.categories_):
+        values = np.asarray(cats, dtype=object).tolist()
+        out[int(c)] = [v for v in values if not (isinstance(v, float) and np.isnan(v))]
+    return out
 
 
 def preprocess(model, X) -> np.ndarray:
