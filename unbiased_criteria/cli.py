@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import io
 import json
 import logging
 import math
@@ -25,6 +26,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from .files import write_atomic
 
 __all__ = [
     "main",
@@ -81,6 +84,14 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
+def _xgboost_reason(err: BaseException) -> str:
+    """XGBoost's own reason, without its ``[time] file:line:`` prefix and stack trace."""
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not ln.startswith(("Stack trace", "[bt]"))]
+    text = lines[0] if lines else type(err).__name__
+    return re.sub(r"^\[[^\]]*\]\s*\S+:\d+:\s*", "", text)
+
+
 def _readable_file(path: str | Path, what: str) -> Path:
     p = Path(path)
     if not p.exists():
@@ -119,10 +130,14 @@ def load_model(path: str | Path) -> ModelFile:
         raise UserError(f"model {path}: is empty, not a model file")
     if data.startswith((b"tree\n", b"tree\r\n")):
         lightgbm = _import_host("lightgbm", f"model {path} (a LightGBM text model)")
+        from unbiased_criteria.adapters.lightgbm.text_model import check_model_text
+
         try:
             text = data.decode("utf-8")
+            # LightGBM aborts the process on some corrupt files: check the text first
+            check_model_text(text)
             booster = lightgbm.Booster(model_str=text)
-        except (UnicodeDecodeError, lightgbm.basic.LightGBMError) as err:
+        except (UnicodeDecodeError, ValueError, lightgbm.basic.LightGBMError) as err:
             raise UserError(
                 f"model {path}: not a valid LightGBM text model: {_first_line(err)}"
             ) from None
@@ -139,8 +154,9 @@ def load_model(path: str | Path) -> ModelFile:
         warnings.simplefilter("ignore")
         try:
             booster = xgboost.Booster(model_file=bytearray(data))
-        except xgboost.core.XGBoostError:
-            raise UserError(not_a_model) from None
+        except xgboost.core.XGBoostError as err:
+            raise UserError(f"model {path}: not a model file: XGBoost rejects it as "
+                            f"{fmt.upper()}: {_xgboost_reason(err)}") from None
     return ModelFile(p, "xgboost", fmt, booster)
 
 
@@ -530,7 +546,7 @@ def format_frame(frame: pd.DataFrame, fmt: str, index: bool) -> str:
     if fmt == "json":
         records = [{str(k): _jsonable(v) for k, v in row.items()}
                    for row in out.to_dict(orient="records")]
-        return json.dumps(records, indent=1, allow_nan=False) + "\n"
+        return json.dumps(records, indent=1, allow_nan=False, ensure_ascii=False) + "\n"
     return out.to_string(index=False) + "\n"
 
 
@@ -539,7 +555,7 @@ def _write_output(text: str, output: str | None) -> None:
         sys.stdout.write(text)
         return
     try:
-        Path(output).write_text(text)
+        write_atomic(output, text)
     except OSError as err:
         raise UserError(f"--output {output}: cannot be written: {err.strerror or err}") from None
 
@@ -555,7 +571,11 @@ def _save_plot(report, path: str, title: str) -> None:
 
     ax = report.plot(title=title)
     try:
-        ax.figure.savefig(path, bbox_inches="tight", dpi=100)
+        # the format from the suffix as savefig(path) would; written whole or not at all
+        buffer = io.BytesIO()
+        fmt = Path(path).suffix.lstrip(".").lower() or None
+        ax.figure.savefig(buffer, format=fmt, bbox_inches="tight", dpi=100)
+        write_atomic(path, buffer.getvalue())
     except (ValueError, OSError) as err:
         raise UserError(f"--plot {path}: cannot be written: {_first_line(err)}") from None
     finally:
@@ -617,7 +637,9 @@ def cmd_prune(args) -> int:
     pruned = result.adapter.write_model(data.model.booster, result.forest)
     blob = _model_bytes(data.model, pruned, output)
     try:
-        output.write_bytes(blob)
+        # never in place: --output may be the input model, and a kill mid-write must not
+        # leave a truncated model
+        write_atomic(output, blob)
     except OSError as err:
         raise UserError(f"--output {args.output}: cannot be written: "
                         f"{err.strerror or err}") from None
