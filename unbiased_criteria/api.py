@@ -247,7 +247,8 @@ def unbiased_importance(
 
     Parameters
     ----------
-    model : lightgbm.Booster, lightgbm.LGBMModel, xgboost.Booster or xgboost.XGBModel
+    model : lightgbm.Booster, lightgbm.LGBMModel, xgboost.Booster, xgboost.XGBModel, or a
+        fitted sklearn.ensemble.HistGradientBoostingRegressor / HistGradientBoostingClassifier
     X_train, y_train : array-like or None
         Rows that give the gradient sums G (normally the training rows). ``None`` for both
         selects the validation-only mode: the held-out rows are split in two random halves,
