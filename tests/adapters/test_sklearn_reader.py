@@ -173,3 +173,15 @@ def test_dispatch_and_caller_model_untouched():
     uc.prune(model, X, y, Xv, yv, random_state=0)
     assert pickle.dumps(model) == before
     assert set(report.to_frame().index) == set(X.columns)
+
+
+def test_warnings_for_class_weight_and_monotonic_constraints():
+    X, y = data("binary", 0)
+    clf = HistGradientBoostingClassifier(max_iter=3, class_weight="balanced",
+                                         early_stopping=False).fit(X, y)
+    assert any("class_weight" in m for m in ask.read_model(clf).warnings)
+    reg = HistGradientBoostingRegressor(max_iter=3, monotonic_cst=[1, 0, 0, 0],
+                                        early_stopping=False).fit(X, y)
+    assert any("monotonic" in m for m in ask.read_model(reg).warnings)
+    plain = HistGradientBoostingRegressor(max_iter=3, early_stopping=False).fit(X, y)
+    assert ask.read_model(plain).warnings == ()
