@@ -73,7 +73,7 @@ class ImportanceReport:
 
         if len(self.splits) == 0:
             raise ValueError("select() has nothing to test: the model has no splits")
-        if not self.splits["usable"].any():
+        if "usable" in self.splits and not self.splits["usable"].any():
             raise ValueError(
                 "select() has nothing to test: no split had usable evidence (every split has "
                 "fewer than min_k held-out rows in a child, so every unbiased_gain is 0); pass "
