@@ -19,7 +19,9 @@ Modules (one idea each):
 * ``objectives``: loss names -> core objectives with scikit-learn's float64 arithmetic;
 * ``reader``: estimator -> IR (:func:`read_model`, :data:`RULES`; the stored gain's scale);
 * ``router``: :func:`make_router`;
-* ``writer``: IR -> a fitted estimator (:func:`write_model`).
+* ``writer``: IR -> a fitted estimator (:func:`write_model`);
+* ``model_file``: the command line's model files (pickles and joblib files, read only when the
+  user trusts them), the interface of :mod:`unbiased_criteria.model_files`.
 """
 
 from unbiased_criteria.adapters.sklearn.objectives import make_objective
