@@ -25,7 +25,8 @@ Verified with scikit-learn 1.9 (:data:`VERIFIED_VERSIONS`); the layout this modu
   ``_bin_mapper.make_known_categories_bitsets()``: one tree's raw-data predictions, as
   ``predict`` computes them (:func:`leaf_ids` routes rows with it).
 
-:func:`check_layout` fails with one clear error on any other layout.
+:func:`check_layout` fails with one clear error on any other layout (``HostVersionError``, as
+the other adapters' ``compat`` modules).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import sklearn
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
+from unbiased_criteria.adapters._compat import HostVersionError
 
 from unbiased_criteria.model import UnsupportedModelError
 
@@ -84,7 +86,8 @@ def check_estimator(model) -> None:
 
 
 def check_layout(model) -> None:
-    """Raise :class:`UnsupportedModelError` unless ``model`` has the private layout above."""
+    """Raise :class:`~unbiased_criteria.adapters._compat.HostVersionError` (as the other
+    adapters' compat modules do) unless ``model`` has the private layout above."""
     problems = []
     for attr in ("_predictors", "_baseline_prediction", "_loss", "_bin_mapper"):
         if not hasattr(model, attr):
@@ -112,10 +115,10 @@ def check_layout(model) -> None:
             if not hasattr(mapper, attr):
                 problems.append(f"_bin_mapper has no {attr}")
     if problems:
-        raise UnsupportedModelError(
-            f"this scikit-learn ({sklearn.__version__}) stores HistGradientBoosting models in "
-            f"a layout the adapter does not know ({'; '.join(problems)}); verified with "
-            f"scikit-learn {', '.join(VERIFIED_VERSIONS)}"
+        raise HostVersionError(
+            f"scikit-learn {sklearn.__version__} stores HistGradientBoosting models in a "
+            f"layout unbiased-criteria does not know ({'; '.join(problems)}); known to work "
+            f"with scikit-learn {', '.join(VERIFIED_VERSIONS)}"
         )
 
 
@@ -169,8 +172,10 @@ def _columns(model, n_features: int) -> np.ndarray:
     remapped = np.asarray(model._is_categorical_remapped, dtype=bool)
     if columns.size != n_features or not np.array_equal(remapped, np.arange(n_features)
                                                         < is_cat.sum()):
-        raise UnsupportedModelError("the estimator's preprocessor does not put the "
-                                    "categorical columns first, as the adapter expects")
+        raise HostVersionError(
+            f"scikit-learn {sklearn.__version__}'s HistGradientBoosting preprocessor does not "
+            "put the categorical columns first, as unbiased-criteria expects (known to work "
+            f"with scikit-learn {', '.join(VERIFIED_VERSIONS)})")
     return columns
 
 

@@ -132,7 +132,9 @@ def read_model(model) -> Model:
     ValueError
         ``model`` is not fitted.
     UnsupportedModelError
-        A loss the adapter does not know, or a private layout it does not know.
+        A loss the adapter does not know.
+    unbiased_criteria.adapters._compat.HostVersionError
+        A scikit-learn whose private layout the adapter does not know.
     """
     compat.check_estimator(model)
     st = compat.state(model)

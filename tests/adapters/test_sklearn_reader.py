@@ -20,12 +20,12 @@ from sklearn.ensemble import (  # noqa: E402
 )
 from sklearn.pipeline import make_pipeline  # noqa: E402
 from unbiased_criteria.adapters import sklearn as ask  # noqa: E402
+from unbiased_criteria.adapters._compat import HostVersionError  # noqa: E402
 from unbiased_criteria.adapters.sklearn import compat  # noqa: E402
 from unbiased_criteria.adapters.sklearn.router import tree_matrix  # noqa: E402
 
 import unbiased_criteria as uc  # noqa: E402
 from unbiased_criteria.api import adapter_for  # noqa: E402
-from unbiased_criteria.model import UnsupportedModelError  # noqa: E402
 from unbiased_criteria.trees import route_rows  # noqa: E402
 
 
@@ -112,14 +112,14 @@ def test_unknown_private_layout_fails_clearly():
     model, X, y, w = fit("squared_error", {}, {})
     broken = pickle.loads(pickle.dumps(model))
     del broken._baseline_prediction
-    with pytest.raises(UnsupportedModelError, match="layout the adapter does not know.*"
-                       "_baseline_prediction.*verified with scikit-learn"):
+    with pytest.raises(HostVersionError, match="layout unbiased-criteria does not know.*"
+                       "_baseline_prediction.*known to work with scikit-learn"):
         ask.read_model(broken)
     renamed = pickle.loads(pickle.dumps(model))
     p = renamed._predictors[0][0]
     p.nodes = p.nodes.astype([(n if n != "gain" else "loss_change", p.nodes.dtype[n])
                               for n in p.nodes.dtype.names])
-    with pytest.raises(UnsupportedModelError, match="lack.*gain"):
+    with pytest.raises(HostVersionError, match="lack.*gain"):
         ask.read_model(renamed)
 
 
