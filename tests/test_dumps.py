@@ -1,0 +1,105 @@
+"""Dumped models (LightGBM dump_model(), XGBoost get_dump JSON) scored without a Booster:
+the report equals the Booster's (same draws), pruning gives a dump of the pruned trees."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import unbiased_criteria as uc
+
+lgb = pytest.importorskip("lightgbm")
+
+COLS = ["tree", "node", "feature_index", "n_train", "n_valid", "k", "biased_gain",
+        "unbiased_gain", "host_gain", "usable"]
+
+
+def _frame(n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    X[: n // 10, 0] = np.nan
+    c = pd.Categorical(rng.integers(0, 8, n))
+    df = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "c": c})
+    y = X[:, 1] + (c.codes % 2) + rng.normal(size=n)
+    return df, y
+
+
+def _same(r1, r2, tol=1e-9):
+    a, b = r1.splits[COLS].to_numpy(float), r2.splits[COLS].to_numpy(float)
+    assert a.shape == b.shape and a.shape[0] > 0
+    np.testing.assert_allclose(a, b, rtol=0, atol=tol)
+
+
+def _lgb(params, df, y, rounds=5):
+    base = {"verbose": -1, "num_leaves": 6, "min_data_per_group": 5, "cat_smooth": 1,
+            "learning_rate": 0.1, "num_threads": 1}
+    return lgb.train({**base, **params}, lgb.Dataset(df, y), rounds)
+
+
+@pytest.mark.parametrize("form", ["dict", "json", "file"])
+def test_lightgbm_dump_report_equals_booster(form, tmp_path):
+    df, y = _frame(600, 0)
+    b = _lgb({"objective": "regression", "lambda_l2": 2.0}, df[:300], y[:300])
+    d = b.dump_model()
+    model = {"dict": d, "json": json.dumps(d)}.get(form)
+    if form == "file":
+        model = tmp_path / "model.json"
+        model.write_text(json.dumps(d))
+    args = (df[:300], y[:300], df[300:], y[300:])
+    r1 = uc.unbiased_importance(b, *args, random_state=0)
+    r2 = uc.unbiased_importance(model, *args, random_state=0,
+                                host_params={"lambda_l2": 2.0, "cat_l2": 10})
+    _same(r1, r2)
+    assert r2.rows_near_threshold == {"X_train": 0, "X_valid": 0}
+    # categorical and NaN splits are covered
+    assert r1.splits["categorical"].any() and np.isnan(df["a"]).any()
+
+
+def test_lightgbm_dump_infers_l2_and_warns_defaults():
+    df, y = _frame(600, 1)
+    b = _lgb({"objective": "regression", "lambda_l2": 5.0}, df[:300], y[:300])
+    args = (df[:300], y[:300], df[300:], y[300:])
+    r1 = uc.unbiased_importance(b, *args, random_state=3)
+    with pytest.warns(UserWarning, match="cat_l2"):
+        r2 = uc.unbiased_importance(b.dump_model(), *args, random_state=3)
+    # inferred from the leaves and replayed G, H: B within float precision of the host's
+    np.testing.assert_allclose(r2.splits["biased_gain"], r1.splits["biased_gain"], rtol=1e-6)
+    np.testing.assert_allclose(r2.splits["unbiased_gain"], r1.splits["unbiased_gain"],
+                               rtol=0, atol=1e-9)
+
+
+def test_lightgbm_dump_multiclass_and_objective_params():
+    df, y = _frame(900, 2)
+    yc = np.digitize(y, [-0.5, 0.8])
+    b = _lgb({"objective": "multiclass", "num_class": 3}, df[:450], yc[:450], rounds=3)
+    args = (df[:450], yc[:450], df[450:], yc[450:])
+    _same(uc.unbiased_importance(b, *args, random_state=1),
+          uc.unbiased_importance(b.dump_model(), *args, random_state=1,
+                                 host_params={"lambda_l2": 0, "cat_l2": 10}))
+    yt = np.exp(y / 3)
+    bt = _lgb({"objective": "tweedie", "tweedie_variance_power": 1.2}, df[:450], yt[:450])
+    args = (df[:450], yt[:450], df[450:], yt[450:])
+    with pytest.warns(UserWarning, match="tweedie_variance_power"):
+        uc.unbiased_importance(bt.dump_model(), *args, random_state=1,
+                               host_params={"lambda_l2": 0, "cat_l2": 10})
+    _same(uc.unbiased_importance(bt, *args, random_state=1),
+          uc.unbiased_importance(bt.dump_model(), *args, random_state=1,
+                                 host_params={"lambda_l2": 0, "cat_l2": 10,
+                                              "tweedie_variance_power": 1.2}))
+
+
+def test_bad_dumps_one_clear_error(tmp_path):
+    df, y = _frame(200, 3)
+    args = (df[:100], y[:100], df[100:], y[100:])
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"name": "tree", "tree_info": [oops')
+    with pytest.raises(ValueError, match="not a valid JSON dump"):
+        uc.unbiased_importance(str(bad), *args)
+    with pytest.raises(ValueError, match="not a valid LightGBM dump_model"):
+        uc.unbiased_importance({"name": "tree", "tree_info": [{}]}, *args)
+    with pytest.raises(ValueError, match="host_params is for dumped models"):
+        uc.unbiased_importance(_lgb({"objective": "regression"}, df[:100], y[:100]), *args,
+                               host_params={"eta": 0.1})

@@ -1,0 +1,178 @@
+"""Dumped models: a host's JSON dump of its trees, scored without the host's Booster.
+
+A dump is recognised by its content (:func:`recognise_dump`), whatever it came as:
+
+* LightGBM ``Booster.dump_model()``: a dict with ``"name": "tree"`` and ``"tree_info"``;
+* XGBoost ``Booster.get_dump(dump_format="json", with_stats=True)``: a list with one tree per
+  entry (a JSON string or a parsed dict holding ``"nodeid"``), or the file
+  ``Booster.dump_model(fname, dump_format="json", with_stats=True)`` writes (a JSON list);
+
+each as the parsed object, a JSON string, or the path of a file holding it. The adapters read
+dumps into the IR (``unbiased_criteria.adapters.<host>.dump``); rows are routed by the IR's
+own decision rules (:mod:`unbiased_criteria.ir_router`), since there is no Booster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from .errors import InputError
+
+__all__ = ["Dump", "recognise_dump", "as_dump", "parse_dump_bytes", "printed_bounds"]
+
+
+@dataclass(frozen=True)
+class Dump:
+    """A dumped model, parsed, with what the caller passed for what it lacks.
+
+    Attributes
+    ----------
+    host : {"lightgbm", "xgboost"}
+    content : dict or list
+        LightGBM: the ``dump_model()`` dict. XGBoost: the list of per-tree dicts.
+    form : {"object", "json"}
+        How it came: a parsed object (``prune`` returns one) or JSON text (a string or a
+        file; ``prune`` returns a JSON string).
+    host_params : dict
+        ``host_params=`` of the public functions (and the CLI's ``--param``): parameters the
+        dump does not store (XGBoost ``base_score``, ``objective``, ``eta``, ``lambda``,
+        ``feature_names``...; LightGBM ``lambda_l2``, ``cat_l2``...).
+    """
+
+    host: Literal["lightgbm", "xgboost"]
+    content: Any = field(repr=False)
+    form: Literal["object", "json"] = "object"
+    host_params: dict = field(default_factory=dict)
+
+
+def _host_of(obj: Any) -> str | None:
+    if isinstance(obj, Mapping):
+        return "lightgbm" if obj.get("name") == "tree" and "tree_info" in obj else None
+    if isinstance(obj, (list, tuple)) and obj:
+        first = obj[0]
+        if isinstance(first, str):
+            return "xgboost" if '"nodeid"' in first else None
+        if isinstance(first, Mapping) and "nodeid" in first:
+            return "xgboost"
+    return None
+
+
+def recognise_dump(model: Any) -> str | None:
+    """The host whose dump ``model`` is (a parsed object, a JSON string or a file path),
+    else None. Cheap: a string or file is looked at, not parsed."""
+    if isinstance(model, (Mapping, list, tuple)):
+        return _host_of(model)
+    text = None
+    if isinstance(model, str) and model.lstrip()[:1] in ("{", "["):
+        text = model[:4096]
+    elif isinstance(model, (str, os.PathLike)) and Path(model).is_file():
+        with open(model, "rb") as f:
+            head = f.read(4096)
+        text = head.decode("utf-8", errors="replace")
+    if text is None:
+        return None
+    return recognise_dump_text(text.encode("utf-8"))
+
+
+def recognise_dump_text(data: bytes) -> str | None:
+    """The host of dump JSON ``data`` (its first few kB are enough), else None."""
+    head = data[:4096].lstrip()
+    if head.startswith(b"{") and b'"tree_info"' in data and b'"name"' in head:
+        return "lightgbm"
+    if head.startswith(b"[") and b'"nodeid"' in head:
+        return "xgboost"
+    return None
+
+
+def parse_dump_bytes(data: bytes, source: str, host_params: Mapping | None = None) -> Dump:
+    """A :class:`Dump` from JSON text; ``InputError`` naming ``source`` if it is none."""
+    try:
+        content = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        raise InputError(f"{source}: not a valid JSON dump: {err}") from None
+    host = _host_of(content)
+    if host is None:
+        raise InputError(
+            f"{source}: not a dumped model (expected LightGBM dump_model() JSON, a dict with "
+            "'name': 'tree' and 'tree_info', or XGBoost get_dump(dump_format='json') JSON, a "
+            "list of trees with 'nodeid')")
+    return Dump(host, _parse_trees(content, source), "json", dict(host_params or {}))
+
+
+def _parse_trees(content: Any, source: str) -> Any:
+    """XGBoost's get_dump gives one JSON string per tree: parse them."""
+    if isinstance(content, (list, tuple)):
+        out = []
+        for i, tree in enumerate(content):
+            if isinstance(tree, str):
+                try:
+                    tree = json.loads(tree)
+                except ValueError as err:
+                    raise InputError(f"{source}: tree {i} is not valid JSON: {err}") from None
+            if not isinstance(tree, Mapping):
+                raise InputError(f"{source}: tree {i} is a {type(tree).__name__}, expected "
+                                 "a JSON object with 'nodeid'")
+            out.append(tree)
+        return out
+    return content
+
+
+def as_dump(model: Any, host_params: Mapping | None = None) -> Any:
+    """``model`` as a :class:`Dump` if it is a dump (else unchanged), with ``host_params``.
+
+    Raises
+    ------
+    ValueError
+        ``host_params`` given for a model that is not a dump (a Booster stores its own or
+        takes them with ``set_param``), or not a dict.
+    """
+    if host_params is not None and not isinstance(host_params, Mapping):
+        raise ValueError(f"host_params must be a dict, got {type(host_params).__name__}")
+    if isinstance(model, Dump):
+        return replace(model, host_params={**model.host_params, **(host_params or {})})
+    host = recognise_dump(model)
+    if host is None:
+        if host_params:
+            raise ValueError("host_params is for dumped models (dump_model() / get_dump() "
+                             "JSON); a host model stores its parameters")
+        return model
+    if isinstance(model, (Mapping, list, tuple)):
+        return Dump(host, _parse_trees(model, "model"), "object", dict(host_params or {}))
+    if isinstance(model, str) and model.lstrip()[:1] in ("{", "["):
+        return parse_dump_bytes(model.encode("utf-8"), "model", host_params)
+    return parse_dump_bytes(Path(model).read_bytes(), f"model {model}", host_params)
+
+
+def printed_bounds(values: np.ndarray, dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    """The smallest and largest ``dtype`` numbers that print as each of ``values``.
+
+    A threshold printed with ``d`` significant digits stands for any number within half a
+    unit of its last digit; the model's own threshold is one of the ``dtype`` numbers there.
+    A row whose value lies in ``[low, high)`` may go either way. ``low == high`` where the
+    printed digits determine the threshold (LightGBM's 17 digits, XGBoost's 9 for float32).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    low, high = values.astype(dtype).astype(np.float64), values.astype(dtype).astype(np.float64)
+    finite = np.flatnonzero(np.isfinite(values))
+    if finite.size == 0:
+        return low, high
+    half = np.array([float(Decimal(1).scaleb(Decimal(repr(float(v))).as_tuple().exponent))
+                     / 2 for v in values[finite]])
+    lo = (values[finite] - half).astype(dtype)
+    hi = (values[finite] + half).astype(dtype)
+    # the interval's end points rounded into it
+    lo = np.where(lo.astype(np.float64) < values[finite] - half,
+                  np.nextafter(lo, np.asarray(np.inf, dtype=dtype)), lo)
+    hi = np.where(hi.astype(np.float64) > values[finite] + half,
+                  np.nextafter(hi, np.asarray(-np.inf, dtype=dtype)), hi)
+    low[finite] = np.minimum(lo.astype(np.float64), low[finite])
+    high[finite] = np.maximum(hi.astype(np.float64), high[finite])
+    return low, high
