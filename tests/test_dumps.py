@@ -103,3 +103,75 @@ def test_bad_dumps_one_clear_error(tmp_path):
     with pytest.raises(ValueError, match="host_params is for dumped models"):
         uc.unbiased_importance(_lgb({"objective": "regression"}, df[:100], y[:100]), *args,
                                host_params={"eta": 0.1})
+
+
+# --- XGBoost get_dump JSON -------------------------------------------------------------------
+
+def _xgb(params, df, y, rounds=4):
+    xgb = pytest.importorskip("xgboost")
+    base = {"eta": 0.3, "max_depth": 3, "tree_method": "hist", "max_cat_to_onehot": 1,
+            "lambda": 2.0, "nthread": 1}
+    return xgb.train({**base, **params}, xgb.DMatrix(df, y, enable_categorical=True), rounds)
+
+
+def _xgb_params(booster, **extra):
+    """What the dump lacks, as the Booster's own configuration gives it."""
+    cfg = json.loads(booster.save_config())["learner"]
+    base = json.loads(cfg["learner_model_param"]["base_score"])
+    return {"objective": cfg["objective"]["name"],
+            "base_score": base if len(base) > 1 else base[0],
+            "feature_names": booster.feature_names, **extra}
+
+
+@pytest.mark.parametrize("objective", ["reg:squarederror", "binary:logistic",
+                                       "multi:softprob"])
+def test_xgboost_dump_report_equals_booster(objective):
+    df, y = _frame(800, 4)
+    extra = {}
+    if objective == "binary:logistic":
+        y = (y > 0.5).astype(float)
+    elif objective == "multi:softprob":
+        y = np.digitize(y, [-0.5, 0.8]).astype(float)
+        extra = {"num_class": 3}
+    b = _xgb({"objective": objective, **extra}, df[:400], y[:400], rounds=3)
+    dump = b.get_dump(dump_format="json", with_stats=True)   # JSON strings, as returned
+    args = (df[:400], y[:400], df[400:], y[400:])
+    r1 = uc.unbiased_importance(b, *args, random_state=0)
+    r2 = uc.unbiased_importance(dump, *args, random_state=0,
+                                host_params=_xgb_params(b, eta=0.3, reg_lambda=2.0, **extra))
+    _same(r1, r2)
+    assert r2.rows_near_threshold == {"X_train": 0, "X_valid": 0}
+    assert r1.splits["categorical"].any() and df["a"].isna().any()
+    # default directions of both kinds are exercised
+    assert r1.splits.shape[0] > 5
+
+
+def test_xgboost_dump_infers_eta_lambda():
+    df, y = _frame(800, 5)
+    b = _xgb({"objective": "reg:squarederror", "eta": 0.2}, df[:400], y[:400])
+    args = (df[:400], y[:400], df[400:], y[400:])
+    r1 = uc.unbiased_importance(b, *args, random_state=0)
+    r2 = uc.unbiased_importance(b.get_dump(dump_format="json", with_stats=True), *args,
+                                random_state=0, host_params=_xgb_params(b))
+    np.testing.assert_allclose(r2.splits["unbiased_gain"], r1.splits["unbiased_gain"],
+                               rtol=0, atol=1e-9)
+    np.testing.assert_allclose(r2.splits["biased_gain"], r1.splits["biased_gain"], rtol=1e-5)
+
+
+def test_xgboost_dump_requires_what_it_lacks():
+    df, y = _frame(300, 7)
+    b = _xgb({"objective": "reg:squarederror"}, df[:150], y[:150], rounds=2)
+    dump = b.get_dump(dump_format="json", with_stats=True)
+    args = (df[:150], y[:150], df[150:], y[150:])
+    with pytest.raises(ValueError, match="does not store its objective and base_score"):
+        uc.unbiased_importance(dump, *args)
+    with pytest.raises(ValueError, match="names its features"):
+        uc.unbiased_importance(dump, *args, host_params={"objective": "reg:squarederror",
+                                                         "base_score": 0.5})
+    with pytest.raises(ValueError, match="needs num_class"):
+        uc.unbiased_importance(dump, *args, host_params=_xgb_params(
+            b, objective="multi:softprob"))
+    broken = json.loads(dump[0])
+    broken["children"][0]["nodeid"] = 0
+    with pytest.raises(ValueError, match="tree 0 repeats"):
+        uc.unbiased_importance([broken], *args, host_params=_xgb_params(b))
