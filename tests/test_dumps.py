@@ -158,6 +158,52 @@ def test_xgboost_dump_infers_eta_lambda():
     np.testing.assert_allclose(r2.splits["biased_gain"], r1.splits["biased_gain"], rtol=1e-5)
 
 
+def _round_thresholds(tree: dict, digits: int) -> dict:
+    out = dict(tree)
+    if "children" in out:
+        if not isinstance(out["split_condition"], list):
+            out["split_condition"] = float(f"{out['split_condition']:.{digits}g}")
+        out["children"] = [_round_thresholds(c, digits) for c in out["children"]]
+    return out
+
+
+def test_xgboost_dump_printed_precision_warns_and_counts():
+    df, y = _frame(800, 6)
+    b = _xgb({"objective": "reg:squarederror"}, df[:400], y[:400])
+    trees = [_round_thresholds(json.loads(t), 5)
+             for t in b.get_dump(dump_format="json", with_stats=True)]
+    hp = _xgb_params(b, eta=0.3, reg_lambda=2.0)
+    # hist thresholds are training values: training rows lie on them, and may route
+    # differently from the Booster
+    with pytest.warns(UserWarning, match="rows of X_train have a value within the printed"):
+        r0 = uc.unbiased_importance(trees, df[:400], y[:400], df[400:], y[400:],
+                                    random_state=0, host_params=hp)
+    assert r0.rows_near_threshold["X_train"] > 0
+    # validation-only mode, no held-out row within 5 digits of a threshold: the same report
+    r1 = uc.unbiased_importance(b, None, None, df[400:], y[400:], random_state=0)
+    r2 = uc.unbiased_importance(trees, None, None, df[400:], y[400:], random_state=0,
+                                host_params=hp)
+    assert r2.rows_near_threshold == {"X_valid": 0}
+    _same(r1, r2)
+    # a held-out row at a threshold the dump printed to 5 digits
+    model = json.loads(b.save_raw("json"))["learner"]["gradient_booster"]["model"]
+    t0 = model["trees"][0]
+    node = next(i for i, (f, c) in enumerate(zip(t0["split_indices"], t0["left_children"]))
+                if c >= 0 and f == 1)
+    Xv = df[400:].copy()
+    Xv.iloc[0, 1] = float(np.float32(t0["split_conditions"][node]))
+    if float(f"{Xv.iloc[0, 1]:.5g}") == Xv.iloc[0, 1]:
+        pytest.skip("the threshold prints exactly with 5 digits")
+    with pytest.warns(UserWarning, match="1 rows of X_valid have a value within the printed"):
+        r3 = uc.unbiased_importance(trees, None, None, Xv, y[400:], random_state=0,
+                                    host_params=hp)
+    assert r3.rows_near_threshold == {"X_valid": 1}
+    # the same dump printed to 9 digits (XGBoost's own) determines every float32 threshold
+    exact = uc.unbiased_importance(b.get_dump(dump_format="json", with_stats=True), None,
+                                   None, Xv, y[400:], random_state=0, host_params=hp)
+    assert exact.rows_near_threshold == {"X_valid": 0}
+
+
 def test_xgboost_dump_requires_what_it_lacks():
     df, y = _frame(300, 7)
     b = _xgb({"objective": "reg:squarederror"}, df[:150], y[:150], rounds=2)

@@ -26,7 +26,8 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["Dump", "recognise_dump", "as_dump", "parse_dump_bytes", "printed_bounds"]
+__all__ = ["Dump", "recognise_dump", "as_dump", "parse_dump_bytes", "significant_digits",
+           "printed_bounds"]
 
 
 @dataclass(frozen=True)
@@ -151,28 +152,37 @@ def as_dump(model: Any, host_params: Mapping | None = None) -> Any:
     return parse_dump_bytes(Path(model).read_bytes(), f"model {model}", host_params)
 
 
-def printed_bounds(values: np.ndarray, dtype: type) -> tuple[np.ndarray, np.ndarray]:
-    """The smallest and largest ``dtype`` numbers that print as each of ``values``.
+def significant_digits(values: np.ndarray) -> int:
+    """The most significant digits among ``values`` as printed (their shortest repr): the
+    precision of the printer that wrote a dump (``%.{p}g`` prints at most ``p`` digits)."""
+    values = np.asarray(values, dtype=np.float64)
+    values = values[np.isfinite(values) & (values != 0)]
+    return max((len(Decimal(repr(float(v))).normalize().as_tuple().digits) for v in values),
+               default=17)
 
-    A threshold printed with ``d`` significant digits stands for any number within half a
-    unit of its last digit; the model's own threshold is one of the ``dtype`` numbers there.
-    A row whose value lies in ``[low, high)`` may go either way. ``low == high`` where the
-    printed digits determine the threshold (LightGBM's 17 digits, XGBoost's 9 for float32).
+
+def printed_bounds(values: np.ndarray, dtype: type, digits: int) -> tuple[np.ndarray, np.ndarray]:
+    """The smallest and largest ``dtype`` numbers that print as each of ``values`` with
+    ``digits`` significant digits.
+
+    A threshold printed as ``%.{digits}g`` stands for any number within half a unit of its
+    ``digits``-th significant digit; the model's own threshold is one of the ``dtype`` numbers
+    there. A row whose value lies in ``[low, high)`` may go either way. ``low == high`` where
+    the printed digits determine the threshold (17 digits for float64, 9 for float32: LightGBM
+    and XGBoost 3 dumps).
     """
     values = np.asarray(values, dtype=np.float64)
-    low, high = values.astype(dtype).astype(np.float64), values.astype(dtype).astype(np.float64)
-    finite = np.flatnonzero(np.isfinite(values))
-    if finite.size == 0:
-        return low, high
-    half = np.array([float(Decimal(1).scaleb(Decimal(repr(float(v))).as_tuple().exponent))
-                     / 2 for v in values[finite]])
-    lo = (values[finite] - half).astype(dtype)
-    hi = (values[finite] + half).astype(dtype)
+    exact = values.astype(dtype).astype(np.float64)
+    ok = np.isfinite(values) & (values != 0)
+    with np.errstate(divide="ignore"):
+        exponent = np.floor(np.log10(np.abs(np.where(ok, values, 1.0))))
+    half = np.where(ok, 0.5 * 10.0 ** (exponent - digits + 1), 0.0)
+    inf = np.asarray(np.inf, dtype=dtype)
+    lo = (values - half).astype(dtype)
+    hi = (values + half).astype(dtype)
     # the interval's end points rounded into it
-    lo = np.where(lo.astype(np.float64) < values[finite] - half,
-                  np.nextafter(lo, np.asarray(np.inf, dtype=dtype)), lo)
-    hi = np.where(hi.astype(np.float64) > values[finite] + half,
-                  np.nextafter(hi, np.asarray(-np.inf, dtype=dtype)), hi)
-    low[finite] = np.minimum(lo.astype(np.float64), low[finite])
-    high[finite] = np.maximum(hi.astype(np.float64), high[finite])
+    lo = np.where(lo.astype(np.float64) < values - half, np.nextafter(lo, inf), lo)
+    hi = np.where(hi.astype(np.float64) > values + half, np.nextafter(hi, -inf), hi)
+    low = np.where(ok, np.minimum(lo.astype(np.float64), exact), exact)
+    high = np.where(ok, np.maximum(hi.astype(np.float64), exact), exact)
     return low, high

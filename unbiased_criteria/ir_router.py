@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from .dumps import printed_bounds
+from .dumps import printed_bounds, significant_digits
 from .model import Router, chunk_size
 from .trees import Forest, route_rows
 from .validation import check_column_names
@@ -89,22 +89,26 @@ def dense_features(
     return out.astype(feature_dtype).astype(np.float64)
 
 
-def rows_near_thresholds(forest: Forest, X: np.ndarray, feature_dtype: type) -> int:
+def rows_near_thresholds(forest: Forest, X: np.ndarray, feature_dtype: type,
+                         printed: Sequence[np.ndarray]) -> int:
     """Rows of dense ``X`` with a value that lies within the printed precision of a numeric
-    threshold on that feature (:func:`unbiased_criteria.dumps.printed_bounds`): the model
-    the dump came from may route them differently."""
+    threshold on that feature (:func:`unbiased_criteria.dumps.printed_bounds`; the precision
+    is the most significant digits any threshold shows): the model the dump came from may
+    route them differently. Counted whether or not the row reaches that node.
+
+    ``printed[t]`` holds tree ``t``'s thresholds as the dump printed them (per node, NaN at
+    leaves and categorical nodes), before any rounding to ``feature_dtype``.
+    """
     near = np.zeros(X.shape[0], dtype=bool)
-    feats, lows, highs = [], [], []
-    for tree in forest.trees:
-        inner = tree.internal_nodes[~tree.categorical[tree.internal_nodes]]
-        low, high = printed_bounds(tree.threshold[inner], feature_dtype)
-        wide = low < high
-        feats.append(tree.feature[inner][wide])
-        lows.append(low[wide])
-        highs.append(high[wide])
-    if not feats:
+    numeric = [t.internal_nodes[~t.categorical[t.internal_nodes]] for t in forest.trees]
+    values = [np.asarray(p, dtype=np.float64)[inner] for p, inner in zip(printed, numeric)]
+    if not values:
         return 0
-    feats, lows, highs = np.concatenate(feats), np.concatenate(lows), np.concatenate(highs)
+    digits = significant_digits(np.concatenate(values))
+    low, high = printed_bounds(np.concatenate(values), feature_dtype, digits)
+    feats = np.concatenate([t.feature[inner] for t, inner in zip(forest.trees, numeric)])
+    wide = low < high
+    feats, lows, highs = feats[wide], low[wide], high[wide]
     for f in np.unique(feats):  # one sorted search per feature, not per threshold
         sel = feats == f
         lo, hi = lows[sel], highs[sel]

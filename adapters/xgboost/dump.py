@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,7 +31,7 @@ from unbiased_criteria.adapters.xgboost.objectives import make_objective as _mak
 from unbiased_criteria.dumps import Dump, as_dump
 from unbiased_criteria.errors import InputError
 from unbiased_criteria.gains import SplitScore
-from unbiased_criteria.ir_router import dense_features, make_ir_router
+from unbiased_criteria.ir_router import dense_features, make_ir_router, rows_near_thresholds
 from unbiased_criteria.model import Model, Router
 from unbiased_criteria.trees import MISSING_NAN, Forest, Tree, make_tree
 
@@ -211,7 +212,9 @@ def make_objective(spec, read: Model):
 def make_router(model: Any, read: Model, X: Any, argument: str,
                 memory_budget: int = 512 * 2**20) -> Router:
     """Route ``X`` by the IR's rules: float32 values as XGBoost compares them, NaN and absent
-    sparse entries missing, pandas category columns by their codes.
+    sparse entries missing, pandas category columns by their codes. Warns when values lie
+    within the printed precision of a threshold (the original model may route them
+    differently); the count goes to the report (``rows_near_threshold``).
 
     Where the feature count was inferred from the dump's ``f<i>`` names, ``X`` may have more
     columns: the trailing ones, which no tree splits on, are left out.
@@ -222,7 +225,13 @@ def make_router(model: Any, read: Model, X: Any, argument: str,
             and X.shape[1] > n:
         X = X.iloc[:, :n] if hasattr(X, "iloc") else X[:, :n]
     dense = dense_features(X, forest, argument, feature_dtype=np.float32, sparse_missing=True)
-    return make_ir_router(forest, dense, memory_budget=memory_budget)
+    near = rows_near_thresholds(forest, dense, np.float32, read.source["printed"])
+    if near:
+        warnings.warn(
+            f"{near:,} rows of {argument} have a value within the printed precision of a "
+            "threshold of the dump: the model it was dumped from may route them differently "
+            "(report.rows_near_threshold counts them)", UserWarning, stacklevel=4)
+    return make_ir_router(forest, dense, memory_budget=memory_budget, near_threshold=near)
 
 
 def dump_tree(tree: Tree, names: tuple[str, ...]) -> dict:
