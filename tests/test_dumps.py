@@ -221,3 +221,43 @@ def test_xgboost_dump_requires_what_it_lacks():
     broken["children"][0]["nodeid"] = 0
     with pytest.raises(ValueError, match="tree 0 repeats"):
         uc.unbiased_importance([broken], *args, host_params=_xgb_params(b))
+
+
+# --- pruning a dump --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("form", ["dict", "json", "file"])
+def test_prune_lightgbm_dump_gives_the_pruned_boosters_dump(form, tmp_path):
+    df, y = _frame(600, 9)
+    b = _lgb({"objective": "regression", "lambda_l2": 1.0}, df[:300], y[:300], rounds=8)
+    d = b.dump_model()
+    model = {"dict": d, "json": json.dumps(d)}.get(form)
+    if form == "file":
+        model = tmp_path / "model.json"
+        model.write_text(json.dumps(d))
+    args = (df[:300], y[:300], df[300:], y[300:])
+    pruned_booster = uc.prune(b, *args, random_state=0)
+    pruned = uc.prune(model, *args, random_state=0, host_params={"lambda_l2": 1.0, "cat_l2": 10})
+    assert isinstance(pruned, dict if form == "dict" else str)
+    content = pruned if form == "dict" else json.loads(pruned)
+    assert content["tree_info"] == pruned_booster.dump_model()["tree_info"]
+    assert sum(t["num_leaves"] for t in content["tree_info"]) < \
+        sum(t["num_leaves"] for t in d["tree_info"])
+    assert d == b.dump_model()  # the caller's dump is not modified
+
+
+def test_prune_xgboost_dump_gives_the_pruned_boosters_dump():
+    df, y = _frame(800, 8)
+    b = _xgb({"objective": "reg:squarederror"}, df[:400], y[:400])
+    dump = b.get_dump(dump_format="json", with_stats=True)
+    hp = _xgb_params(b, eta=0.3, reg_lambda=2.0)
+    args = (df[:400], y[:400], df[400:], y[400:])
+    pruned_booster = uc.prune(b, *args, random_state=0)
+    pruned = uc.prune(dump, *args, random_state=0, host_params=hp)
+    assert isinstance(pruned, list) and isinstance(pruned[0], str)   # as get_dump gives
+    ref = [json.loads(t) for t in pruned_booster.get_dump(dump_format="json",
+                                                          with_stats=True)]
+    assert [json.loads(t) for t in pruned] == ref
+    assert sum(t.count('"leaf"') for t in pruned) < sum(t.count('"leaf"') for t in dump)
+    # the pruned dump is a dump again: its report matches the pruned Booster's
+    _same(uc.unbiased_importance(pruned_booster, *args, random_state=1),
+          uc.unbiased_importance(pruned, *args, random_state=1, host_params=hp))

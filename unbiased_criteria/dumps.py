@@ -39,9 +39,10 @@ class Dump:
     host : {"lightgbm", "xgboost"}
     content : dict or list
         LightGBM: the ``dump_model()`` dict. XGBoost: the list of per-tree dicts.
-    form : {"object", "json"}
-        How it came: a parsed object (``prune`` returns one) or JSON text (a string or a
-        file; ``prune`` returns a JSON string).
+    form : {"object", "strings", "json"}
+        How it came: a parsed object (``prune`` returns one), a list of one JSON string per
+        tree (what ``get_dump`` returns; so does ``prune``) or JSON text (a string or a file;
+        ``prune`` returns a JSON string).
     host_params : dict
         ``host_params=`` of the public functions (and the CLI's ``--param``): parameters the
         dump does not store (XGBoost ``base_score``, ``objective``, ``eta``, ``lambda``,
@@ -50,7 +51,7 @@ class Dump:
 
     host: Literal["lightgbm", "xgboost"]
     content: Any = field(repr=False)
-    form: Literal["object", "json"] = "object"
+    form: Literal["object", "strings", "json"] = "object"
     host_params: dict = field(default_factory=dict)
 
 
@@ -146,7 +147,9 @@ def as_dump(model: Any, host_params: Mapping | None = None) -> Any:
                              "JSON); a host model stores its parameters")
         return model
     if isinstance(model, (Mapping, list, tuple)):
-        return Dump(host, _parse_trees(model, "model"), "object", dict(host_params or {}))
+        form = "strings" if isinstance(model, (list, tuple)) and isinstance(model[0], str) \
+            else "object"
+        return Dump(host, _parse_trees(model, "model"), form, dict(host_params or {}))
     if isinstance(model, str) and model.lstrip()[:1] in ("{", "["):
         return parse_dump_bytes(model.encode("utf-8"), "model", host_params)
     return parse_dump_bytes(Path(model).read_bytes(), f"model {model}", host_params)

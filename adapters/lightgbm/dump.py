@@ -63,8 +63,9 @@ def _params(dump: Dump) -> tuple[dict[str, str], list[str]]:
                                                                    {}).values())
     if has_categories and "cat_l2" not in params:
         notes.append("the dump does not store cat_l2 and max_cat_to_onehot: LightGBM's "
-                     "defaults (10, 4) are assumed for the biased gain of categorical splits; "
-                     "pass host_params={'cat_l2': ..., 'max_cat_to_onehot': ...}")
+                     "defaults (10, 4) are assumed for categorical splits (their biased "
+                     "gain, pruned leaves); pass host_params={'cat_l2': ..., "
+                     "'max_cat_to_onehot': ...}")
     return params, notes
 
 

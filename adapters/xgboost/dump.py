@@ -263,17 +263,20 @@ def dump_tree(tree: Tree, names: tuple[str, ...]) -> dict:
             "cover": f32(np.nan_to_num(tree.host_hessian[i])), "children": [],
         })
     for i in tree.internal_nodes:
-        nodes[i]["children"] = [nodes[nodes[i]["yes"]], nodes[nodes[i]["no"]]]
+        nodes[i]["children"] = [nodes[tree.left[i]], nodes[tree.right[i]]]
     return nodes[0]
 
 
 def write_model(model: Any, forest: Forest) -> Any:
     """An XGBoost dump of ``forest``'s trees, in the form ``model`` came in: a list of tree
-    dicts for a list, a JSON string (a list of trees, as ``Booster.dump_model(fname,
+    dicts for a list of dicts, of JSON strings for a list of strings (``get_dump``'s), a JSON
+    string (a list of trees, as ``Booster.dump_model(fname,
     dump_format="json")`` writes) for a JSON string or a file."""
     dump = as_dump(model)
     names = forest.feature_names
     trees = [dump_tree(t, names) for t in forest.trees]
     if dump.form == "json":
         return json.dumps(trees, ensure_ascii=False)
+    if dump.form == "strings":
+        return [json.dumps(t, ensure_ascii=False) for t in trees]
     return trees
