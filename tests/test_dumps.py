@@ -3,6 +3,7 @@ the report equals the Booster's (same draws), pruning gives a dump of the pruned
 
 from __future__ import annotations
 
+import io
 import json
 
 import numpy as np
@@ -261,3 +262,48 @@ def test_prune_xgboost_dump_gives_the_pruned_boosters_dump():
     # the pruned dump is a dump again: its report matches the pruned Booster's
     _same(uc.unbiased_importance(pruned_booster, *args, random_state=1),
           uc.unbiased_importance(pruned, *args, random_state=1, host_params=hp))
+
+
+# --- the command line ------------------------------------------------------------------------
+
+def test_cli_reads_and_prunes_dumps(tmp_path, capsys):
+    from unbiased_criteria.cli import main
+
+    df, y = _frame(600, 10)
+    X = df[["a", "b", "c"]]
+    data = df.assign(y=y)
+    data[:300].to_csv(tmp_path / "train.csv", index=False)
+    data[300:].to_csv(tmp_path / "valid.csv", index=False)
+    b = _lgb({"objective": "regression", "lambda_l2": 2.0}, X[:300], y[:300])
+    (tmp_path / "lgb.json").write_text(json.dumps(b.dump_model()))
+    bx = _xgb({"objective": "reg:squarederror"}, X[:300], y[:300])
+    bx.dump_model(str(tmp_path / "xgb.json"), dump_format="json", with_stats=True)
+    hp = _xgb_params(bx)
+    rows = ["--train", str(tmp_path / "train.csv"), "--valid", str(tmp_path / "valid.csv"),
+            "--label", "y", "--seed", "0", "--format", "json"]
+    lgb_params = ["--param", "lambda_l2=2", "--param", "cat_l2=10"]
+    xgb_params = ["--param", 'feature_names=["a", "b", "c"]', "--param",
+                  "objective=reg:squarederror", "--param", f"base_score={hp['base_score']!r}",
+                  "--param", "eta=0.3", "--param", "lambda=2"]
+    args = (X[:300], y[:300], X[300:], y[300:])
+    for model, params, booster in (("lgb.json", lgb_params, b), ("xgb.json", xgb_params, bx)):
+        capsys.readouterr()
+        assert main(["importance", str(tmp_path / model), *rows, *params, "--splits"]) == 0
+        splits = pd.read_json(io.StringIO(capsys.readouterr().out))
+        ref = uc.unbiased_importance(booster, *args, random_state=0).splits
+        np.testing.assert_allclose(splits["unbiased_gain"], ref["unbiased_gain"], atol=1e-9)
+        out = tmp_path / f"pruned-{model}"
+        assert main(["prune", str(tmp_path / model), *rows[:-2], *params,
+                     "--output", str(out)]) == 0
+        pruned_booster = uc.prune(booster, *args, random_state=0)
+        if model == "lgb.json":
+            assert json.loads(out.read_text())["tree_info"] == \
+                pruned_booster.dump_model()["tree_info"]
+        else:
+            assert json.loads(out.read_text()) == [
+                json.loads(t) for t in pruned_booster.get_dump(dump_format="json",
+                                                               with_stats=True)]
+    # what the dump lacks: one line naming it, exit 2
+    capsys.readouterr()
+    assert main(["importance", str(tmp_path / "xgb.json"), *rows, *xgb_params[:2]]) == 2
+    assert "does not store its objective and base_score" in capsys.readouterr().err

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -85,9 +86,11 @@ def recognise_dump(model: Any) -> str | None:
 
 
 def recognise_dump_text(data: bytes) -> str | None:
-    """The host of dump JSON ``data`` (its first few kB are enough), else None."""
+    """The host of dump JSON ``data``, else None (byte searches, no parsing)."""
     head = data[:4096].lstrip()
-    if head.startswith(b"{") and b'"tree_info"' in data and b'"name"' in head:
+    # an XGBoost model JSON has "tree_info" too, but starts with "learner" and names no "tree"
+    if head.startswith(b"{") and not re.match(rb'\{\s*"learner"', head) and \
+            b'"tree_info"' in data and re.search(rb'"name"\s*:\s*"tree"', data):
         return "lightgbm"
     if head.startswith(b"[") and b'"nodeid"' in head:
         return "xgboost"

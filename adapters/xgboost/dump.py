@@ -35,7 +35,8 @@ from unbiased_criteria.ir_router import dense_features, make_ir_router, rows_nea
 from unbiased_criteria.model import Model, Router
 from unbiased_criteria.trees import MISSING_NAN, Forest, Tree, make_tree
 
-__all__ = ["read_model", "make_router", "make_objective", "write_model", "dump_tree"]
+__all__ = ["read_model", "make_router", "make_objective", "write_model", "dump_tree",
+           "dump_schema"]
 
 _KNOWN = {"objective", "base_score", "num_class", "num_parallel_tree", "eta",
           "learning_rate", "lambda", "reg_lambda", "alpha", "reg_alpha", "max_delta_step",
@@ -44,8 +45,19 @@ _ALIASES = {"learning_rate": "eta", "reg_lambda": "lambda", "reg_alpha": "alpha"
 _FEATURE = re.compile(r"f(\d+)$")
 
 
+def _value(value: Any) -> Any:
+    """A ``--param`` string as JSON where it is JSON (``0.5``, ``[0.1, 0.2]``, a list of
+    names), else as it is (``reg:squarederror``)."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
 def _params(dump: Dump) -> dict[str, Any]:
-    params = {_ALIASES.get(k, k): v for k, v in dump.host_params.items()}
+    params = {_ALIASES.get(k, k): _value(v) for k, v in dump.host_params.items()}
     unknown = sorted(set(dump.host_params) - _KNOWN)
     if unknown:
         raise InputError(f"host_params: unknown key(s) {unknown} for an XGBoost dump; "
@@ -56,7 +68,8 @@ def _params(dump: Dump) -> dict[str, Any]:
             f"an XGBoost dump does not store its {' and '.join(missing)}: pass host_params="
             "{'objective': 'reg:squarederror', 'base_score': 0.5, ...} with the model's own "
             "(booster.save_config() shows both; base_score in output space, as the training "
-            "parameter; XGBoost >= 2 estimates it from the labels)")
+            "parameter; XGBoost >= 2 estimates it from the labels; command line: --param "
+            "objective=... --param base_score=...)")
     return params
 
 
@@ -143,13 +156,23 @@ def _feature_index(trees: list, params: Mapping) -> tuple[list[str], dict[str, i
     if bad:
         raise InputError(f"the XGBoost dump names its features ({bad[:3]}...): pass "
                          "host_params={'feature_names': [...]} (the model's feature names, "
-                         "in order)")
+                         "in order; command line: --param 'feature_names=[...]')")
     count = params.get("n_features")
     inferred = count is None
     if inferred:
         count = max((int(_FEATURE.match(s).group(1)) for s in used), default=-1) + 1
     names = [f"f{i}" for i in range(int(count))]
     return names, {s: i for i, s in enumerate(names)}, inferred
+
+
+def dump_schema(dump: Dump) -> tuple[list[str], list[int]]:
+    """Feature names and the indices of the features with categorical splits."""
+    params = {_ALIASES.get(k, k): _value(v) for k, v in dump.host_params.items()}
+    names, index, _ = _feature_index(dump.content, params)
+    cat = {index[str(node["split"])] for t, tree in enumerate(dump.content)
+           for node in _nodes(tree, t) if isinstance(node.get("split_condition"), list)
+           and str(node.get("split")) in index}
+    return names, sorted(cat)
 
 
 def read_model(model: Any) -> Model:
