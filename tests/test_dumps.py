@@ -19,12 +19,17 @@ COLS = ["tree", "node", "feature_index", "n_train", "n_valid", "k", "biased_gain
 
 
 def _frame(n: int, seed: int):
+    """Features a, b with NaN rows that behave like high a / low b values (so the hosts send
+    missing values right at some nodes, left at others) and a categorical c."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 3))
     X[: n // 10, 0] = np.nan
+    X[n // 10: n // 5, 1] = np.nan
     c = pd.Categorical(rng.integers(0, 8, n))
     df = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "c": c})
-    y = X[:, 1] + (c.codes % 2) + rng.normal(size=n)
+    y = (np.where(np.isnan(X[:, 0]), 2.0, 0.5 * X[:, 0])
+         + np.where(np.isnan(X[:, 1]), -2.0, X[:, 1]) + 1.5 * (c.codes % 2)
+         + rng.normal(size=n))
     return df, y
 
 
@@ -32,6 +37,20 @@ def _same(r1, r2, tol=1e-9):
     a, b = r1.splits[COLS].to_numpy(float), r2.splits[COLS].to_numpy(float)
     assert a.shape == b.shape and a.shape[0] > 0
     np.testing.assert_allclose(a, b, rtol=0, atol=tol)
+
+
+def _walk(node):
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(node.get("children", []))
+        stack.extend(node[k] for k in ("left_child", "right_child") if k in node)
+
+
+def _default_sides(dump):
+    return {n["default_left"] for t in dump["tree_info"] for n in _walk(t["tree_structure"])
+            if "default_left" in n}
 
 
 def _lgb(params, df, y, rounds=5):
@@ -55,8 +74,9 @@ def test_lightgbm_dump_report_equals_booster(form, tmp_path):
                                 host_params={"lambda_l2": 2.0, "cat_l2": 10})
     _same(r1, r2)
     assert r2.rows_near_threshold == {"X_train": 0, "X_valid": 0}
-    # categorical and NaN splits are covered
-    assert r1.splits["categorical"].any() and np.isnan(df["a"]).any()
+    # categorical splits and splits on the feature with NaN (both default sides) are covered
+    assert r1.splits["categorical"].any() and (r1.splits["feature"] == "a").any()
+    assert _default_sides(b.dump_model()) == {True, False}
 
 
 def test_lightgbm_dump_infers_l2_and_warns_defaults():
@@ -142,9 +162,11 @@ def test_xgboost_dump_report_equals_booster(objective):
                                 host_params=_xgb_params(b, eta=0.3, reg_lambda=2.0, **extra))
     _same(r1, r2)
     assert r2.rows_near_threshold == {"X_train": 0, "X_valid": 0}
-    assert r1.splits["categorical"].any() and df["a"].isna().any()
-    # default directions of both kinds are exercised
-    assert r1.splits.shape[0] > 5
+    assert r1.splits["categorical"].any() and (r1.splits["feature"] == "a").any()
+    # missing values go to "yes" at some nodes and to "no" at others
+    nodes = [json.loads(t) for t in dump]
+    assert {n["missing"] == n["yes"] for t in nodes for n in _walk(t) if "yes" in n} == \
+        {True, False}
 
 
 def test_xgboost_dump_infers_eta_lambda():
@@ -222,6 +244,25 @@ def test_xgboost_dump_requires_what_it_lacks():
     broken["children"][0]["nodeid"] = 0
     with pytest.raises(ValueError, match="tree 0 repeats"):
         uc.unbiased_importance([broken], *args, host_params=_xgb_params(b))
+
+
+def test_dumps_route_sparse_rows_as_the_hosts():
+    """Absent sparse entries: missing for XGBoost, 0 for LightGBM."""
+    from scipy import sparse
+
+    rng = np.random.default_rng(11)
+    X = sparse.random(800, 4, density=0.3, random_state=11, format="csr")
+    y = X.toarray()[:, 0] * 2 + rng.normal(size=800)
+    args = (X[:400], y[:400], X[400:], y[400:])
+    bx = _xgb({"objective": "reg:squarederror"}, X[:400], y[:400], rounds=3)
+    hp = {**_xgb_params(bx, eta=0.3, reg_lambda=2.0), "feature_names": None, "n_features": 4}
+    _same(uc.unbiased_importance(bx, *args, random_state=0),
+          uc.unbiased_importance(bx.get_dump(dump_format="json", with_stats=True), *args,
+                                 random_state=0, host_params=hp))
+    bl = _lgb({"objective": "regression"}, X[:400], y[:400], rounds=3)
+    _same(uc.unbiased_importance(bl, *args, random_state=0),
+          uc.unbiased_importance(bl.dump_model(), *args, random_state=0,
+                                 host_params={"lambda_l2": 0}))
 
 
 # --- pruning a dump --------------------------------------------------------------------------
