@@ -119,6 +119,8 @@ def test_bad_dumps_one_clear_error(tmp_path):
     bad.write_text('{"name": "tree", "tree_info": [oops')
     with pytest.raises(ValueError, match="not a valid JSON dump"):
         uc.unbiased_importance(str(bad), *args)
+    with pytest.raises(ValueError, match="no such file"):
+        uc.unbiased_importance(str(tmp_path / "absent.json"), *args)
     with pytest.raises(ValueError, match="not a valid LightGBM dump_model"):
         uc.unbiased_importance({"name": "tree", "tree_info": [{}]}, *args)
     with pytest.raises(ValueError, match="host_params is for dumped models"):

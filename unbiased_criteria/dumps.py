@@ -68,6 +68,13 @@ def _host_of(obj: Any) -> str | None:
     return None
 
 
+def _is_file(path: str | os.PathLike) -> bool:
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):  # a name too long, a NUL byte: not a file
+        return False
+
+
 def recognise_dump(model: Any) -> str | None:
     """The host whose dump ``model`` is (a parsed object, a JSON string or a file path),
     else None. Cheap: a string or file is looked at, not parsed."""
@@ -76,7 +83,7 @@ def recognise_dump(model: Any) -> str | None:
     text = None
     if isinstance(model, str) and model.lstrip()[:1] in ("{", "["):
         text = model[:4096]
-    elif isinstance(model, (str, os.PathLike)) and Path(model).is_file():
+    elif isinstance(model, (str, os.PathLike)) and _is_file(model):
         with open(model, "rb") as f:
             head = f.read(4096)
         text = head.decode("utf-8", errors="replace")
@@ -145,6 +152,10 @@ def as_dump(model: Any, host_params: Mapping | None = None) -> Any:
         return replace(model, host_params={**model.host_params, **(host_params or {})})
     host = recognise_dump(model)
     if host is None:
+        if isinstance(model, (str, os.PathLike)) and not _is_file(model):
+            shown = str(model) if len(str(model)) <= 100 else str(model)[:97] + "..."
+            raise ValueError(f"model {shown}: no such file (a model given as a string is a "
+                             "dump's JSON or the path of a dump file)")
         if host_params:
             raise ValueError("host_params is for dumped models (dump_model() / get_dump() "
                              "JSON); a host model stores its parameters")
