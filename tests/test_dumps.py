@@ -267,6 +267,17 @@ def test_dumps_route_sparse_rows_as_the_hosts():
                                  host_params={"lambda_l2": 0}))
 
 
+def test_dump_router_within_a_small_memory_budget():
+    """Rows read and routed a slice at a time, trees a chunk at a time: the same report."""
+    df, y = _frame(3000, 12)
+    b = _lgb({"objective": "regression"}, df[:1500], y[:1500], rounds=6)
+    args = (df[:1500], y[:1500], df[1500:], y[1500:])
+    hp = {"lambda_l2": 0, "cat_l2": 10}
+    small = uc.unbiased_importance(b.dump_model(), *args, random_state=0, host_params=hp,
+                                   memory_budget=2**15)   # 256-row slices, 1 tree per call
+    _same(uc.unbiased_importance(b, *args, random_state=0), small)
+
+
 # --- pruning a dump --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("form", ["dict", "json", "file"])

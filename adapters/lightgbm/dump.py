@@ -114,7 +114,8 @@ def make_router(model: Any, read: Model, X: Any, argument: str,
     dump = as_dump(model)
     dense = dense_features(X, read.forest, argument, feature_dtype=np.float64,
                            sparse_missing=False, categories=_categories(dump),
-                           stored_name=lambda name: name.replace(" ", "_"))
+                           stored_name=lambda name: name.replace(" ", "_"),
+                           memory_budget=memory_budget)
     return make_ir_router(read.forest, dense, memory_budget=memory_budget)
 
 

@@ -247,7 +247,8 @@ def make_router(model: Any, read: Model, X: Any, argument: str,
     if read.source.get("n_features_inferred") and getattr(X, "ndim", 2) == 2 \
             and X.shape[1] > n:
         X = X.iloc[:, :n] if hasattr(X, "iloc") else X[:, :n]
-    dense = dense_features(X, forest, argument, feature_dtype=np.float32, sparse_missing=True)
+    dense = dense_features(X, forest, argument, feature_dtype=np.float32, sparse_missing=True,
+                           memory_budget=memory_budget)
     near = rows_near_thresholds(forest, dense, np.float32, read.source["printed"])
     if near:
         warnings.warn(
