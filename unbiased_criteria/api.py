@@ -307,7 +307,9 @@ def unbiased_importance(
     UserWarning
         When more than half the splits have fewer than ``min_k`` held-out rows in a child,
         when the model has no trees, and when an XGBoost model's eta and lambda are not stored
-        and cannot be inferred (only ``biased_gain`` depends on them).
+        and cannot be inferred (only ``biased_gain`` depends on them). For a dumped model: when
+        rows lie within the printed precision of a threshold (``report.rows_near_threshold``
+        counts them), and when a parameter the dump lacks takes the host's default.
     """
     options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
                           cross_fit=cross_fit, n_blocks=n_blocks)
