@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 _ADAPTERS = {
     "lightgbm": "unbiased_criteria.adapters.lightgbm",
     "xgboost": "unbiased_criteria.adapters.xgboost",
+    "sklearn": "unbiased_criteria.adapters.sklearn",
 }
 
 DEFAULT_MEMORY_BUDGET = 512 * 2**20
@@ -45,8 +46,9 @@ def adapter_for(model: Any) -> ModuleType:
         if root in _ADAPTERS:
             return importlib.import_module(_ADAPTERS[root])
     raise TypeError(
-        "model must be a lightgbm.Booster / LGBMModel, an xgboost.Booster / XGBModel or a "
-        "dumped model (dump_model() / get_dump(dump_format='json') JSON), "
+        "model must be a lightgbm.Booster / LGBMModel, an xgboost.Booster / XGBModel, a "
+        "fitted scikit-learn HistGradientBoostingRegressor / Classifier or a dumped model "
+        "(dump_model() / get_dump(dump_format='json') JSON), "
         f"got {type(model).__module__}.{type(model).__name__}"
     )
 
@@ -253,7 +255,9 @@ def unbiased_importance(
 
     Parameters
     ----------
-    model : lightgbm.Booster, lightgbm.LGBMModel, xgboost.Booster, xgboost.XGBModel or a dump
+    model : lightgbm.Booster, lightgbm.LGBMModel, xgboost.Booster, xgboost.XGBModel, a fitted
+        sklearn.ensemble.HistGradientBoostingRegressor / HistGradientBoostingClassifier, or a
+        dump
         A dumped model is LightGBM ``dump_model()`` or XGBoost ``get_dump(dump_format="json",
         with_stats=True)`` output: the parsed dict / list, a JSON string or a file path
         (recognised by content). Its rows are routed by the library's own copy of the host's

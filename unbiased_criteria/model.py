@@ -48,7 +48,7 @@ class Model:
     split_score : SplitScore
         The host's regularisation, to recompute its gains and leaf values.
     host : str
-        ``"lightgbm"`` or ``"xgboost"``.
+        ``"lightgbm"``, ``"xgboost"`` or ``"sklearn"``.
     bias_from_labels : bool
         The host folded an init score into the first iteration's trees (``Tree.bias``) that
         must be recomputed from the training labels with ``objective.init_score``; their
