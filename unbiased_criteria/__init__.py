@@ -1,4 +1,5 @@
-"""Unbiased split gains for LightGBM and XGBoost (Zhang et al., IJCAI 2023).
+"""Unbiased split gains for LightGBM, XGBoost and scikit-learn's HistGradientBoosting (Zhang et
+al., IJCAI 2023).
 
 >>> import unbiased_criteria as uc
 >>> report = uc.unbiased_importance(model, X_train, y_train, X_valid, y_valid)  # doctest: +SKIP
