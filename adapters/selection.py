@@ -56,7 +56,7 @@ def cross_fitted_importance(
 
     Parameters
     ----------
-    estimator : LightGBM or XGBoost scikit-learn estimator
+    estimator : LightGBM, XGBoost or HistGradientBoosting scikit-learn estimator
         Not fitted or fitted: it is cloned (:func:`sklearn.base.clone`) for every fold and
         never changed.
     X : array-like (numpy, pandas with category columns, scipy sparse)
@@ -141,7 +141,7 @@ class UnbiasedSelector(SelectorMixin, BaseEstimator):
 
     Parameters
     ----------
-    estimator : LightGBM or XGBoost scikit-learn estimator
+    estimator : LightGBM, XGBoost or HistGradientBoosting scikit-learn estimator
         Cloned for every fold; never fitted itself.
     cv : int or scikit-learn splitter, default 5
     alpha : float or None, default 0.05

@@ -94,6 +94,21 @@ def test_xgboost_text_labels_are_classes_with_a_warning(data_file, capsys):
                                selector.importances_["unbiased_gain"], rtol=1e-12)
 
 
+def test_sklearn_host_is_histgradientboosting(data_file, capsys):
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    code, out, err = run(["select", data_file, "--label", "y", "--host", "sklearn", "--cv", "3",
+                          "--param", "max_iter=10", "--format", "csv", *DROP], capsys)
+    assert code == 0, err
+    got = pd.read_csv(io.StringIO(out), index_col="feature")
+    selector = uc.UnbiasedSelector(HistGradientBoostingRegressor(max_iter=10), cv=3).fit(
+        features(data_file), pd.read_csv(data_file)["y"].to_numpy())
+    np.testing.assert_allclose(got["unbiased_gain"],
+                               selector.importances_.loc[got.index, "unbiased_gain"],
+                               rtol=1e-12)
+    assert got.loc["X1", "selected"]
+
+
 @pytest.mark.parametrize("args, message", [
     (["--label", "z", "--host", "lightgbm"], "no label column 'z'"),
     (["--label", "y", "--host", "lightgbm", "--weight", "v"], "no weight column 'v'"),

@@ -149,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sel.add_argument("data", metavar="DATA", help="features and label (CSV or Parquet)")
     sel.add_argument("--label", metavar="COL", required=True, help="label column")
-    sel.add_argument("--host", choices=("lightgbm", "xgboost"), required=True)
+    sel.add_argument("--host", choices=("lightgbm", "xgboost", "sklearn"), required=True,
+                     help="whose estimator (sklearn: HistGradientBoosting)")
     sel.add_argument("--task", choices=("regression", "classification"),
                      help="default: classification for a text, boolean or two-valued label")
     sel.add_argument("--weight", metavar="COL", help="row weight column")
