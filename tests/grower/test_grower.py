@@ -1,0 +1,129 @@
+"""The native grower: binning, the ordinary (biased) tree against LightGBM, the unbiased rule."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from unbiased_criteria.binning import fit_bins
+from unbiased_criteria.gains import SplitScore
+from unbiased_criteria.grower import GrowerParams, RowSets, flat_codes, grow_tree
+from unbiased_criteria.objectives import make_objective
+from unbiased_criteria.trees import route_rows
+
+
+def _grow(X, g, h, sets, params, max_bin=255, seed=0):
+    binner = fit_bins(X, max_bin)
+    flat = flat_codes(binner.transform(X), binner.width)
+    return grow_tree(flat, np.asarray(g, np.float32), np.asarray(h, np.float32), sets, binner,
+                     params, np.random.default_rng(seed)), binner
+
+
+def test_bins_few_distinct_values_one_bin_each_and_nan_bin():
+    x = np.array([[3.0], [1.0], [2.0], [np.nan], [2.0], [1.0]])
+    binner = fit_bins(x, 255)
+    assert binner.n_bins.tolist() == [3]
+    np.testing.assert_array_equal(binner.bounds[0], np.float32([1.5, 2.5, np.inf]))
+    codes = binner.transform(x)[:, 0]
+    assert codes.tolist() == [2, 0, 1, binner.nan_bin, 1, 0]
+
+
+def test_bins_quantiles_within_budget():
+    x = np.random.default_rng(0).normal(size=(10000, 1))
+    binner = fit_bins(x, 16)
+    assert binner.n_bins[0] <= 15
+    counts = np.bincount(binner.transform(x)[:, 0])
+    # quantile bins: every bin near n / 15 rows
+    assert counts.min() > 0.8 * 10000 / 15 and counts.max() < 1.2 * 10000 / 15
+    # a value goes to the first bin whose bound it does not exceed
+    codes = binner.transform(x)[:, 0]
+    assert np.all(x[:, 0].astype(np.float32) <= binner.bounds[0][codes])
+    below = binner.bounds[0][np.maximum(codes.astype(np.int64) - 1, 0)]
+    assert np.all((codes == 0) | (x[:, 0].astype(np.float32) > below))
+
+
+def test_bins_bad_input():
+    with pytest.raises(ValueError, match="max_bin"):
+        fit_bins(np.zeros((3, 1)), 1)
+    with pytest.raises(ValueError, match="infinite"):
+        fit_bins(np.array([[np.inf]]), 255)
+
+
+@pytest.mark.parametrize("l2,leaves", [(0.0, 8), (2.0, 15)])
+def test_biased_first_tree_equals_lightgbm(l2, leaves):
+    """criterion='biased', every row in D: LightGBM's first tree, on data whose distinct
+    values are fewer than max_bin (so both bin the same): same partition, same leaf values."""
+    lgb = pytest.importorskip("lightgbm")
+    from unbiased_criteria.adapters.lightgbm import read_model
+
+    rng = np.random.default_rng(1)
+    n = 3000
+    X = rng.integers(0, 12, size=(n, 5)).astype(np.float64)
+    y = 0.4 * X[:, 0] - 0.3 * (X[:, 2] > 5) + rng.normal(size=n)
+    params = {"objective": "regression", "num_leaves": leaves, "min_data_in_leaf": 20,
+              "min_sum_hessian_in_leaf": 1e-3, "lambda_l2": l2, "learning_rate": 0.1,
+              "verbose": -1, "num_threads": 1, "deterministic": True}
+    booster = lgb.train(params, lgb.Dataset(X, y), num_boost_round=1)
+    host = read_model(booster).forest.trees[0]
+
+    obj = make_objective("squared_error")
+    init = obj.init_score(y)[0]
+    g, h = obj.grad_hess(y, np.full(n, init))
+    gp = GrowerParams(num_leaves=leaves, min_child_samples=20, criterion="biased",
+                      score=SplitScore(l2=l2))
+    grown, _ = _grow(X, g, h, RowSets(np.arange(n)), gp)
+    mine = grown.tree
+    assert mine.n_leaves == host.n_leaves
+    assert sorted(mine.feature[mine.feature >= 0]) == sorted(host.feature[host.feature >= 0])
+    host_leaf = route_rows(host, X)
+    # same partition of the rows into leaves
+    pairs = np.unique(np.stack([host_leaf, grown.row_leaf]), axis=1)
+    assert pairs.shape[1] == mine.n_leaves
+    np.testing.assert_allclose(init + 0.1 * mine.value[grown.row_leaf], host.value[host_leaf],
+                               rtol=0, atol=1e-9)
+    # B on D is LightGBM's split gain (6 digits in the text model)
+    np.testing.assert_allclose(np.sort(mine.host_gain[mine.feature >= 0]),
+                               np.sort(host.host_gain[host.feature >= 0]), rtol=1e-5)
+
+
+def test_nan_rows_follow_default_side_and_rows_route_as_ir():
+    rng = np.random.default_rng(2)
+    n = 4000
+    X = rng.normal(size=(n, 3))
+    X[rng.random((n, 3)) < 0.2] = np.nan
+    y = np.where(np.isnan(X[:, 0]), 3.0, X[:, 0]) + rng.normal(size=n) * 0.1
+    perm = rng.permutation(n)
+    D, V1, V2 = np.array_split(perm, 3)
+    for sets in (RowSets(np.arange(n)), RowSets(D, V1, V2)):
+        crit = "biased" if sets.select is None else "unbiased"
+        grown, _ = _grow(X, -y, np.ones(n), sets, GrowerParams(criterion=crit))
+        assert grown.tree.n_leaves > 4
+        # every row's leaf as grown = the IR's routing of its (float32) row
+        np.testing.assert_array_equal(
+            route_rows(grown.tree, X.astype(np.float32).astype(np.float64)), grown.row_leaf)
+
+
+def test_unbiased_rule_decides_on_d2():
+    """Every split made had U > 0 on D2'; the chosen candidate is the best U on D1'."""
+    rng = np.random.default_rng(3)
+    n = 6000
+    X = rng.normal(size=(n, 4))
+    y = X[:, 0] + rng.normal(size=n)
+    D, V1, V2 = np.array_split(rng.permutation(n), 3)
+    grown, _ = _grow(X, -y, np.ones(n), RowSets(D, V1, V2), GrowerParams(num_leaves=16))
+    c = grown.candidates
+    made = grown.tree.internal_nodes
+    assert made.size > 0
+    chosen = c["chosen"]
+    split_nodes = set(made.tolist())
+    for node in np.unique(c["node"][chosen]):
+        at = c["node"] == node
+        best = np.argmax(np.where(c["usable"][at], c["unbiased_gain"][at], -np.inf))
+        assert c["chosen"][at][best]
+        decided = c["decision_gain"][at][best]
+        if node in split_nodes:
+            assert decided > 0
+        else:  # refused on D2', or left for lack of leaves
+            assert not decided > 0 or grown.tree.n_leaves == 16
+    assert grown.tree.feature[0] == 0
+    assert np.mean(grown.tree.feature[made] == 0) > 0.5

@@ -1,0 +1,354 @@
+"""The paper's tree: histogram-based leaf-wise growth with the unbiased split rule.
+
+Zhang, Zhang and Li (IJCAI 2023) split the training rows into a sub-training part D and two
+validation parts D1', D2'. At every node:
+
+1. each feature's best threshold is found on D (the host's gain B from D's histograms);
+2. among those candidates the feature is chosen by its unbiased gain U measured on D1';
+3. the split is made only if the chosen candidate's U measured on D2' is > 0.
+
+``U = G_L r_L + G_R r_R - G_I r_I`` with ``G`` from D and ratios ``r = sum(g') / (sum(h') +
+lam)`` over ``k = min(n'_L, n'_R)`` validation rows drawn without replacement from each of
+I, L and R (:mod:`unbiased_criteria.gains`); with equal hessians everywhere (squared error,
+no weights) all of a node's validation rows are used instead (unbiased, less noise).
+
+With ``criterion="biased"`` the grower is an ordinary histogram GBDT: every row is in D and a
+node takes the candidate of largest B, as LightGBM does (tested against LightGBM).
+
+Histograms of gradient, hessian and count are built by one ``np.bincount`` each over the
+(feature, bin) codes of a node's rows; a node's larger child gets its parent's histogram
+minus its sibling's, so each split costs the rows of the smaller child. The best threshold of
+every feature comes from cumulative sums over its bins, with NaN rows tried on either side.
+Growth is leaf-wise: the leaf whose chosen candidate has the largest selection gain (B or
+U on D1') is split next, until ``num_leaves`` leaves or no leaf can split.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from .binning import BinMapper
+from .gains import SplitScore, leaf_weight, node_score
+from .trees import MISSING_NAN, DecisionRules, Tree, make_tree
+
+__all__ = ["RULES", "GrowerParams", "RowSets", "GrownTree", "grow_tree", "flat_codes"]
+
+#: the grower's trees send ``v <= threshold`` left (LightGBM's rules; the XGBoost writer
+#: converts thresholds for its ``<``)
+RULES = DecisionRules(operator="<=", categories_go="left", categorical_nan="other")
+
+
+@dataclass(frozen=True)
+class GrowerParams:
+    """How one tree grows (names as LightGBM's scikit-learn estimators').
+
+    ``min_child_samples`` and ``min_child_weight`` bound the rows and the hessian sum of D in
+    each child; ``min_split_gain`` bounds B on D. ``criterion="unbiased"`` applies the paper's
+    rule (steps 2 and 3 above), ``"biased"`` takes the candidate of largest B and splits
+    while ``B > min_split_gain``. ``min_k``: a candidate with ``k < min_k`` has no usable
+    evidence and cannot be chosen. ``lam``: L2 added to the ratios' denominators.
+    ``stop_threshold``: split iff U on D2' exceeds it (the paper: 0).
+    """
+
+    num_leaves: int = 31
+    max_depth: int = -1
+    min_child_samples: int = 20
+    min_child_weight: float = 1e-3
+    min_split_gain: float = 0.0
+    score: SplitScore = SplitScore()
+    criterion: Literal["unbiased", "biased"] = "unbiased"
+    min_k: int = 5
+    lam: float = 0.0
+    stop_threshold: float = 0.0
+
+
+@dataclass(frozen=True)
+class RowSets:
+    """Row indices of D, D1' and D2' (``select is decide`` when D1' = D2')."""
+
+    build: np.ndarray
+    select: np.ndarray | None = None
+    decide: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class GrownTree:
+    """A grown tree and what growing it measured.
+
+    Attributes
+    ----------
+    tree : Tree
+        Leaf values are the unshrunk Newton steps of all rows (``value`` at internal nodes
+        too); ``host_gain`` is B on D, ``host_hessian`` / ``host_count`` over all rows.
+    row_leaf : int array (n,)
+        Leaf node id of every training row (D, D1' and D2' together).
+    candidates : dict of arrays
+        One entry per candidate scored on D1' (every feature with a valid threshold at every
+        node searched): ``node``, ``feature``, ``bin``, ``biased_gain`` (B on D),
+        ``unbiased_gain`` (U on D1'), ``k``, ``usable``, ``chosen``, ``decision_gain`` (U on
+        D2' for the chosen one, NaN for the rest), ``n_train`` (rows of D in the node),
+        ``n_valid`` (rows of D1').
+    """
+
+    tree: Tree
+    row_leaf: np.ndarray
+    candidates: dict
+
+
+def flat_codes(codes: np.ndarray, width: int) -> np.ndarray:
+    """``feature * width + bin`` of every cell (int32): one bincount key for all features."""
+    p = codes.shape[1]
+    return codes.astype(np.int32) + (np.arange(p, dtype=np.int32) * np.int32(width))[None, :]
+
+
+def _histogram(flat: np.ndarray, rows: np.ndarray, g, h, size: int) -> np.ndarray:
+    """(3, size): sums of g, h and row counts per (feature, bin) over ``rows``."""
+    keys = flat[rows].ravel()
+    p = flat.shape[1]
+    return np.stack([
+        np.bincount(keys, weights=np.repeat(g[rows], p), minlength=size),
+        np.bincount(keys, weights=np.repeat(h[rows], p), minlength=size),
+        np.bincount(keys, minlength=size).astype(np.float64),
+    ])
+
+
+@dataclass
+class _Best:
+    """Each feature's best threshold at one node (arrays over features)."""
+
+    gain: np.ndarray  # B, -inf where no valid threshold
+    bin: np.ndarray
+    default_left: np.ndarray
+    GL: np.ndarray
+    HL: np.ndarray
+    nL: np.ndarray
+
+
+def _best_thresholds(hist: np.ndarray, p: int, width: int, n_bins: np.ndarray,
+                     G: float, H: float, n: float, params: GrowerParams) -> _Best:
+    """Best threshold per feature from cumulative sums, NaN rows tried on both sides."""
+    hist = hist.reshape(3, p, width)
+    cum = np.cumsum(hist[:, :, :-1], axis=2)  # (3, p, width-1): sums over bins <= b
+    nan = hist[:, :, -1:]  # (3, p, 1)
+    side = np.stack([cum, cum + nan], axis=1)  # (3, 2, p, width-1): NaN right / left
+    GL, HL, nL = side
+    GR, HR, nR = G - GL, H - HL, n - nL
+    score = params.score
+    gain = node_score(GL, HL, score) + node_score(GR, HR, score) - node_score(G, H, score)
+    valid = (
+        (np.arange(width - 1)[None, None, :] <= (n_bins - 2)[None, :, None])
+        & (nL >= params.min_child_samples) & (nR >= params.min_child_samples)
+        & (HL >= params.min_child_weight) & (HR >= params.min_child_weight)
+        & (gain > params.min_split_gain)
+    )
+    gain = np.where(valid, gain, -np.inf)
+    flat = gain.transpose(1, 0, 2).reshape(p, -1)  # per feature: (side, bin)
+    pick = np.argmax(flat, axis=1)
+    s, b = np.divmod(pick, width - 1)
+    f = np.arange(p)
+    return _Best(gain=flat[f, pick], bin=b, default_left=s.astype(bool),
+                 GL=GL[s, f, b], HL=HL[s, f, b], nL=nL[s, f, b])
+
+
+def _goes_left(flat_rows: np.ndarray, feats, bins, default_left, width: int) -> np.ndarray:
+    """(m, q) whether each row goes left at each candidate (codes of the given rows)."""
+    x = flat_rows[:, feats] - (np.asarray(feats) * width)[None, :]
+    return (x <= bins[None, :]) | ((x == width - 1) & default_left[None, :])
+
+
+def _unbiased(flat, rows, feats, bins, default_left, width, g, h, GL, GR, GI,
+              rng, params: GrowerParams, all_rows: bool):
+    """U of each candidate on the validation ``rows`` of a node; (U, k, usable).
+
+    One shuffle of the node's rows serves every candidate: I's draw is the first k rows in
+    that order, L's (R's) the first k rows that go left (right). Each draw alone is uniform
+    without replacement, which is all E[U] = 0 needs (as in :mod:`unbiased_criteria.gains`).
+    """
+    q = len(feats)
+    m = rows.size
+    if m == 0 or q == 0:
+        return np.zeros(q), np.zeros(q, dtype=np.int64), np.zeros(q, dtype=bool)
+    order = rows[rng.permutation(m)]
+    left = _goes_left(flat[order], feats, bins, default_left, width)
+    gv = g[order].astype(np.float64)
+    hv = h[order].astype(np.float64)
+    hz = (hv != 0).astype(np.float64)
+    nL = left.sum(axis=0)
+    k = np.minimum(nL, m - nL)
+    vals = np.stack([gv, hv, hz])  # (3, m)
+    if all_rows:
+        sL = vals @ left
+        sI = vals.sum(axis=1, keepdims=True)
+        sR = sI - sL
+        sI = np.broadcast_to(sI, sL.shape)
+    else:
+        takeL = left & (np.cumsum(left, axis=0) <= k)
+        right = ~left
+        takeR = right & (np.cumsum(right, axis=0) <= k)
+        sL, sR = vals @ takeL, vals @ takeR
+        cum = np.concatenate([np.zeros((3, 1)), np.cumsum(vals, axis=1)], axis=1)
+        sI = cum[:, k]
+
+    def ratio(s):
+        ok = s[2] > 0
+        return np.divide(s[0], s[1] + params.lam, out=np.zeros(q), where=ok), ok
+
+    (rL, okL), (rR, okR), (rI, okI) = ratio(sL), ratio(sR), ratio(sI)
+    usable = (k >= max(params.min_k, 1)) & okL & okR & okI
+    U = np.where(usable, GL * rL + GR * rR - GI * rI, 0.0)
+    return U, k, usable
+
+
+def grow_tree(flat: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
+              binner: BinMapper, params: GrowerParams, rng: np.random.Generator) -> GrownTree:
+    """Grow one tree on the binned training rows.
+
+    Parameters
+    ----------
+    flat : int32 array (n, n_features)
+        :func:`flat_codes` of the training rows' bins.
+    g, h : float arrays (n,)
+        Weighted gradients and hessians of every training row.
+    sets : RowSets
+        D, D1', D2' (D1' and D2' unused with ``criterion="biased"``).
+    binner : BinMapper
+    params : GrowerParams
+    rng : numpy.random.Generator
+        The k-draws' only source of randomness.
+    """
+    n, p = flat.shape
+    width = binner.width
+    size = p * width
+    unbiased = params.criterion == "unbiased"
+    shared = sets.select is sets.decide
+    all_rows = unbiased and h.size > 0 and bool(np.all(h == h[0]))
+    g64 = g.astype(np.float64)
+    h64 = h.astype(np.float64)
+
+    # per node: rows of D, D1', D2'; depth; histogram of D while a leaf
+    rows_of: list[tuple] = []
+    depth: list[int] = []
+    hist_of: dict[int, np.ndarray] = {}
+    stats: list[tuple[float, float, float]] = []  # G, H, n on D
+    split_of: dict[int, tuple] = {}  # node -> (priority, feature, bin, default_left, B, sums)
+    left_of: dict[int, int] = {}
+    cand_parts: list[dict] = []
+
+    def add_node(rows, d, hist):
+        node = len(rows_of)
+        rows_of.append(rows)
+        depth.append(d)
+        hist_of[node] = hist
+        G, H, _ = hist.reshape(3, p, width)[:, 0, :].sum(axis=1)  # any feature's bins
+        stats.append((float(G), float(H), float(rows[0].size)))
+        return node
+
+    def search(node):
+        G, H, nD = stats[node]
+        if params.max_depth > 0 and depth[node] >= params.max_depth:
+            return
+        if nD < 2 * params.min_child_samples or H < 2 * params.min_child_weight:
+            return
+        best = _best_thresholds(hist_of[node], p, width, binner.n_bins, G, H, nD, params)
+        feats = np.flatnonzero(np.isfinite(best.gain))
+        if feats.size == 0:
+            return
+        if not unbiased:
+            f = int(feats[np.argmax(best.gain[feats])])
+            split_of[node] = (best.gain[f], f, int(best.bin[f]), bool(best.default_left[f]),
+                              best.gain[f])
+            return
+        GL = best.GL[feats]
+        GR = G - GL
+        args = (feats, best.bin[feats], best.default_left[feats], width, g, h, GL, GR, G)
+        U1, k1, ok1 = _unbiased(flat, rows_of[node][1], *args, rng, params, all_rows)
+        chosen = np.zeros(feats.size, dtype=bool)
+        decision = np.full(feats.size, np.nan)
+        if ok1.any():
+            j = int(np.flatnonzero(ok1)[np.argmax(U1[ok1])])
+            chosen[j] = True
+            one = (feats[j:j + 1], best.bin[feats[j:j + 1]], best.default_left[feats[j:j + 1]],
+                   width, g, h, GL[j:j + 1], GR[j:j + 1], G)
+            U2, _, ok2 = _unbiased(flat, rows_of[node][2], *one, rng, params, all_rows)
+            decision[j] = U2[0] if ok2[0] else np.nan
+            if ok2[0] and U2[0] > params.stop_threshold:
+                f = int(feats[j])
+                split_of[node] = (U1[j], f, int(best.bin[f]), bool(best.default_left[f]),
+                                  best.gain[f])
+        cand_parts.append(dict(
+            node=np.full(feats.size, node), feature=feats, bin=best.bin[feats],
+            biased_gain=best.gain[feats], unbiased_gain=U1, k=k1, usable=ok1, chosen=chosen,
+            decision_gain=decision, n_train=np.full(feats.size, int(nD)),
+            n_valid=np.full(feats.size, rows_of[node][1].size),
+        ))
+
+    empty = np.zeros(0, dtype=np.int64)
+    select = empty if sets.select is None else sets.select
+    root_rows = (sets.build, select, select if shared or sets.decide is None else sets.decide)
+    add_node(root_rows, 0, _histogram(flat, sets.build, g64, h64, size))
+    search(0)
+    n_leaves = 1
+    made: dict[int, tuple] = {}  # node -> (feature, bin, default_left, B)
+    while n_leaves < params.num_leaves and split_of:
+        node = max(split_of, key=lambda v: split_of[v][0])
+        _, f, b, dl, B = split_of.pop(node)
+        made[node] = (f, b, dl, B)
+        parent_hist = hist_of.pop(node)
+        parts = []
+        for i, rows in enumerate(rows_of[node]):
+            if i == 2 and shared:
+                parts.append(parts[1])
+                continue
+            go = _goes_left(flat[rows], [f], np.array([b]), np.array([dl]), width)[:, 0]
+            parts.append((rows[go], rows[~go]))
+        dl_rows, dr_rows = parts[0]
+        small_left = dl_rows.size <= dr_rows.size
+        small = _histogram(flat, dl_rows if small_left else dr_rows, g64, h64, size)
+        large = parent_hist - small
+        hists = (small, large) if small_left else (large, small)
+        children = [add_node(tuple(part[side] for part in parts), depth[node] + 1, hists[side])
+                    for side in (0, 1)]
+        left_of[node] = children[0]
+        rows_of[node] = None  # the children hold the rows now
+        n_leaves += 1
+        for c in children:
+            search(c)
+    return _assemble(n, rows_of, left_of, made, g64, h64, binner, params, cand_parts)
+
+
+def _assemble(n, rows_of, left_of, made, g, h, binner, params, cand_parts) -> GrownTree:
+    """The IR tree (children adjacent, numbered as created) and every row's leaf."""
+    N = len(rows_of)
+    left = np.full(N, -1, dtype=np.int32)
+    right = np.full(N, -1, dtype=np.int32)
+    feature = np.full(N, -1, dtype=np.int32)
+    threshold = np.full(N, np.nan)
+    default_left = np.zeros(N, dtype=bool)
+    gain = np.full(N, np.nan)
+    for node, (f, b, dl, B) in made.items():
+        left[node], right[node] = left_of[node], left_of[node] + 1
+        feature[node], threshold[node] = f, binner.threshold(f, b)
+        default_left[node], gain[node] = dl, B
+    row_leaf = np.full(n, -1, dtype=np.int32)
+    for node, rows in enumerate(rows_of):
+        if rows is not None:  # a leaf
+            for part in rows:
+                row_leaf[part] = node
+    if (row_leaf < 0).any():
+        raise ValueError("sets must cover every training row (D, D1' and D2' together)")
+    shape = make_tree(left, right, feature, threshold, np.zeros(N), rules=RULES)
+    G, H = shape.node_sums(row_leaf, g), shape.node_sums(row_leaf, h)
+    count = np.rint(shape.node_sums(row_leaf)).astype(np.int64)
+    tree = make_tree(
+        left, right, feature, threshold, leaf_weight(G, H, params.score),
+        default_left=default_left, missing=np.full(N, MISSING_NAN, dtype=np.int8),
+        host_gain=gain, host_hessian=H, host_count=count, rules=RULES,
+    )
+    keys = ("node", "feature", "bin", "biased_gain", "unbiased_gain", "k", "usable", "chosen",
+            "decision_gain", "n_train", "n_valid")
+    candidates = {key: (np.concatenate([c[key] for c in cand_parts]) if cand_parts
+                        else np.zeros(0)) for key in keys}
+    return GrownTree(tree=tree, row_leaf=row_leaf, candidates=candidates)
