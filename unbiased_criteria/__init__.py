@@ -16,5 +16,16 @@ __all__ = [
     "ImportanceReport",
     "UnsupportedModelError",
     "adapters",
+    "UnbiasedGBMRegressor",
+    "UnbiasedGBMClassifier",
 ]
+
+
+def __getattr__(name):
+    # the native grower's estimators need scikit-learn: imported on first use only
+    if name in ("UnbiasedGBMRegressor", "UnbiasedGBMClassifier"):
+        from . import gbm_estimators
+
+        return getattr(gbm_estimators, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 __version__ = "0.1.0"

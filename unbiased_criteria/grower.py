@@ -351,4 +351,6 @@ def _assemble(n, rows_of, left_of, made, g, h, binner, params, cand_parts) -> Gr
             "decision_gain", "n_train", "n_valid")
     candidates = {key: (np.concatenate([c[key] for c in cand_parts]) if cand_parts
                         else np.zeros(0)) for key in keys}
+    candidates["split"] = (candidates["chosen"].astype(bool)
+                           & np.isin(candidates["node"], list(made)))
     return GrownTree(tree=tree, row_leaf=row_leaf, candidates=candidates)
