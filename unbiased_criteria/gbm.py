@@ -20,7 +20,7 @@ import pandas as pd
 
 from .binning import BinMapper, fit_bins
 from .gains import tree_generator
-from .grower import GrowerParams, RowSets, flat_codes, grow_tree
+from .grower import GrowerParams, RowSets, feature_major, grow_tree
 from .metrics import Metric
 from .objectives import Objective
 from .trees import Forest
@@ -142,7 +142,7 @@ def fit_gbm(
     seed = random_state if isinstance(random_state, np.random.SeedSequence) else \
         np.random.SeedSequence(random_state)
     binner = fit_bins(X, params.max_bin)
-    flat = flat_codes(binner.transform(X), binner.width)
+    codes = feature_major(binner.transform(X))
     base = np.asarray(objective.init_score(y, weight), dtype=np.float64).reshape(K)
     raw = np.tile(base, (n, 1))
     evals_raw = [np.tile(base, (np.shape(ex)[0], 1)) for _, ex, _, _ in eval_sets]
@@ -161,7 +161,7 @@ def fit_gbm(
         g, h = g.reshape(n, K), h.reshape(n, K)
         for k in range(K):
             t = it * K + k
-            grown = grow_tree(flat, g[:, k], h[:, k], sets, binner, params.grower,
+            grown = grow_tree(codes, g[:, k], h[:, k], sets, binner, params.grower,
                               tree_generator(seed, t))
             tree = _shrunk(grown.tree, params.learning_rate)
             trees.append(tree)

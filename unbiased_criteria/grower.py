@@ -34,7 +34,7 @@ from .binning import BinMapper
 from .gains import SplitScore, leaf_weight, node_score
 from .trees import MISSING_NAN, DecisionRules, Tree, make_tree
 
-__all__ = ["RULES", "GrowerParams", "RowSets", "GrownTree", "grow_tree", "flat_codes"]
+__all__ = ["RULES", "GrowerParams", "RowSets", "GrownTree", "grow_tree", "feature_major"]
 
 #: the grower's trees send ``v <= threshold`` left (LightGBM's rules; the XGBoost writer
 #: converts thresholds for its ``<``)
@@ -98,21 +98,23 @@ class GrownTree:
     candidates: dict
 
 
-def flat_codes(codes: np.ndarray, width: int) -> np.ndarray:
-    """``feature * width + bin`` of every cell (int32): one bincount key for all features."""
-    p = codes.shape[1]
-    return codes.astype(np.int32) + (np.arange(p, dtype=np.int32) * np.int32(width))[None, :]
+def feature_major(codes: np.ndarray) -> np.ndarray:
+    """Bin codes (n, n_features) laid out feature-major (n_features, n): a node's rows of one
+    feature are then one gather, and each feature's histogram one bincount."""
+    return np.ascontiguousarray(codes.T)
 
 
-def _histogram(flat: np.ndarray, rows: np.ndarray, g, h, size: int) -> np.ndarray:
-    """(3, size): sums of g, h and row counts per (feature, bin) over ``rows``."""
-    keys = flat[rows].ravel()
-    p = flat.shape[1]
-    return np.stack([
-        np.bincount(keys, weights=np.repeat(g[rows], p), minlength=size),
-        np.bincount(keys, weights=np.repeat(h[rows], p), minlength=size),
-        np.bincount(keys, minlength=size).astype(np.float64),
-    ])
+def _histogram(codes: np.ndarray, rows: np.ndarray, g, h, width: int) -> np.ndarray:
+    """(3, p * width): sums of g, h and row counts per (feature, bin) over ``rows``."""
+    p = codes.shape[0]
+    sub = codes[:, rows]
+    gr, hr = g[rows], h[rows]
+    out = np.empty((3, p, width))
+    for f in range(p):  # three bincounts per feature (faster than one over repeated weights)
+        out[0, f] = np.bincount(sub[f], gr, minlength=width)
+        out[1, f] = np.bincount(sub[f], hr, minlength=width)
+        out[2, f] = np.bincount(sub[f], minlength=width)
+    return out.reshape(3, -1)
 
 
 @dataclass
@@ -153,13 +155,13 @@ def _best_thresholds(hist: np.ndarray, p: int, width: int, n_bins: np.ndarray,
                  GL=GL[s, f, b], HL=HL[s, f, b], nL=nL[s, f, b])
 
 
-def _goes_left(flat_rows: np.ndarray, feats, bins, default_left, width: int) -> np.ndarray:
-    """(m, q) whether each row goes left at each candidate (codes of the given rows)."""
-    x = flat_rows[:, feats] - (np.asarray(feats) * width)[None, :]
+def _goes_left(codes, rows, feats, bins, default_left, width: int) -> np.ndarray:
+    """(m, q) whether each of ``rows`` goes left at each candidate."""
+    x = codes[np.asarray(feats)][:, rows].T
     return (x <= bins[None, :]) | ((x == width - 1) & default_left[None, :])
 
 
-def _unbiased(flat, rows, feats, bins, default_left, width, g, h, GL, GR, GI,
+def _unbiased(codes, rows, feats, bins, default_left, width, g, h, GL, GR, GI,
               rng, params: GrowerParams, all_rows: bool):
     """U of each candidate on the validation ``rows`` of a node; (U, k, usable).
 
@@ -172,7 +174,7 @@ def _unbiased(flat, rows, feats, bins, default_left, width, g, h, GL, GR, GI,
     if m == 0 or q == 0:
         return np.zeros(q), np.zeros(q, dtype=np.int64), np.zeros(q, dtype=bool)
     order = rows[rng.permutation(m)]
-    left = _goes_left(flat[order], feats, bins, default_left, width)
+    left = _goes_left(codes, order, feats, bins, default_left, width)
     gv = g[order].astype(np.float64)
     hv = h[order].astype(np.float64)
     hz = (hv != 0).astype(np.float64)
@@ -202,14 +204,36 @@ def _unbiased(flat, rows, feats, bins, default_left, width, g, h, GL, GR, GI,
     return U, k, usable
 
 
-def grow_tree(flat: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
+def _unbiased_from_hist(hist, p, width, feats, bins, default_left, GL, GR, GI,
+                        params: GrowerParams):
+    """U of each candidate from the histogram of a node's validation rows, every row used
+    (equal hessians: no ratio bias to cancel); (U, k, usable)."""
+    hist = hist.reshape(3, p, width)[:, feats, :]
+    q = len(feats)
+    cum = np.cumsum(hist[:, :, :-1], axis=2)[:, np.arange(q), bins]
+    sL = cum + np.where(default_left, hist[:, :, -1], 0.0)[:, np.arange(q)]
+    sI = hist[:, 0, :].sum(axis=1)[:, None]
+    sR = sI - sL
+    nL = sL[2]
+    k = np.rint(np.minimum(nL, sI[2] - nL)).astype(np.int64)
+
+    def ratio(s):
+        ok = s[2] > 0.5
+        return np.divide(s[0], s[1] + params.lam, out=np.zeros(q), where=ok), ok
+
+    (rL, okL), (rR, okR), (rI, okI) = ratio(sL), ratio(sR), ratio(np.broadcast_to(sI, sL.shape))
+    usable = (k >= max(params.min_k, 1)) & okL & okR & okI
+    return np.where(usable, GL * rL + GR * rR - GI * rI, 0.0), k, usable
+
+
+def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
               binner: BinMapper, params: GrowerParams, rng: np.random.Generator) -> GrownTree:
     """Grow one tree on the binned training rows.
 
     Parameters
     ----------
-    flat : int32 array (n, n_features)
-        :func:`flat_codes` of the training rows' bins.
+    codes : uint8 or uint16 array (n_features, n)
+        The training rows' bin codes, feature-major (:func:`feature_major`).
     g, h : float arrays (n,)
         Weighted gradients and hessians of every training row.
     sets : RowSets
@@ -219,9 +243,8 @@ def grow_tree(flat: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
     rng : numpy.random.Generator
         The k-draws' only source of randomness.
     """
-    n, p = flat.shape
+    p, n = codes.shape
     width = binner.width
-    size = p * width
     unbiased = params.criterion == "unbiased"
     shared = sets.select is sets.decide
     all_rows = unbiased and h.size > 0 and bool(np.all(h == h[0]))
@@ -237,11 +260,17 @@ def grow_tree(flat: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
     left_of: dict[int, int] = {}
     cand_parts: list[dict] = []
 
-    def add_node(rows, d, hist):
+    hist1_of: dict[int, np.ndarray] = {}  # histogram of D1' (equal hessians only)
+    # with equal hessians the count histogram stands for "rows with a non-zero hessian"
+    h_nonzero = 1.0 if (h.size and h[0] != 0) else 0.0
+
+    def add_node(rows, d, hist, hist1=None):
         node = len(rows_of)
         rows_of.append(rows)
         depth.append(d)
         hist_of[node] = hist
+        if hist1 is not None:
+            hist1_of[node] = hist1 * np.array([1.0, 1.0, h_nonzero])[:, None]
         G, H, _ = hist.reshape(3, p, width)[:, 0, :].sum(axis=1)  # any feature's bins
         stats.append((float(G), float(H), float(rows[0].size)))
         return node
@@ -264,7 +293,11 @@ def grow_tree(flat: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
         GL = best.GL[feats]
         GR = G - GL
         args = (feats, best.bin[feats], best.default_left[feats], width, g, h, GL, GR, G)
-        U1, k1, ok1 = _unbiased(flat, rows_of[node][1], *args, rng, params, all_rows)
+        if all_rows:
+            U1, k1, ok1 = _unbiased_from_hist(hist1_of[node], p, width, *args[:3],
+                                              GL, GR, G, params)
+        else:
+            U1, k1, ok1 = _unbiased(codes, rows_of[node][1], *args, rng, params, all_rows)
         chosen = np.zeros(feats.size, dtype=bool)
         decision = np.full(feats.size, np.nan)
         if ok1.any():
@@ -272,7 +305,7 @@ def grow_tree(flat: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
             chosen[j] = True
             one = (feats[j:j + 1], best.bin[feats[j:j + 1]], best.default_left[feats[j:j + 1]],
                    width, g, h, GL[j:j + 1], GR[j:j + 1], G)
-            U2, _, ok2 = _unbiased(flat, rows_of[node][2], *one, rng, params, all_rows)
+            U2, _, ok2 = _unbiased(codes, rows_of[node][2], *one, rng, params, all_rows)
             decision[j] = U2[0] if ok2[0] else np.nan
             if ok2[0] and U2[0] > params.stop_threshold:
                 f = int(feats[j])
@@ -288,7 +321,8 @@ def grow_tree(flat: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
     empty = np.zeros(0, dtype=np.int64)
     select = empty if sets.select is None else sets.select
     root_rows = (sets.build, select, select if shared or sets.decide is None else sets.decide)
-    add_node(root_rows, 0, _histogram(flat, sets.build, g64, h64, size))
+    add_node(root_rows, 0, _histogram(codes, sets.build, g64, h64, width),
+             _histogram(codes, select, g64, h64, width) if all_rows else None)
     search(0)
     n_leaves = 1
     made: dict[int, tuple] = {}  # node -> (feature, bin, default_left, B)
@@ -302,15 +336,23 @@ def grow_tree(flat: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
             if i == 2 and shared:
                 parts.append(parts[1])
                 continue
-            go = _goes_left(flat[rows], [f], np.array([b]), np.array([dl]), width)[:, 0]
+            x = codes[f, rows]
+            go = (x <= b) | ((x == width - 1) & dl)
             parts.append((rows[go], rows[~go]))
         dl_rows, dr_rows = parts[0]
         small_left = dl_rows.size <= dr_rows.size
-        small = _histogram(flat, dl_rows if small_left else dr_rows, g64, h64, size)
+        small = _histogram(codes, dl_rows if small_left else dr_rows, g64, h64, width)
         large = parent_hist - small
         hists = (small, large) if small_left else (large, small)
-        children = [add_node(tuple(part[side] for part in parts), depth[node] + 1, hists[side])
-                    for side in (0, 1)]
+        hists1 = (None, None)
+        if all_rows:
+            parent1 = hist1_of.pop(node) / np.array([1.0, 1.0, h_nonzero or 1.0])[:, None]
+            v_left, v_right = parts[1]
+            small1_left = v_left.size <= v_right.size
+            small1 = _histogram(codes, v_left if small1_left else v_right, g64, h64, width)
+            hists1 = (small1, parent1 - small1) if small1_left else (parent1 - small1, small1)
+        children = [add_node(tuple(part[side] for part in parts), depth[node] + 1, hists[side],
+                             hists1[side]) for side in (0, 1)]
         left_of[node] = children[0]
         rows_of[node] = None  # the children hold the rows now
         n_leaves += 1

@@ -7,15 +7,15 @@ import pytest
 
 from unbiased_criteria.binning import fit_bins
 from unbiased_criteria.gains import SplitScore
-from unbiased_criteria.grower import GrowerParams, RowSets, flat_codes, grow_tree
+from unbiased_criteria.grower import GrowerParams, RowSets, feature_major, grow_tree
 from unbiased_criteria.objectives import make_objective
 from unbiased_criteria.trees import route_rows
 
 
 def _grow(X, g, h, sets, params, max_bin=255, seed=0):
     binner = fit_bins(X, max_bin)
-    flat = flat_codes(binner.transform(X), binner.width)
-    return grow_tree(flat, np.asarray(g, np.float32), np.asarray(h, np.float32), sets, binner,
+    codes = feature_major(binner.transform(X))
+    return grow_tree(codes, np.asarray(g, np.float32), np.asarray(h, np.float32), sets, binner,
                      params, np.random.default_rng(seed)), binner
 
 
