@@ -194,3 +194,19 @@ def test_import_does_not_need_scikit_learn():
     code = ("import sys, unbiased_criteria as uc; assert 'sklearn' not in sys.modules; "
             "uc.UnbiasedGBMRegressor; assert 'sklearn' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_poisson_exports_predict_as_the_grower():
+    lgb = pytest.importorskip("lightgbm")
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(2000, 3)).astype(np.float32).astype(np.float64)
+    y = rng.poisson(np.exp(0.5 * X[:, 0]))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    est = uc.UnbiasedGBMRegressor(objective="poisson", n_estimators=10, random_state=0).fit(X, y)
+    raw = _raw(est, X)[:, 0]
+    assert isinstance(est.to_lightgbm(), lgb.Booster)
+    np.testing.assert_allclose(est.to_lightgbm().predict(X, raw_score=True), raw, atol=1e-9)
+    dm = xgb.DMatrix(X, feature_names=[f"Column_{j}" for j in range(3)])
+    np.testing.assert_allclose(est.to_xgboost().predict(dm, output_margin=True), raw, atol=1e-6)
+    np.testing.assert_allclose(est.predict(X), np.exp(raw))
