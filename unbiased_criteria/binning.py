@@ -10,6 +10,9 @@ of their own, the last column of the code table, whatever the feature's bin coun
 
 A split "left iff bin <= b" is then the rule ``v <= u_b`` on the raw value: the threshold the
 trees store is ``u_b``.
+
+A categorical feature holds non-negative integer codes (NaN missing); each code seen in
+training gets a bin of its own (at most ``max_bin - 1`` codes), in ascending order.
 """
 
 from __future__ import annotations
@@ -64,6 +67,14 @@ class BinMapper:
     bounds: tuple[np.ndarray, ...]
     n_bins: np.ndarray
     width: int
+    categorical: np.ndarray | None = None
+    categories: tuple = ()
+
+    def __post_init__(self):
+        if self.categorical is None:
+            object.__setattr__(self, "categorical", np.zeros(len(self.bounds), dtype=bool))
+        if not self.categories:
+            object.__setattr__(self, "categories", (None,) * len(self.bounds))
 
     @property
     def n_features(self) -> int:
@@ -82,8 +93,14 @@ class BinMapper:
         codes = np.empty(X.shape, dtype=dtype)
         for f, bounds in enumerate(self.bounds):  # one vectorised search per feature
             col = X[:, f]
-            codes[:, f] = np.where(np.isnan(col), self.nan_bin,
-                                   np.searchsorted(bounds, col, side="left"))
+            cats = self.categories[f]
+            if cats is None:
+                codes[:, f] = np.where(np.isnan(col), self.nan_bin,
+                                       np.searchsorted(bounds, col, side="left"))
+                continue
+            pos = np.minimum(np.searchsorted(cats, col), max(cats.size - 1, 0))
+            known = ~np.isnan(col) & (cats.size > 0) & (cats[pos] == col)
+            codes[:, f] = np.where(known, pos, self.nan_bin)
         return codes
 
     def threshold(self, feature: int, bin_: int) -> float:
@@ -91,7 +108,18 @@ class BinMapper:
         return float(self.bounds[feature][bin_])
 
 
-def fit_bins(X: np.ndarray, max_bin: int = 255) -> BinMapper:
+def _categories(x: np.ndarray, f: int, max_bin: int) -> np.ndarray:
+    x = x[~np.isnan(x)]
+    if np.any(x < 0) or np.any(x != np.round(x)):
+        raise ValueError(f"categorical feature {f} must hold non-negative integer codes or NaN")
+    cats = np.unique(x)
+    if cats.size > max_bin - 1:
+        raise ValueError(f"categorical feature {f} has {cats.size} categories, more than "
+                         f"max_bin - 1 = {max_bin - 1}; raise max_bin")
+    return cats
+
+
+def fit_bins(X: np.ndarray, max_bin: int = 255, categorical=()) -> BinMapper:
     """Fit quantile bins to float ``X`` (n, n_features); NaN is missing.
 
     Parameters
@@ -100,6 +128,8 @@ def fit_bins(X: np.ndarray, max_bin: int = 255) -> BinMapper:
         Read as float32.
     max_bin : int
         Bin budget per feature, the NaN bin included (at least 2).
+    categorical : sequence of int
+        Indices of the categorical features (non-negative integer codes).
     """
     if isinstance(max_bin, bool) or not isinstance(max_bin, int | np.integer) or max_bin < 2:
         raise ValueError(f"max_bin: expected an integer >= 2, got {max_bin!r}")
@@ -110,6 +140,12 @@ def fit_bins(X: np.ndarray, max_bin: int = 255) -> BinMapper:
         raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
     if np.isinf(X).any():
         raise ValueError("X contains infinite values; use NaN for missing values")
-    bounds = tuple(_feature_bounds(X[:, f], int(max_bin)) for f in range(X.shape[1]))
+    is_cat = np.zeros(X.shape[1], dtype=bool)
+    is_cat[list(categorical)] = True
+    categories = tuple(_categories(X[:, f], f, int(max_bin)) if is_cat[f] else None
+                       for f in range(X.shape[1]))
+    bounds = tuple(np.full(max(c.size, 1), np.inf, dtype=np.float32) if c is not None
+                   else _feature_bounds(X[:, f], int(max_bin)) for f, c in enumerate(categories))
     n_bins = np.array([b.size for b in bounds], dtype=np.int64)
-    return BinMapper(bounds=bounds, n_bins=n_bins, width=int(n_bins.max(initial=1)) + 1)
+    return BinMapper(bounds=bounds, n_bins=n_bins, width=int(n_bins.max(initial=1)) + 1,
+                     categorical=is_cat, categories=categories)

@@ -111,6 +111,7 @@ def fit_gbm(
     eval_sets: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray | None]] = (),
     metric: Metric | None = None,
     random_state=None,
+    categorical: Sequence[int] = (),
 ) -> GBMResult:
     """Boost ``params.n_estimators`` iterations of the native grower.
 
@@ -131,6 +132,10 @@ def fit_gbm(
         Needed with ``eval_sets``.
     random_state : int, SeedSequence or None
         Seeds the row splits and the k-draws (one stream per tree).
+    categorical : sequence of int
+        Categorical features (non-negative integer codes, NaN missing): split by category
+        sets (one-vs-rest up to ``grower.max_cat_to_onehot`` categories, else LightGBM's
+        many-vs-many search).
     """
     if objective.renews_leaves:
         raise ValueError(f"objective {objective.name!r} renews its leaves; the grower refuses it")
@@ -141,7 +146,7 @@ def fit_gbm(
     K = objective.n_outputs
     seed = random_state if isinstance(random_state, np.random.SeedSequence) else \
         np.random.SeedSequence(random_state)
-    binner = fit_bins(X, params.max_bin)
+    binner = fit_bins(X, params.max_bin, categorical)
     codes = feature_major(binner.transform(X))
     base = np.asarray(objective.init_score(y, weight), dtype=np.float64).reshape(K)
     raw = np.tile(base, (n, 1))

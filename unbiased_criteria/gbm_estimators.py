@@ -30,14 +30,22 @@ _METRIC = {"squared_error": "l2", "poisson": "poisson", "binary_logistic": "bina
            "multiclass_softmax": "multi_logloss"}
 
 
-def _refuse_categorical(X) -> None:
-    """Categorical splits are not implemented yet: refuse rather than split on the codes."""
-    if isinstance(X, pd.DataFrame):
-        cats = [str(c) for c, dt in X.dtypes.items() if isinstance(dt, pd.CategoricalDtype)]
-        if cats:
-            raise ValueError(
-                f"X: categorical columns {cats} are not supported by the native grower yet; "
-                "pass them as numbers (the codes, split as ordered values) or one-hot encoded")
+def _category_codes(X, categories: dict | None):
+    """``X`` with its pandas categorical columns replaced by their codes (NaN for missing or
+    unseen values), and the categories of each such column; with ``categories`` given (at
+    predict time) a categorical column is coded with the training run's categories."""
+    if not isinstance(X, pd.DataFrame):
+        return X, {}
+    found = {c: list(dt.categories) for c, dt in X.dtypes.items()
+             if isinstance(dt, pd.CategoricalDtype)}
+    if not found:
+        return X, {}
+    X = X.copy()
+    for col in found:
+        cats = found[col] if categories is None else categories.get(col, found[col])
+        codes = pd.Categorical(X[col], categories=cats).codes.astype(np.float64)
+        X[col] = np.where(codes < 0, np.nan, codes)
+    return X, found
 
 
 class _UnbiasedGBM(BaseEstimator):
@@ -117,14 +125,30 @@ class _UnbiasedGBM(BaseEstimator):
             grower=grower, early_stopping_rounds=self.early_stopping_rounds,
         )
 
+    @staticmethod
+    def _categorical_index(X, pandas_categories: dict, categorical_feature) -> list[int]:
+        """Indices of the categorical features: pandas categorical columns, plus
+        ``categorical_feature`` (indices or column names; ``"auto"``: none more)."""
+        names = list(X.columns) if isinstance(X, pd.DataFrame) else None
+        index = [names.index(c) for c in pandas_categories] if names is not None else []
+        if isinstance(categorical_feature, str) and categorical_feature == "auto":
+            return index
+        for item in categorical_feature:
+            if isinstance(item, str):
+                if names is None or item not in names:
+                    raise ValueError(f"categorical_feature: no column named {item!r}")
+                item = names.index(item)
+            index.append(int(item))
+        return sorted(set(index))
+
     def _fit(self, X, y_encoded, objective, objective_name, sample_weight, eval_set,
-             eval_sample_weight, eval_metric, encode):
+             eval_sample_weight, eval_metric, encode, cat_index):
         names = getattr(self, "feature_names_in_", None)
         X = np.asarray(X, dtype=np.float64)
         weight = None if sample_weight is None else _check_sample_weight(sample_weight, X)
         evals = []
         for i, (ex, ey) in enumerate(eval_set or ()):
-            _refuse_categorical(ex)
+            ex, _ = _category_codes(ex, self._categories)
             ex = validate_data(self, ex, reset=False, ensure_all_finite="allow-nan",
                                dtype=np.float64)
             ew = None if eval_sample_weight is None else np.asarray(eval_sample_weight[i])
@@ -134,6 +158,7 @@ class _UnbiasedGBM(BaseEstimator):
             X, y_encoded, objective, self._params(), weight=weight,
             feature_names=None if names is None else [str(v) for v in names],
             eval_sets=evals, metric=metric, random_state=self.random_state,
+            categorical=cat_index,
         )
         self._result = result
         self._objective = objective
@@ -146,7 +171,7 @@ class _UnbiasedGBM(BaseEstimator):
     # -- prediction ----------------------------------------------------------------------
     def _raw(self, X) -> np.ndarray:
         check_is_fitted(self, "_result")
-        _refuse_categorical(X)
+        X, _ = _category_codes(X, getattr(self, "_categories", {}))
         X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan", dtype=np.float64)
         # the grower binned float32 values: predict on the same
         X = X.astype(np.float32).astype(np.float64)
@@ -210,14 +235,16 @@ class _UnbiasedGBM(BaseEstimator):
         check_is_fitted(self, "_result")
         from .adapters.lightgbm.writer import booster_from_forest
 
-        return booster_from_forest(self._result.forest, self._objective_name)
+        cats = [list(c) for c in self._categories.values()] or None
+        return booster_from_forest(self._result.forest, self._objective_name, cats)
 
     def to_xgboost(self):
         """The model as an ``xgboost.Booster`` (served and saved by XGBoost alone)."""
         check_is_fitted(self, "_result")
         from .adapters.xgboost.writer import booster_from_forest
 
-        return booster_from_forest(self._result.forest, self._objective_name)
+        return booster_from_forest(self._result.forest, self._objective_name,
+                                   self._result.binner.categorical)
 
 
 class UnbiasedGBMRegressor(RegressorMixin, _UnbiasedGBM):
@@ -236,8 +263,9 @@ class UnbiasedGBMRegressor(RegressorMixin, _UnbiasedGBM):
     """
 
     def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None,
-            eval_metric=None):
-        _refuse_categorical(X)
+            eval_metric=None, categorical_feature="auto"):
+        X, self._categories = _category_codes(X, None)
+        cat_index = self._categorical_index(X, self._categories, categorical_feature)
         X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64,
                              y_numeric=True)
         name = _REGRESSION.get(self.objective or "regression")
@@ -247,7 +275,7 @@ class UnbiasedGBMRegressor(RegressorMixin, _UnbiasedGBM):
                 f"got {self.objective!r}")
         objective = make_objective(name)
         return self._fit(X, y, objective, name, sample_weight, eval_set, eval_sample_weight,
-                         eval_metric, lambda v: v)
+                         eval_metric, lambda v: v, cat_index)
 
     def predict(self, X) -> np.ndarray:
         raw = self._raw(X)
@@ -262,8 +290,9 @@ class UnbiasedGBMClassifier(ClassifierMixin, _UnbiasedGBM):
     """
 
     def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None,
-            eval_metric=None):
-        _refuse_categorical(X)
+            eval_metric=None, categorical_feature="auto"):
+        X, self._categories = _category_codes(X, None)
+        cat_index = self._categorical_index(X, self._categories, categorical_feature)
         X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64)
         check_classification_targets(y)
         self.classes_, y_enc = np.unique(y, return_inverse=True)
@@ -288,7 +317,7 @@ class UnbiasedGBMClassifier(ClassifierMixin, _UnbiasedGBM):
             return idx.astype(np.float64)
 
         return self._fit(X, y_enc.astype(np.float64), objective, name, sample_weight, eval_set,
-                         eval_sample_weight, eval_metric, encode)
+                         eval_sample_weight, eval_metric, encode, cat_index)
 
     def predict_proba(self, X) -> np.ndarray:
         raw = self._raw(X)

@@ -63,6 +63,9 @@ class GrowerParams:
     min_k: int = 5
     lam: float = 0.0
     stop_threshold: float = 0.0
+    max_cat_to_onehot: int = 4
+    max_cat_threshold: int = 32
+    cat_smooth: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -122,8 +125,8 @@ class _Best:
     """Each feature's best threshold at one node (arrays over features)."""
 
     gain: np.ndarray  # B, -inf where no valid threshold
-    bin: np.ndarray
-    default_left: np.ndarray
+    bin: np.ndarray  # numeric: left iff bin <= b; -1 for a categorical candidate
+    mask: np.ndarray  # (p, width) bool: the bins that go left (the NaN bin last)
     GL: np.ndarray
     HL: np.ndarray
     nL: np.ndarray
@@ -151,17 +154,65 @@ def _best_thresholds(hist: np.ndarray, p: int, width: int, n_bins: np.ndarray,
     pick = np.argmax(flat, axis=1)
     s, b = np.divmod(pick, width - 1)
     f = np.arange(p)
-    return _Best(gain=flat[f, pick], bin=b, default_left=s.astype(bool),
+    mask = np.arange(width)[None, :] <= b[:, None]
+    mask[:, -1] = s.astype(bool)
+    return _Best(gain=flat[f, pick], bin=b, mask=mask,
                  GL=GL[s, f, b], HL=HL[s, f, b], nL=nL[s, f, b])
 
 
-def _goes_left(codes, rows, feats, bins, default_left, width: int) -> np.ndarray:
-    """(m, q) whether each of ``rows`` goes left at each candidate."""
+def _best_categorical(best: _Best, hist: np.ndarray, p: int, width: int, binner: BinMapper,
+                      G: float, H: float, n: float, params: GrowerParams) -> None:
+    """Replace the categorical features' entries of ``best`` by their best category sets.
+
+    A feature with at most ``max_cat_to_onehot`` categories tries each category against
+    the rest; with more, the categories seen in the node are sorted by
+    ``G / (H + cat_smooth)`` and every prefix of up to ``max_cat_threshold`` categories from
+    either end is tried (LightGBM's many-vs-many search). NaN goes with the rest.
+    """
+    hist = hist.reshape(3, p, width)
+    score = params.score
+    for f in np.flatnonzero(binner.categorical):
+        best.gain[f] = -np.inf  # the numeric search's result means nothing here
+        nb = int(binner.n_bins[f])
+        hf = hist[:, f, :nb]
+        if nb <= params.max_cat_to_onehot:
+            masks = np.eye(nb, dtype=bool)
+        else:
+            seen = np.flatnonzero(hf[2] > 0)
+            order = seen[np.argsort(hf[0, seen] / (hf[1, seen] + params.cat_smooth),
+                                    kind="stable")]
+            t = min(params.max_cat_threshold, seen.size - 1)
+            if t < 1:
+                continue
+            steps = np.arange(1, t + 1)
+            rank = np.full(nb, nb, dtype=np.int64)
+            rank[order] = np.arange(order.size)
+            rev = np.full(nb, nb, dtype=np.int64)
+            rev[order[::-1]] = np.arange(order.size)
+            masks = np.concatenate([rank[None, :] < steps[:, None],
+                                    rev[None, :] < steps[:, None]])
+        sums = masks.astype(np.float64) @ hf.T  # (candidates, 3)
+        GL, HL, nL = sums.T
+        GR, HR, nR = G - GL, H - HL, n - nL
+        gain = node_score(GL, HL, score) + node_score(GR, HR, score) - node_score(G, H, score)
+        valid = ((nL >= params.min_child_samples) & (nR >= params.min_child_samples)
+                 & (HL >= params.min_child_weight) & (HR >= params.min_child_weight)
+                 & (gain > params.min_split_gain))
+        gain = np.where(valid, gain, -np.inf)
+        j = int(np.argmax(gain))
+        best.gain[f], best.bin[f] = gain[j], -1
+        best.mask[f] = False
+        best.mask[f, :nb] = masks[j]
+        best.GL[f], best.HL[f], best.nL[f] = GL[j], HL[j], nL[j]
+
+
+def _goes_left(codes, rows, feats, masks) -> np.ndarray:
+    """(m, q) whether each of ``rows`` goes left at each candidate (``masks`` (q, width))."""
     x = codes[np.asarray(feats)][:, rows].T
-    return (x <= bins[None, :]) | ((x == width - 1) & default_left[None, :])
+    return masks[np.arange(len(feats))[None, :], x]
 
 
-def _unbiased(codes, rows, feats, bins, default_left, width, g, h, GL, GR, GI,
+def _unbiased(codes, rows, feats, masks, g, h, GL, GR, GI,
               rng, params: GrowerParams, all_rows: bool):
     """U of each candidate on the validation ``rows`` of a node; (U, k, usable).
 
@@ -174,7 +225,7 @@ def _unbiased(codes, rows, feats, bins, default_left, width, g, h, GL, GR, GI,
     if m == 0 or q == 0:
         return np.zeros(q), np.zeros(q, dtype=np.int64), np.zeros(q, dtype=bool)
     order = rows[rng.permutation(m)]
-    left = _goes_left(codes, order, feats, bins, default_left, width)
+    left = _goes_left(codes, order, feats, masks)
     gv = g[order].astype(np.float64)
     hv = h[order].astype(np.float64)
     hz = (hv != 0).astype(np.float64)
@@ -204,14 +255,12 @@ def _unbiased(codes, rows, feats, bins, default_left, width, g, h, GL, GR, GI,
     return U, k, usable
 
 
-def _unbiased_from_hist(hist, p, width, feats, bins, default_left, GL, GR, GI,
-                        params: GrowerParams):
+def _unbiased_from_hist(hist, p, width, feats, masks, GL, GR, GI, params: GrowerParams):
     """U of each candidate from the histogram of a node's validation rows, every row used
     (equal hessians: no ratio bias to cancel); (U, k, usable)."""
     hist = hist.reshape(3, p, width)[:, feats, :]
     q = len(feats)
-    cum = np.cumsum(hist[:, :, :-1], axis=2)[:, np.arange(q), bins]
-    sL = cum + np.where(default_left, hist[:, :, -1], 0.0)[:, np.arange(q)]
+    sL = (hist * masks[None, :, :]).sum(axis=2)
     sI = hist[:, 0, :].sum(axis=1)[:, None]
     sR = sI - sL
     nL = sL[2]
@@ -256,7 +305,7 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
     depth: list[int] = []
     hist_of: dict[int, np.ndarray] = {}
     stats: list[tuple[float, float, float]] = []  # G, H, n on D
-    split_of: dict[int, tuple] = {}  # node -> (priority, feature, bin, default_left, B, sums)
+    split_of: dict[int, tuple] = {}  # node -> (priority, feature, bin, left mask, B)
     left_of: dict[int, int] = {}
     cand_parts: list[dict] = []
 
@@ -282,35 +331,34 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
         if nD < 2 * params.min_child_samples or H < 2 * params.min_child_weight:
             return
         best = _best_thresholds(hist_of[node], p, width, binner.n_bins, G, H, nD, params)
+        if binner.categorical.any():
+            _best_categorical(best, hist_of[node], p, width, binner, G, H, nD, params)
         feats = np.flatnonzero(np.isfinite(best.gain))
         if feats.size == 0:
             return
         if not unbiased:
             f = int(feats[np.argmax(best.gain[feats])])
-            split_of[node] = (best.gain[f], f, int(best.bin[f]), bool(best.default_left[f]),
-                              best.gain[f])
+            split_of[node] = (best.gain[f], f, int(best.bin[f]), best.mask[f], best.gain[f])
             return
         GL = best.GL[feats]
         GR = G - GL
-        args = (feats, best.bin[feats], best.default_left[feats], width, g, h, GL, GR, G)
         if all_rows:
-            U1, k1, ok1 = _unbiased_from_hist(hist1_of[node], p, width, *args[:3],
-                                              GL, GR, G, params)
+            U1, k1, ok1 = _unbiased_from_hist(hist1_of[node], p, width, feats,
+                                              best.mask[feats], GL, GR, G, params)
         else:
-            U1, k1, ok1 = _unbiased(codes, rows_of[node][1], *args, rng, params, all_rows)
+            U1, k1, ok1 = _unbiased(codes, rows_of[node][1], feats, best.mask[feats], g, h,
+                                    GL, GR, G, rng, params, all_rows)
         chosen = np.zeros(feats.size, dtype=bool)
         decision = np.full(feats.size, np.nan)
         if ok1.any():
             j = int(np.flatnonzero(ok1)[np.argmax(U1[ok1])])
             chosen[j] = True
-            one = (feats[j:j + 1], best.bin[feats[j:j + 1]], best.default_left[feats[j:j + 1]],
-                   width, g, h, GL[j:j + 1], GR[j:j + 1], G)
-            U2, _, ok2 = _unbiased(codes, rows_of[node][2], *one, rng, params, all_rows)
+            f = int(feats[j])
+            U2, _, ok2 = _unbiased(codes, rows_of[node][2], feats[j:j + 1], best.mask[f:f + 1],
+                                   g, h, GL[j:j + 1], GR[j:j + 1], G, rng, params, all_rows)
             decision[j] = U2[0] if ok2[0] else np.nan
             if ok2[0] and U2[0] > params.stop_threshold:
-                f = int(feats[j])
-                split_of[node] = (U1[j], f, int(best.bin[f]), bool(best.default_left[f]),
-                                  best.gain[f])
+                split_of[node] = (U1[j], f, int(best.bin[f]), best.mask[f], best.gain[f])
         cand_parts.append(dict(
             node=np.full(feats.size, node), feature=feats, bin=best.bin[feats],
             biased_gain=best.gain[feats], unbiased_gain=U1, k=k1, usable=ok1, chosen=chosen,
@@ -325,19 +373,18 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
              _histogram(codes, select, g64, h64, width) if all_rows else None)
     search(0)
     n_leaves = 1
-    made: dict[int, tuple] = {}  # node -> (feature, bin, default_left, B)
+    made: dict[int, tuple] = {}  # node -> (feature, bin, left mask, B)
     while n_leaves < params.num_leaves and split_of:
         node = max(split_of, key=lambda v: split_of[v][0])
-        _, f, b, dl, B = split_of.pop(node)
-        made[node] = (f, b, dl, B)
+        _, f, b, mask, B = split_of.pop(node)
+        made[node] = (f, b, mask, B)
         parent_hist = hist_of.pop(node)
         parts = []
         for i, rows in enumerate(rows_of[node]):
             if i == 2 and shared:
                 parts.append(parts[1])
                 continue
-            x = codes[f, rows]
-            go = (x <= b) | ((x == width - 1) & dl)
+            go = mask[codes[f, rows]]
             parts.append((rows[go], rows[~go]))
         dl_rows, dr_rows = parts[0]
         small_left = dl_rows.size <= dr_rows.size
@@ -370,10 +417,16 @@ def _assemble(n, rows_of, left_of, made, g, h, binner, params, cand_parts) -> Gr
     threshold = np.full(N, np.nan)
     default_left = np.zeros(N, dtype=bool)
     gain = np.full(N, np.nan)
-    for node, (f, b, dl, B) in made.items():
+    categorical = np.zeros(N, dtype=bool)
+    cat_sets = {}
+    for node, (f, b, mask, B) in made.items():
         left[node], right[node] = left_of[node], left_of[node] + 1
-        feature[node], threshold[node] = f, binner.threshold(f, b)
-        default_left[node], gain[node] = dl, B
+        feature[node], gain[node] = f, B
+        if b >= 0:
+            threshold[node], default_left[node] = binner.threshold(f, b), mask[-1]
+        else:  # the categories in the set go left; NaN and every other value go right
+            categorical[node] = True
+            cat_sets[node] = binner.categories[f][mask[: binner.n_bins[f]]]
     row_leaf = np.full(n, -1, dtype=np.int32)
     for node, rows in enumerate(rows_of):
         if rows is not None:  # a leaf
@@ -381,12 +434,14 @@ def _assemble(n, rows_of, left_of, made, g, h, binner, params, cand_parts) -> Gr
                 row_leaf[part] = node
     if (row_leaf < 0).any():
         raise ValueError("sets must cover every training row (D, D1' and D2' together)")
-    shape = make_tree(left, right, feature, threshold, np.zeros(N), rules=RULES)
+    shape = make_tree(left, right, feature, threshold, np.zeros(N), categorical=categorical,
+                      cat_sets=cat_sets, rules=RULES)
     G, H = shape.node_sums(row_leaf, g), shape.node_sums(row_leaf, h)
     count = np.rint(shape.node_sums(row_leaf)).astype(np.int64)
     tree = make_tree(
         left, right, feature, threshold, leaf_weight(G, H, params.score),
         default_left=default_left, missing=np.full(N, MISSING_NAN, dtype=np.int8),
+        categorical=categorical, cat_sets=cat_sets,
         host_gain=gain, host_hessian=H, host_count=count, rules=RULES,
     )
     keys = ("node", "feature", "bin", "biased_gain", "unbiased_gain", "k", "usable", "chosen",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import re
 from collections.abc import Callable
 
@@ -235,7 +236,8 @@ def _native_header(forest: Forest, objective_line: str, names: list[str]) -> str
     )
 
 
-def booster_from_forest(forest: Forest, objective: str) -> lightgbm.Booster:
+def booster_from_forest(forest: Forest, objective: str,
+                        pandas_categorical: list | None = None) -> lightgbm.Booster:
     """A LightGBM Booster holding ``forest``, made without a LightGBM model to copy.
 
     For forests grown outside LightGBM (:mod:`unbiased_criteria.gbm`): the header (objective,
@@ -250,6 +252,9 @@ def booster_from_forest(forest: Forest, objective: str) -> lightgbm.Booster:
         at least one iteration.
     objective : str
         Canonical objective name: one of ``NATIVE_OBJECTIVES``.
+    pandas_categorical : list of lists, optional
+        The categories of each pandas categorical column, in column order (LightGBM's
+        ``pandas_categorical``): a DataFrame passed to ``predict`` is coded with them.
     """
     if objective not in NATIVE_OBJECTIVES:
         raise ValueError(
@@ -268,7 +273,9 @@ def booster_from_forest(forest: Forest, objective: str) -> lightgbm.Booster:
     names = [re.sub(r"\s", "_", str(name)) for name in forest.feature_names]
     header = _native_header(forest, NATIVE_OBJECTIVES[objective](K), names)
     params = f"parameters:\n[boosting: gbdt]\n[objective: {objective}]\nend of parameters\n"
-    trailer = "end of trees\n\nfeature_importances:\n\n" + params + "\npandas_categorical:null\n"
+    cats = json.dumps(pandas_categorical, ensure_ascii=False) if pandas_categorical else "null"
+    trailer = ("end of trees\n\nfeature_importances:\n\n" + params
+               + f"\npandas_categorical:{cats}\n")
     source = LightGBMSource(text=header + trailer, params={}, objective=objective,
                             n_leaves=np.zeros(0, dtype=np.int64))
     text = model_text(source, dataclasses.replace(forest, trees=tuple(trees)))

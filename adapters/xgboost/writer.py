@@ -171,24 +171,32 @@ NATIVE_OBJECTIVES = {
 }
 
 
-def _to_strict_less(tree: Tree) -> Tree:
-    """A ``v <= t`` tree with float32 thresholds as XGBoost's ``v < t'``, ``t'`` the next
-    float32 above ``t``: the same rule on the float32 values XGBoost reads."""
-    if tree.rules.operator != "<=":
-        raise ValueError(f"expected a tree with the '<=' rule, got {tree.rules.operator!r}")
+def _to_xgboost_rules(tree: Tree) -> Tree:
+    """A tree with LightGBM's rules (``v <= t``, float32 thresholds; category set left, NaN
+    and other values right) under XGBoost's: ``v < t'`` with ``t'`` the next float32 above
+    ``t`` (the same rule on the float32 values XGBoost reads); a categorical node's children
+    swap (XGBoost sends its set right) and NaN defaults to the new left child (the others')."""
+    if tree.rules.operator != "<=" or tree.rules.categories_go != "left":
+        raise ValueError(f"expected LightGBM's decision rules, got {tree.rules}")
     inner = tree.internal_nodes
-    if tree.categorical[inner].any():
-        raise ValueError("categorical nodes cannot be converted to XGBoost's rules")
+    cat = tree.categorical & ~tree.is_leaf
+    numeric = inner[~cat[inner]]
     t32 = tree.threshold.astype(np.float32)
-    if np.any(t32[inner] != tree.threshold[inner]):
+    if np.any(t32[numeric] != tree.threshold[numeric]):
         raise ValueError("thresholds must be float32 values to convert '<=' into '<' exactly")
     up = np.nextafter(t32, np.float32(np.inf)).astype(np.float64)
-    threshold = np.where(tree.is_leaf, np.nan, up)
-    threshold.setflags(write=False)
-    return dataclasses.replace(tree, threshold=threshold, rules=RULES)
+    threshold = np.where(tree.is_leaf | cat, np.nan, up)
+    left = np.where(cat, tree.right, tree.left)
+    right = np.where(cat, tree.left, tree.right)
+    default_left = np.where(cat, True, tree.default_left)
+    arrays = {"threshold": threshold, "left": left.astype(np.int32),
+              "right": right.astype(np.int32), "default_left": default_left}
+    for a in arrays.values():
+        a.setflags(write=False)
+    return dataclasses.replace(tree, rules=RULES, **arrays)
 
 
-def booster_from_forest(forest: Forest, objective: str) -> xgboost.Booster:
+def booster_from_forest(forest: Forest, objective: str, categorical=None) -> xgboost.Booster:
     """An XGBoost Booster holding ``forest``, made without an XGBoost model to copy.
 
     For forests grown outside XGBoost (:mod:`unbiased_criteria.gbm`). Trees with the
@@ -202,6 +210,9 @@ def booster_from_forest(forest: Forest, objective: str) -> xgboost.Booster:
         Numeric trees, iteration-major, ``n_outputs`` per iteration.
     objective : str
         Canonical objective name: one of ``NATIVE_OBJECTIVES``.
+    categorical : bool array (n_features,), optional
+        Categorical features (XGBoost feature type ``"c"``; predict with
+        ``DMatrix(..., feature_types=..., enable_categorical=True)`` or pandas categoricals).
     """
     if objective not in NATIVE_OBJECTIVES:
         raise ValueError(
@@ -218,6 +229,8 @@ def booster_from_forest(forest: Forest, objective: str) -> xgboost.Booster:
     data = xgboost.DMatrix(np.zeros((label.size, forest.n_features)), label=label,
                            feature_names=list(forest.feature_names))
     template = xgboost.train(params, data, num_boost_round=0)
-    trees = [_to_strict_less(t) if t.rules != RULES else t for t in forest.trees]
+    trees = [_to_xgboost_rules(t) if t.rules != RULES else t for t in forest.trees]
     js = model_json(json.loads(template.save_raw("json")), forest.with_trees(trees))
+    if categorical is not None and np.any(categorical):
+        js["learner"]["feature_types"] = ["c" if c else "float" for c in categorical]
     return _load_with_config(js, template)

@@ -185,9 +185,13 @@ def test_bad_input():
         uc.UnbiasedGBMRegressor(criterion="gini").fit(X, y)
     with pytest.raises(ValueError, match="objective"):
         uc.UnbiasedGBMRegressor(objective="quantile").fit(X, y)
-    frame = pd.DataFrame({"a": X[:, 0], "c": pd.Categorical(X[:, 4].astype(int))})
-    with pytest.raises(ValueError, match="categorical columns \\['c'\\]"):
-        uc.UnbiasedGBMRegressor().fit(frame, y)
+    bad = X.copy()
+    bad[0, 1] = -1.0
+    with pytest.raises(ValueError, match="categorical feature 1 must hold non-negative integer"):
+        uc.UnbiasedGBMRegressor().fit(bad, y, categorical_feature=[1])
+    with pytest.raises(ValueError, match="categorical_feature: no column named 'z'"):
+        uc.UnbiasedGBMRegressor().fit(pd.DataFrame(X).rename(columns=str), y,
+                                      categorical_feature=["z"])
 
 
 def test_import_does_not_need_scikit_learn():
@@ -210,3 +214,54 @@ def test_poisson_exports_predict_as_the_grower():
     dm = xgb.DMatrix(X, feature_names=[f"Column_{j}" for j in range(3)])
     np.testing.assert_allclose(est.to_xgboost().predict(dm, output_margin=True), raw, atol=1e-6)
     np.testing.assert_allclose(est.predict(X), np.exp(raw))
+
+
+def _categorical_data(n=4000, seed=5):
+    rng = np.random.default_rng(seed)
+    c = rng.integers(0, 12, n).astype(float)  # many-vs-many (more than 4 categories)
+    c2 = rng.integers(0, 3, n).astype(float)  # one-vs-rest
+    y = rng.normal(size=12)[c.astype(int)] + 0.5 * (c2 == 1) + 0.5 * rng.normal(size=n)
+    c[rng.random(n) < 0.1] = np.nan
+    X = np.column_stack([rng.normal(size=n).astype(np.float32).astype(np.float64), c, c2])
+    return X, y
+
+
+@pytest.mark.parametrize("kind", ["regression", "multiclass"])
+def test_categorical_splits_export_to_both_hosts(kind):
+    lgb = pytest.importorskip("lightgbm")
+    xgb = pytest.importorskip("xgboost")
+    X, y = _categorical_data()
+    if kind == "multiclass":
+        y = np.digitize(y, [-0.5, 0.5])
+    est = _estimator(kind).fit(X, y, categorical_feature=[1, 2])
+    trees = est._result.forest.trees
+    cat_nodes = sum(int((t.categorical & ~t.is_leaf).sum()) for t in trees)
+    assert cat_nodes > len(trees)  # category-set splits on both kinds of feature
+    sizes = {len(t.category_set(v)) for t in trees for v in t.internal_nodes if t.categorical[v]}
+    assert max(sizes) > 1
+    raw = _raw(est, X)
+    booster = est.to_lightgbm()
+    assert isinstance(booster, lgb.Booster)
+    np.testing.assert_allclose(booster.predict(X, raw_score=True).reshape(X.shape[0], -1), raw,
+                               rtol=0, atol=1e-9)
+    dm = xgb.DMatrix(X, feature_types=["q", "c", "c"], enable_categorical=True,
+                     feature_names=[f"Column_{j}" for j in range(3)])
+    np.testing.assert_allclose(
+        est.to_xgboost().predict(dm, output_margin=True).reshape(X.shape[0], -1), raw,
+        rtol=0, atol=1e-6)
+
+
+def test_pandas_categoricals_are_coded_with_the_training_categories():
+    lgb = pytest.importorskip("lightgbm")
+    X, y = _categorical_data()
+    names = {0.0: "a", 1.0: "b", 2.0: "c"}
+    frame = pd.DataFrame({"x": X[:, 0], "c": pd.Categorical(X[:, 1]),
+                          "c2": pd.Categorical([names[v] for v in X[:, 2]])})
+    est = uc.UnbiasedGBMRegressor(n_estimators=10, random_state=0).fit(frame, y)
+    assert est._result.binner.categorical.tolist() == [False, True, True]
+    # the same rows with the categories listed in another order predict the same
+    shuffled = frame.assign(c2=frame["c2"].cat.reorder_categories(["c", "a", "b"]))
+    np.testing.assert_array_equal(est.predict(shuffled), est.predict(frame))
+    booster = est.to_lightgbm()
+    assert isinstance(booster, lgb.Booster)
+    np.testing.assert_allclose(booster.predict(frame), est.predict(frame), rtol=0, atol=1e-9)

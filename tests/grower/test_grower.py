@@ -42,6 +42,19 @@ def test_bins_quantiles_within_budget():
     assert np.all((codes == 0) | (x[:, 0].astype(np.float32) > below))
 
 
+def test_bins_categorical_one_bin_per_code():
+    x = np.array([[0.0, 1.5], [7.0, 2.5], [np.nan, 0.5], [3.0, 1.5], [7.0, 2.0]])
+    binner = fit_bins(x, 255, categorical=[0])
+    assert binner.categorical.tolist() == [True, False]
+    assert binner.categories[0].tolist() == [0.0, 3.0, 7.0]
+    codes = binner.transform(x)[:, 0]
+    assert codes.tolist() == [0, 2, binner.nan_bin, 1, 2]
+    with pytest.raises(ValueError, match="categorical feature 1 must hold non-negative integer"):
+        fit_bins(x, 255, categorical=[1])
+    with pytest.raises(ValueError, match="3 categories, more than max_bin - 1 = 2"):
+        fit_bins(x, 3, categorical=[0])
+
+
 def test_bins_bad_input():
     with pytest.raises(ValueError, match="max_bin"):
         fit_bins(np.zeros((3, 1)), 1)
