@@ -62,10 +62,14 @@ def test_bins_bad_input():
         fit_bins(np.array([[np.inf]]), 255)
 
 
-@pytest.mark.parametrize("l2,leaves", [(0.0, 8), (2.0, 15)])
-def test_biased_first_tree_equals_lightgbm(l2, leaves):
-    """criterion='biased', every row in D: LightGBM's first tree, on data whose distinct
-    values are fewer than max_bin (so both bin the same): same partition, same leaf values."""
+@pytest.mark.parametrize("objective,l2,leaves", [
+    ("regression", 0.0, 8), ("regression", 2.0, 15), ("binary", 0.0, 12),
+    ("multiclass", 0.0, 10),
+])
+def test_biased_first_iteration_equals_lightgbm(objective, l2, leaves):
+    """criterion='biased', every row in D: LightGBM's first iteration, on data whose
+    distinct values are fewer than max_bin (so both bin the same): same partition, same leaf
+    values, same split gains."""
     lgb = pytest.importorskip("lightgbm")
     from unbiased_criteria.adapters.lightgbm import read_model
 
@@ -73,30 +77,47 @@ def test_biased_first_tree_equals_lightgbm(l2, leaves):
     n = 3000
     X = rng.integers(0, 12, size=(n, 5)).astype(np.float64)
     y = 0.4 * X[:, 0] - 0.3 * (X[:, 2] > 5) + rng.normal(size=n)
-    params = {"objective": "regression", "num_leaves": leaves, "min_data_in_leaf": 20,
+    K = 1
+    if objective == "binary":
+        y = (y > np.median(y)).astype(np.float64)
+        obj = make_objective("binary_logistic")
+    elif objective == "multiclass":
+        K = 3
+        y = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3])).astype(np.float64)
+        obj = make_objective("multiclass_softmax", n_classes=3)
+    else:
+        obj = make_objective("squared_error")
+    # LightGBM counts a bin's rows from its hessian sum when hessians vary: keep the row
+    # bound out of play there
+    min_rows = 20 if objective == "regression" else 1
+    params = {"objective": objective, "num_leaves": leaves, "min_data_in_leaf": min_rows,
               "min_sum_hessian_in_leaf": 1e-3, "lambda_l2": l2, "learning_rate": 0.1,
               "verbose": -1, "num_threads": 1, "deterministic": True}
+    if K > 1:
+        params["num_class"] = K
     booster = lgb.train(params, lgb.Dataset(X, y), num_boost_round=1)
-    host = read_model(booster).forest.trees[0]
+    hosts = read_model(booster).forest.trees
 
-    obj = make_objective("squared_error")
-    init = obj.init_score(y)[0]
-    g, h = obj.grad_hess(y, np.full(n, init))
-    gp = GrowerParams(num_leaves=leaves, min_child_samples=20, criterion="biased",
+    init = obj.init_score(y)
+    raw = np.tile(init, (n, 1))
+    g, h = obj.grad_hess(y, raw if K > 1 else raw[:, 0])
+    g, h = g.reshape(n, K), h.reshape(n, K)
+    gp = GrowerParams(num_leaves=leaves, min_child_samples=min_rows, criterion="biased",
                       score=SplitScore(l2=l2))
-    grown, _ = _grow(X, g, h, RowSets(np.arange(n)), gp)
-    mine = grown.tree
-    assert mine.n_leaves == host.n_leaves
-    assert sorted(mine.feature[mine.feature >= 0]) == sorted(host.feature[host.feature >= 0])
-    host_leaf = route_rows(host, X)
-    # same partition of the rows into leaves
-    pairs = np.unique(np.stack([host_leaf, grown.row_leaf]), axis=1)
-    assert pairs.shape[1] == mine.n_leaves
-    np.testing.assert_allclose(init + 0.1 * mine.value[grown.row_leaf], host.value[host_leaf],
-                               rtol=0, atol=1e-9)
-    # B on D is LightGBM's split gain (6 digits in the text model)
-    np.testing.assert_allclose(np.sort(mine.host_gain[mine.feature >= 0]),
-                               np.sort(host.host_gain[host.feature >= 0]), rtol=1e-5)
+    for k in range(K):
+        grown, _ = _grow(X, g[:, k], h[:, k], RowSets(np.arange(n)), gp)
+        mine, host = grown.tree, hosts[k]
+        assert mine.n_leaves == host.n_leaves
+        assert sorted(mine.feature[mine.feature >= 0]) == sorted(host.feature[host.feature >= 0])
+        host_leaf = route_rows(host, X)
+        # same partition of the rows into leaves
+        pairs = np.unique(np.stack([host_leaf, grown.row_leaf]), axis=1)
+        assert pairs.shape[1] == mine.n_leaves
+        np.testing.assert_allclose(init[k] + 0.1 * mine.value[grown.row_leaf],
+                                   host.value[host_leaf], rtol=0, atol=1e-9)
+        # B on D is LightGBM's split gain (6 digits in the text model)
+        np.testing.assert_allclose(np.sort(mine.host_gain[mine.feature >= 0]),
+                                   np.sort(host.host_gain[host.feature >= 0]), rtol=1e-5)
 
 
 def test_nan_rows_follow_default_side_and_rows_route_as_ir():
