@@ -62,6 +62,10 @@ class BinMapper:
         Value bins of each feature (without the NaN bin).
     width : int
         Columns of the code table: ``max(n_bins) + 1``; column ``width - 1`` is the NaN bin.
+    categorical : bool array (n_features,)
+    categories : tuple
+        Per feature, the sorted codes of a categorical feature (bin ``b`` holds code
+        ``categories[f][b]``; any other value is binned as NaN), None for a numeric one.
     """
 
     bounds: tuple[np.ndarray, ...]

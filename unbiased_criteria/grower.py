@@ -51,6 +51,8 @@ class GrowerParams:
     while ``B > min_split_gain``. ``min_k``: a candidate with ``k < min_k`` has no usable
     evidence and cannot be chosen. ``lam``: L2 added to the ratios' denominators.
     ``stop_threshold``: split iff U on D2' exceeds it (the paper: 0).
+    ``max_cat_to_onehot``, ``max_cat_threshold``, ``cat_smooth``: the categorical search
+    (LightGBM's defaults and meaning; see ``_best_categorical``).
     """
 
     num_leaves: int = 31
@@ -90,10 +92,11 @@ class GrownTree:
         Leaf node id of every training row (D, D1' and D2' together).
     candidates : dict of arrays
         One entry per candidate scored on D1' (every feature with a valid threshold at every
-        node searched): ``node``, ``feature``, ``bin``, ``biased_gain`` (B on D),
-        ``unbiased_gain`` (U on D1'), ``k``, ``usable``, ``chosen``, ``decision_gain`` (U on
-        D2' for the chosen one, NaN for the rest), ``n_train`` (rows of D in the node),
-        ``n_valid`` (rows of D1').
+        node searched): ``node``, ``feature``, ``bin`` (numeric: left iff bin <= it; -1 for
+        a category set), ``biased_gain`` (B on D), ``unbiased_gain`` (U on D1'), ``k``,
+        ``usable``, ``chosen``, ``decision_gain`` (U on D2' for the chosen one, NaN for the
+        rest), ``n_train`` (rows of D in the node), ``n_valid`` (rows of D1'), ``split``
+        (the node split on this candidate).
     """
 
     tree: Tree
