@@ -211,8 +211,10 @@ def _best_categorical(best: _Best, hist: np.ndarray, p: int, width: int, binner:
 
 def _goes_left(codes, rows, feats, masks) -> np.ndarray:
     """(m, q) whether each of ``rows`` goes left at each candidate (``masks`` (q, width))."""
-    x = codes[np.asarray(feats)][:, rows].T
-    return masks[np.arange(len(feats))[None, :], x]
+    feats = np.asarray(feats)
+    # gather the node's rows first: indexing features first would copy every training row
+    x = (codes[feats[0], rows][None, :] if feats.size == 1 else codes[:, rows][feats]).T
+    return masks[np.arange(feats.size)[None, :], x]
 
 
 def _unbiased(codes, rows, feats, masks, g, h, GL, GR, GI,
