@@ -265,3 +265,39 @@ def test_pandas_categoricals_are_coded_with_the_training_categories():
     booster = est.to_lightgbm()
     assert isinstance(booster, lgb.Booster)
     np.testing.assert_allclose(booster.predict(frame), est.predict(frame), rtol=0, atol=1e-9)
+
+
+def test_leaves_are_newton_steps_of_all_training_rows():
+    """Tree 0's leaves: lr * leaf_weight(G, H) over every training row in the leaf (D, D1'
+    and D2' together), with L1, L2 and max_delta_step."""
+    from unbiased_criteria.gains import SplitScore, leaf_weight
+    from unbiased_criteria.objectives import make_objective
+    from unbiased_criteria.trees import route_rows
+
+    X, y = _data("binary", nan=0.05)
+    est = uc.UnbiasedGBMClassifier(n_estimators=1, learning_rate=0.3, reg_alpha=0.5,
+                                   reg_lambda=2.0, max_delta_step=0.8, random_state=0)
+    est.fit(X, y)
+    tree = est._result.forest.trees[0]
+    assert tree.n_leaves > 2
+    yb = (y == "yes").astype(np.float64)
+    obj = make_objective("binary_logistic")
+    g, h = obj.grad_hess(yb, np.full(yb.size, obj.init_score(yb)[0]))
+    leaf = route_rows(tree, X.astype(np.float32).astype(np.float64))
+    G = np.bincount(leaf, g.astype(np.float64), minlength=tree.n_nodes)
+    H = np.bincount(leaf, h.astype(np.float64), minlength=tree.n_nodes)
+    want = 0.3 * leaf_weight(G, H, SplitScore(l1=0.5, l2=2.0, max_delta_step=0.8))
+    np.testing.assert_allclose(tree.value[tree.is_leaf], want[tree.is_leaf], rtol=1e-12)
+
+
+def test_leaf_budget_depth_and_rows_per_leaf():
+    X, y = _data("regression", n=6000, nan=0.0)
+    est = uc.UnbiasedGBMRegressor(n_estimators=5, num_leaves=7, max_depth=2,
+                                  min_child_samples=50, criterion="biased", random_state=0)
+    est.fit(X, y)
+    for tree in est._result.forest.trees:
+        assert tree.n_leaves <= 4 and tree.max_depth <= 2
+        assert tree.host_count[tree.is_leaf].min() >= 50
+    est = uc.UnbiasedGBMRegressor(n_estimators=3, num_leaves=7, min_child_samples=50,
+                                  criterion="biased", random_state=0).fit(X, y)
+    assert max(t.n_leaves for t in est._result.forest.trees) == 7
