@@ -30,6 +30,7 @@ __all__ = ["GBMParams", "GBMResult", "fit_gbm", "split_rows"]
 log = logging.getLogger(__name__)
 
 _SPLIT_KEY = 2**42  # spawn key of the stream that draws the three-way splits
+_BLOCKS_KEY = 2**42 + 1  # spawn key of the stream that assigns jackknife blocks
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ class GBMParams:
     ``ratios``: relative sizes of D, D1', D2' (``(1, 1, 1)``, the paper's best in general), or
     of D, D1' with D2' = D1' (``(1, 1)``). Ignored with ``grower.criterion == "biased"``
     (every row is in D). ``redraw``: a new split every iteration (else one for the run).
+    ``n_blocks``: jackknife blocks of the training rows (fixed for the run) for the standard
+    errors of the importance (< 2: none).
     """
 
     n_estimators: int = 100
@@ -48,6 +51,7 @@ class GBMParams:
     redraw: bool = True
     grower: GrowerParams = field(default_factory=GrowerParams)
     early_stopping_rounds: int | None = None
+    n_blocks: int = 0
 
     def __post_init__(self):
         r = tuple(float(v) for v in self.ratios)
@@ -87,6 +91,8 @@ class GBMResult:
     candidates : pandas.DataFrame
         Every candidate scored on D1' (see :class:`~unbiased_criteria.grower.GrownTree`), with
         ``tree`` and ``iteration``; only trees kept after early stopping.
+    jackknife : array (len(candidates), n_blocks) or None
+        Each candidate's U with one block of training rows left out of its D1' ratios.
     evals : dict
         Metric per iteration for each evaluation set, by name.
     best_iteration : int
@@ -98,6 +104,7 @@ class GBMResult:
     candidates: pd.DataFrame
     evals: dict
     best_iteration: int
+    jackknife: np.ndarray | None = None
 
 
 def fit_gbm(
@@ -156,6 +163,10 @@ def fit_gbm(
     split_rng = tree_generator(seed, _SPLIT_KEY)
     unbiased = params.grower.criterion == "unbiased"
     sets = split_rows(n, params.ratios, split_rng) if unbiased else RowSets(np.arange(n))
+    n_blocks = int(params.n_blocks) if unbiased and params.n_blocks >= 2 else 0
+    blocks = (tree_generator(seed, _BLOCKS_KEY).permutation(n) % n_blocks).astype(np.intp) \
+        if n_blocks else None
+    jacks = []
 
     trees, parts = [], []
     best_score, best_iter, since_best = None, 0, 0
@@ -167,7 +178,8 @@ def fit_gbm(
         for k in range(K):
             t = it * K + k
             grown = grow_tree(codes, g[:, k], h[:, k], sets, binner, params.grower,
-                              tree_generator(seed, t))
+                              tree_generator(seed, t), blocks, n_blocks)
+            jacks.append(grown.jackknife)
             tree = _shrunk(grown.tree, params.learning_rate)
             trees.append(tree)
             raw[:, k] += tree.value[grown.row_leaf]
@@ -205,8 +217,9 @@ def fit_gbm(
         n_features=p,
         feature_names=names,
     )
+    jackknife = np.concatenate(jacks[: best_iter * K]) if n_blocks and jacks else None
     return GBMResult(forest=forest, binner=binner, candidates=candidates, evals=history,
-                     best_iteration=best_iter)
+                     best_iteration=best_iter, jackknife=jackknife)
 
 
 def _shrunk(tree, rate: float):

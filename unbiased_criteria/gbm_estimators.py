@@ -71,6 +71,7 @@ class _UnbiasedGBM(BaseEstimator):
         criterion: str = "unbiased",
         min_k: int = 5,
         early_stopping_rounds: int | None = None,
+        n_blocks: int = 0,
         random_state=None,
         n_jobs: int | None = None,
     ):
@@ -91,6 +92,7 @@ class _UnbiasedGBM(BaseEstimator):
         self.criterion = criterion
         self.min_k = min_k
         self.early_stopping_rounds = early_stopping_rounds
+        self.n_blocks = n_blocks
         self.random_state = random_state
         self.n_jobs = n_jobs
 
@@ -123,6 +125,7 @@ class _UnbiasedGBM(BaseEstimator):
             n_estimators=int(self.n_estimators), learning_rate=float(self.learning_rate),
             max_bin=self.max_bin, ratios=tuple(self.ratios), redraw=bool(self.redraw),
             grower=grower, early_stopping_rounds=self.early_stopping_rounds,
+            n_blocks=int(self.n_blocks),
         )
 
     @staticmethod
@@ -206,8 +209,10 @@ class _UnbiasedGBM(BaseEstimator):
 
         ``unbiased_gain``: U on D1'; ``biased_gain``: B on D; ``chosen``: the node's candidate
         of largest U on D1'; ``decision_gain``: its U on D2'; ``split``: whether the node
-        split on it. ``to_frame()`` sums per feature (``feature_importances_``). No standard
-        errors (``std_error`` NaN; ``select()`` refuses).
+        split on it. ``to_frame()`` sums per feature (``feature_importances_``);
+        ``std_error`` is a block jackknife over the training rows (``n_blocks`` blocks fixed
+        for the run, each replicate leaving one block out of every D1' ratio), so
+        ``select()`` works; NaN with ``n_blocks < 2``.
         """
         check_is_fitted(self, "_result")
         c = self._result.candidates.copy()
@@ -216,7 +221,7 @@ class _UnbiasedGBM(BaseEstimator):
             c = pd.DataFrame({"feature_index": np.zeros(0, dtype=np.int64),
                               "unbiased_gain": [], "biased_gain": [], "host_gain": [],
                               "usable": np.zeros(0, dtype=bool)})
-            return ImportanceReport(c, names, host="native")
+            return ImportanceReport(c, names, host="native", jackknife=self._result.jackknife)
         threshold = np.full(len(c), np.nan)
         feature, bin_ = c["feature"].to_numpy(dtype=np.int64), c["bin"].to_numpy(dtype=np.int64)
         for f in np.unique(feature):  # one lookup per feature
@@ -227,7 +232,7 @@ class _UnbiasedGBM(BaseEstimator):
                  [names[i] for i in c["feature_index"]])
         c["threshold"] = threshold
         c["host_gain"] = np.nan
-        return ImportanceReport(c, names, host="native")
+        return ImportanceReport(c, names, host="native", jackknife=self._result.jackknife)
 
     # -- export --------------------------------------------------------------------------
     def to_lightgbm(self):

@@ -102,6 +102,8 @@ class GrownTree:
     tree: Tree
     row_leaf: np.ndarray
     candidates: dict
+    #: (n_candidates, n_blocks): each candidate's U with one block of D1' rows left out
+    jackknife: np.ndarray | None = None
 
 
 def feature_major(codes: np.ndarray) -> np.ndarray:
@@ -217,18 +219,47 @@ def _goes_left(codes, rows, feats, masks) -> np.ndarray:
     return masks[np.arange(feats.size)[None, :], x]
 
 
+def _combine(sL, sR, sI, k, GL, GR, GI, params: GrowerParams, blocks=None):
+    """U = GL rL + GR rR - GI rI from the validation sums (3, q) of g, h and rows with a
+    non-zero hessian over L, R, I; (U, usable, jackknife).
+
+    ``blocks``: the same sums per block, ``(bL, bR, bI)`` each (3, q, B); the jackknife
+    replicate ``b`` (q, B) leaves block ``b`` out of every ratio, and is 0 where a ratio
+    loses every row with a non-zero hessian (as :func:`unbiased_criteria.gains.unbiased_gain`
+    does), and for unusable candidates.
+    """
+    q = sL.shape[1]
+
+    def ratio(s):
+        ok = s[2] > 0.5
+        return np.divide(s[0], s[1] + params.lam, out=np.zeros(s[0].shape), where=ok), ok
+
+    (rL, okL), (rR, okR), (rI, okI) = ratio(sL), ratio(sR), ratio(sI)
+    usable = (k >= max(params.min_k, 1)) & okL & okR & okI
+    U = np.where(usable, GL * rL + GR * rR - GI * rI, 0.0)
+    if blocks is None:
+        return U, usable, None
+    (oL, okL), (oR, okR), (oI, okI) = (ratio(s[:, :, None] - b)
+                                       for s, b in zip((sL, sR, sI), blocks))
+    ok = usable[:, None] & okL & okR & okI
+    jack = GL[:, None] * oL + GR[:, None] * oR - GI * oI
+    return U, usable, np.where(ok, jack, 0.0).reshape(q, -1)
+
+
 def _unbiased(codes, rows, feats, masks, g, h, GL, GR, GI,
-              rng, params: GrowerParams, all_rows: bool):
-    """U of each candidate on the validation ``rows`` of a node; (U, k, usable).
+              rng, params: GrowerParams, all_rows: bool, blocks=None, n_blocks: int = 0):
+    """U of each candidate on the validation ``rows`` of a node; (U, k, usable, jackknife).
 
     One shuffle of the node's rows serves every candidate: I's draw is the first k rows in
     that order, L's (R's) the first k rows that go left (right). Each draw alone is uniform
     without replacement, which is all E[U] = 0 needs (as in :mod:`unbiased_criteria.gains`).
+    ``blocks`` (block of every training row) adds the jackknife replicates.
     """
     q = len(feats)
     m = rows.size
     if m == 0 or q == 0:
-        return np.zeros(q), np.zeros(q, dtype=np.int64), np.zeros(q, dtype=bool)
+        jack = np.zeros((q, n_blocks)) if blocks is not None else None
+        return np.zeros(q), np.zeros(q, dtype=np.int64), np.zeros(q, dtype=bool), jack
     order = rows[rng.permutation(m)]
     left = _goes_left(codes, order, feats, masks)
     gv = g[order].astype(np.float64)
@@ -238,50 +269,65 @@ def _unbiased(codes, rows, feats, masks, g, h, GL, GR, GI,
     k = np.minimum(nL, m - nL)
     vals = np.stack([gv, hv, hz])  # (3, m)
     if all_rows:
-        sL = vals @ left
-        sI = vals.sum(axis=1, keepdims=True)
-        sR = sI - sL
-        sI = np.broadcast_to(sI, sL.shape)
+        takeL = left
+        takeR = ~left
+        kI = np.full(q, m)
     else:
         takeL = left & (np.cumsum(left, axis=0) <= k)
         right = ~left
         takeR = right & (np.cumsum(right, axis=0) <= k)
-        sL, sR = vals @ takeL, vals @ takeR
-        cum = np.concatenate([np.zeros((3, 1)), np.cumsum(vals, axis=1)], axis=1)
-        sI = cum[:, k]
+        kI = k
+    sL, sR = vals @ takeL, vals @ takeR
+    cum = np.concatenate([np.zeros((3, 1)), np.cumsum(vals, axis=1)], axis=1)
+    sI = cum[:, kI]
+    by_block = None
+    if blocks is not None:
+        onehot = (blocks[order][:, None] == np.arange(n_blocks)).astype(np.float64)  # (m, B)
+        weighted = vals[:, :, None] * onehot[None]  # (3, m, B)
+        bL = np.einsum("vmb,mq->vqb", weighted, takeL.astype(np.float64))
+        bR = np.einsum("vmb,mq->vqb", weighted, takeR.astype(np.float64))
+        cumb = np.concatenate([np.zeros((3, 1, n_blocks)), np.cumsum(weighted, axis=1)], axis=1)
+        by_block = (bL, bR, cumb[:, kI, :])
+    U, usable, jack = _combine(sL, sR, sI, k, GL, GR, GI, params, by_block)
+    return U, k, usable, jack
 
-    def ratio(s):
-        ok = s[2] > 0
-        return np.divide(s[0], s[1] + params.lam, out=np.zeros(q), where=ok), ok
 
-    (rL, okL), (rR, okR), (rI, okI) = ratio(sL), ratio(sR), ratio(sI)
-    usable = (k >= max(params.min_k, 1)) & okL & okR & okI
-    U = np.where(usable, GL * rL + GR * rR - GI * rI, 0.0)
-    return U, k, usable
+def _block_histogram(codes, rows, g, h, width, blocks, n_blocks) -> np.ndarray:
+    """(3, B, p, width): :func:`_histogram` of ``rows`` per jackknife block (B = 1 without
+    blocks)."""
+    if blocks is None:
+        return _histogram(codes, rows, g, h, width).reshape(3, 1, codes.shape[0], width)
+    p = codes.shape[0]
+    sub = codes[:, rows].astype(np.intp) + (blocks[rows] * width)[None, :]
+    gr, hr = g[rows], h[rows]
+    size = n_blocks * width
+    out = np.empty((3, p, n_blocks, width))
+    for f in range(p):
+        out[0, f] = np.bincount(sub[f], gr, minlength=size).reshape(n_blocks, width)
+        out[1, f] = np.bincount(sub[f], hr, minlength=size).reshape(n_blocks, width)
+        out[2, f] = np.bincount(sub[f], minlength=size).reshape(n_blocks, width)
+    return out.transpose(0, 2, 1, 3)
 
 
-def _unbiased_from_hist(hist, p, width, feats, masks, GL, GR, GI, params: GrowerParams):
-    """U of each candidate from the histogram of a node's validation rows, every row used
-    (equal hessians: no ratio bias to cancel); (U, k, usable)."""
-    hist = hist.reshape(3, p, width)[:, feats, :]
-    q = len(feats)
-    sL = (hist * masks[None, :, :]).sum(axis=2)
-    sI = hist[:, 0, :].sum(axis=1)[:, None]
-    sR = sI - sL
+def _unbiased_from_hist(hist_b, feats, masks, GL, GR, GI, params: GrowerParams,
+                        jackknife: bool):
+    """U of each candidate from the block histograms (3, B, p, width) of a node's validation
+    rows, every row used (equal hessians: no ratio bias to cancel); (U, k, usable, jack)."""
+    hb = hist_b[:, :, feats, :]  # (3, B, q, width)
+    bL = (hb * masks[None, None]).sum(axis=3).transpose(0, 2, 1)  # (3, q, B)
+    bI = np.broadcast_to(hb[:, :, :1, :].sum(axis=3).transpose(0, 2, 1), bL.shape)
+    bR = bI - bL
+    sL, sR, sI = bL.sum(axis=2), bR.sum(axis=2), bI.sum(axis=2)
     nL = sL[2]
     k = np.rint(np.minimum(nL, sI[2] - nL)).astype(np.int64)
-
-    def ratio(s):
-        ok = s[2] > 0.5
-        return np.divide(s[0], s[1] + params.lam, out=np.zeros(q), where=ok), ok
-
-    (rL, okL), (rR, okR), (rI, okI) = ratio(sL), ratio(sR), ratio(np.broadcast_to(sI, sL.shape))
-    usable = (k >= max(params.min_k, 1)) & okL & okR & okI
-    return np.where(usable, GL * rL + GR * rR - GI * rI, 0.0), k, usable
+    U, usable, jack = _combine(sL, sR, sI, k, GL, GR, GI, params,
+                               (bL, bR, bI) if jackknife else None)
+    return U, k, usable, jack
 
 
 def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
-              binner: BinMapper, params: GrowerParams, rng: np.random.Generator) -> GrownTree:
+              binner: BinMapper, params: GrowerParams, rng: np.random.Generator,
+              blocks: np.ndarray | None = None, n_blocks: int = 0) -> GrownTree:
     """Grow one tree on the binned training rows.
 
     Parameters
@@ -296,6 +342,9 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
     params : GrowerParams
     rng : numpy.random.Generator
         The k-draws' only source of randomness.
+    blocks, n_blocks : int array (n,), int
+        Optional jackknife block (0..n_blocks-1) of every training row: each candidate's U
+        on D1' is also computed with each block's rows left out (``GrownTree.jackknife``).
     """
     p, n = codes.shape
     width = binner.width
@@ -314,9 +363,14 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
     left_of: dict[int, int] = {}
     cand_parts: list[dict] = []
 
-    hist1_of: dict[int, np.ndarray] = {}  # histogram of D1' (equal hessians only)
+    hist1_of: dict[int, np.ndarray] = {}  # block histograms of D1' (equal hessians only)
     # with equal hessians the count histogram stands for "rows with a non-zero hessian"
     h_nonzero = 1.0 if (h.size and h[0] != 0) else 0.0
+    nz_scale = np.array([1.0, 1.0, h_nonzero])[:, None, None, None]
+    jackknife = blocks is not None and n_blocks >= 2
+    if not jackknife:
+        blocks, n_blocks = None, 0
+    jack_parts: list[np.ndarray] = []
 
     def add_node(rows, d, hist, hist1=None):
         node = len(rows_of)
@@ -324,7 +378,7 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
         depth.append(d)
         hist_of[node] = hist
         if hist1 is not None:
-            hist1_of[node] = hist1 * np.array([1.0, 1.0, h_nonzero])[:, None]
+            hist1_of[node] = hist1 * nz_scale
         G, H, _ = hist.reshape(3, p, width)[:, 0, :].sum(axis=1)  # any feature's bins
         stats.append((float(G), float(H), float(rows[0].size)))
         return node
@@ -348,18 +402,21 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
         GL = best.GL[feats]
         GR = G - GL
         if all_rows:
-            U1, k1, ok1 = _unbiased_from_hist(hist1_of[node], p, width, feats,
-                                              best.mask[feats], GL, GR, G, params)
+            U1, k1, ok1, jack = _unbiased_from_hist(hist1_of[node], feats, best.mask[feats],
+                                                    GL, GR, G, params, jackknife)
         else:
-            U1, k1, ok1 = _unbiased(codes, rows_of[node][1], feats, best.mask[feats], g, h,
-                                    GL, GR, G, rng, params, all_rows)
+            U1, k1, ok1, jack = _unbiased(codes, rows_of[node][1], feats, best.mask[feats],
+                                          g, h, GL, GR, G, rng, params, all_rows,
+                                          blocks, n_blocks)
+        if jackknife:
+            jack_parts.append(jack)
         chosen = np.zeros(feats.size, dtype=bool)
         decision = np.full(feats.size, np.nan)
         if ok1.any():
             j = int(np.flatnonzero(ok1)[np.argmax(U1[ok1])])
             chosen[j] = True
             f = int(feats[j])
-            U2, _, ok2 = _unbiased(codes, rows_of[node][2], feats[j:j + 1], best.mask[f:f + 1],
+            U2, _, ok2, _ = _unbiased(codes, rows_of[node][2], feats[j:j + 1], best.mask[f:f + 1],
                                    g, h, GL[j:j + 1], GR[j:j + 1], G, rng, params, all_rows)
             decision[j] = U2[0] if ok2[0] else np.nan
             if ok2[0] and U2[0] > params.stop_threshold:
@@ -375,7 +432,8 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
     select = empty if sets.select is None else sets.select
     root_rows = (sets.build, select, select if shared or sets.decide is None else sets.decide)
     add_node(root_rows, 0, _histogram(codes, sets.build, g64, h64, width),
-             _histogram(codes, select, g64, h64, width) if all_rows else None)
+             _block_histogram(codes, select, g64, h64, width, blocks, n_blocks)
+             if all_rows else None)
     search(0)
     n_leaves = 1
     made: dict[int, tuple] = {}  # node -> (feature, bin, left mask, B)
@@ -398,10 +456,11 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
         hists = (small, large) if small_left else (large, small)
         hists1 = (None, None)
         if all_rows:
-            parent1 = hist1_of.pop(node) / np.array([1.0, 1.0, h_nonzero or 1.0])[:, None]
+            parent1 = hist1_of.pop(node) / np.maximum(nz_scale, 1.0)
             v_left, v_right = parts[1]
             small1_left = v_left.size <= v_right.size
-            small1 = _histogram(codes, v_left if small1_left else v_right, g64, h64, width)
+            small1 = _block_histogram(codes, v_left if small1_left else v_right, g64, h64,
+                                      width, blocks, n_blocks)
             hists1 = (small1, parent1 - small1) if small1_left else (parent1 - small1, small1)
         children = [add_node(tuple(part[side] for part in parts), depth[node] + 1, hists[side],
                              hists1[side]) for side in (0, 1)]
@@ -410,7 +469,11 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
         n_leaves += 1
         for c in children:
             search(c)
-    return _assemble(n, rows_of, left_of, made, g64, h64, binner, params, cand_parts)
+    grown = _assemble(n, rows_of, left_of, made, g64, h64, binner, params, cand_parts)
+    if jackknife:
+        jack = np.concatenate(jack_parts) if jack_parts else np.zeros((0, n_blocks))
+        grown = GrownTree(grown.tree, grown.row_leaf, grown.candidates, jack)
+    return grown
 
 
 def _assemble(n, rows_of, left_of, made, g, h, binner, params, cand_parts) -> GrownTree:

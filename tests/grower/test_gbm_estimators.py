@@ -301,3 +301,20 @@ def test_leaf_budget_depth_and_rows_per_leaf():
     est = uc.UnbiasedGBMRegressor(n_estimators=3, num_leaves=7, min_child_samples=50,
                                   criterion="biased", random_state=0).fit(X, y)
     assert max(t.n_leaves for t in est._result.forest.trees) == 7
+
+
+@pytest.mark.parametrize("kind", ["regression", "binary"])
+def test_importance_standard_errors_and_select(kind):
+    """n_blocks=20: finite positive standard errors for the features with candidates, and
+    select() picks the strong signal of a clear case and no pure-noise column."""
+    rng = np.random.default_rng(7)
+    n = 6000
+    X = rng.normal(size=(n, 4))
+    signal = X[:, 0] + rng.normal(size=n)
+    y = signal if kind == "regression" else (signal > 0).astype(int)
+    est = _estimator(kind, n_blocks=20).fit(X, y)
+    report = est.importance_report_
+    se = report.std_error()
+    assert np.all(np.isfinite(se)) and np.all(se > 0)
+    assert report.select() == ["Column_0"]
+    assert _estimator(kind).fit(X, y).importance_report_.std_error().isna().all()

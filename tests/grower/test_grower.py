@@ -161,3 +161,34 @@ def test_unbiased_rule_decides_on_d2():
             assert not decided > 0 or grown.tree.n_leaves == 16
     assert grown.tree.feature[0] == 0
     assert np.mean(grown.tree.feature[made] == 0) > 0.5
+
+
+def test_jackknife_replicates_leave_a_block_out_of_the_d1_ratios():
+    """Equal hessians (every D1' row used): the root's replicate b of each candidate equals U
+    recomputed by hand from the D1' rows outside block b."""
+    rng = np.random.default_rng(6)
+    n = 3000
+    X = rng.normal(size=(n, 3))
+    y = X[:, 0] + rng.normal(size=n)
+    D, V1, V2 = np.array_split(rng.permutation(n), 3)
+    B = 5
+    blocks = (rng.permutation(n) % B).astype(np.intp)
+    binner = fit_bins(X, 255)
+    codes = feature_major(binner.transform(X))
+    g, h = (-y).astype(np.float32), np.ones(n, np.float32)
+    grown = grow_tree(codes, g, h, RowSets(D, V1, V2), binner, GrowerParams(num_leaves=4),
+                      np.random.default_rng(0), blocks, B)
+    c = grown.candidates
+    assert grown.jackknife.shape == (c["node"].size, B)
+    bins = binner.transform(X)
+    for j in np.flatnonzero(c["node"] == 0):
+        f, b = int(c["feature"][j]), int(c["bin"][j])
+        goes_left = bins[:, f] <= b  # no NaN here
+        GL, GI = g[D][goes_left[D]].sum(dtype=np.float64), g[D].sum(dtype=np.float64)
+        for blk in range(B):
+            v = V1[blocks[V1] != blk]
+            rL = g[v][goes_left[v]].mean(dtype=np.float64)
+            rR = g[v][~goes_left[v]].mean(dtype=np.float64)
+            rI = g[v].mean(dtype=np.float64)
+            want = GL * rL + (GI - GL) * rR - GI * rI
+            np.testing.assert_allclose(grown.jackknife[j, blk], want, rtol=1e-9, atol=1e-9)
