@@ -21,11 +21,14 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-    # the native grower's estimators need scikit-learn: imported on first use only
-    if name in ("UnbiasedGBMRegressor", "UnbiasedGBMClassifier"):
-        from . import gbm_estimators
+#: the native grower's scikit-learn estimators live with the adapters (scikit-learn is a host
+#: to the core); reached by module name on first use
+_NATIVE_ESTIMATORS = "unbiased_criteria.adapters.gbm_estimators"
 
-        return getattr(gbm_estimators, name)
+
+def __getattr__(name):
+    if name in ("UnbiasedGBMRegressor", "UnbiasedGBMClassifier"):
+        import importlib
+
+        return getattr(importlib.import_module(_NATIVE_ESTIMATORS), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-__version__ = "0.1.0"

@@ -1,8 +1,8 @@
 """scikit-learn estimators around the native grower: ``UnbiasedGBMRegressor``,
 ``UnbiasedGBMClassifier`` (the paper's UnbiasedGBM, exported to LightGBM and XGBoost).
 
-scikit-learn is an optional dependency: this module imports it, ``unbiased_criteria`` exports
-the estimators lazily.
+scikit-learn is an optional dependency (and a host to the core): the estimators live with the
+adapters, and ``unbiased_criteria`` exports them lazily by module name.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from .gains import SplitScore
-from .gbm import GBMParams, fit_gbm
-from .grower import GrowerParams
-from .metrics import get_metric
-from .objectives import make_objective
-from .report import ImportanceReport
+from unbiased_criteria.gains import SplitScore
+from unbiased_criteria.gbm import GBMParams, fit_gbm
+from unbiased_criteria.grower import GrowerParams
+from unbiased_criteria.metrics import get_metric
+from unbiased_criteria.objectives import make_objective
+from unbiased_criteria.report import ImportanceReport
 
 __all__ = ["UnbiasedGBMRegressor", "UnbiasedGBMClassifier"]
 
@@ -238,7 +238,7 @@ class _UnbiasedGBM(BaseEstimator):
     def to_lightgbm(self):
         """The model as a ``lightgbm.Booster`` (served and saved by LightGBM alone)."""
         check_is_fitted(self, "_result")
-        from .adapters.lightgbm.writer import booster_from_forest
+        from unbiased_criteria.adapters.lightgbm.writer import booster_from_forest
 
         cats = [list(c) for c in self._categories.values()] or None
         return booster_from_forest(self._result.forest, self._objective_name, cats)
@@ -246,7 +246,7 @@ class _UnbiasedGBM(BaseEstimator):
     def to_xgboost(self):
         """The model as an ``xgboost.Booster`` (served and saved by XGBoost alone)."""
         check_is_fitted(self, "_result")
-        from .adapters.xgboost.writer import booster_from_forest
+        from unbiased_criteria.adapters.xgboost.writer import booster_from_forest
 
         return booster_from_forest(self._result.forest, self._objective_name,
                                    self._result.binner.categorical)
