@@ -119,7 +119,7 @@ class _UnbiasedGBM(BaseEstimator):
             min_child_samples=int(self.min_child_samples),
             min_child_weight=float(self.min_child_weight),
             min_split_gain=float(self.min_split_gain), score=score,
-            criterion=self.criterion, min_k=int(self.min_k), lam=float(self.reg_lambda),
+            criterion=self.criterion, min_k=int(self.min_k),
         )
         return GBMParams(
             n_estimators=int(self.n_estimators), learning_rate=float(self.learning_rate),

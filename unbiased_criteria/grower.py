@@ -49,7 +49,9 @@ class GrowerParams:
     each child; ``min_split_gain`` bounds B on D. ``criterion="unbiased"`` applies the paper's
     rule (steps 2 and 3 above), ``"biased"`` takes the candidate of largest B and splits
     while ``B > min_split_gain``. ``min_k``: a candidate with ``k < min_k`` has no usable
-    evidence and cannot be chosen. ``lam``: L2 added to the ratios' denominators.
+    evidence and cannot be chosen. ``lam``: L2 added to the ratios' denominators (default 0,
+    as the post-hoc estimator; with all rows used the three ratios have different row counts,
+    so ``lam > 0`` would shrink them differently and bias U).
     ``stop_threshold``: split iff U on D2' exceeds it (the paper: 0).
     ``max_cat_to_onehot``, ``max_cat_threshold``, ``cat_smooth``: the categorical search
     (LightGBM's defaults and meaning; see ``_best_categorical``).
