@@ -263,8 +263,10 @@ class UnbiasedGBMRegressor(RegressorMixin, _UnbiasedGBM):
     Other parameters: ``ratios`` (|D| : |D1'| : |D2'|, or |D| : |D1'| with D2' = D1'),
     ``redraw`` (a new split of the rows every iteration), ``criterion`` (``"biased"``: an
     ordinary histogram GBDT on all rows), ``min_k`` (fewest drawn validation rows per child
-    for a usable U), ``early_stopping_rounds`` (on the last ``eval_set``). ``n_jobs`` is
-    accepted for compatibility and unused (numpy).
+    for a usable U), ``early_stopping_rounds`` (on the last ``eval_set``), ``n_blocks``
+    (jackknife blocks for the importance's standard errors; 0: none). ``n_jobs`` is accepted
+    for compatibility and unused (numpy). ``fit(..., categorical_feature=[...])`` names
+    columns of integer codes to split by category sets (pandas categoricals are found alone).
     """
 
     def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None,
