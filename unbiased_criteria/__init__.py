@@ -17,5 +17,19 @@ __all__ = [
     "ImportanceReport",
     "UnsupportedModelError",
     "adapters",
+    "UnbiasedGBMRegressor",
+    "UnbiasedGBMClassifier",
 ]
-__version__ = "0.1.0"
+
+
+#: the native grower's scikit-learn estimators live with the adapters (scikit-learn is a host
+#: to the core); reached by module name on first use
+_NATIVE_ESTIMATORS = "unbiased_criteria.adapters.gbm_estimators"
+
+
+def __getattr__(name):
+    if name in ("UnbiasedGBMRegressor", "UnbiasedGBMClassifier"):
+        import importlib
+
+        return getattr(importlib.import_module(_NATIVE_ESTIMATORS), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
