@@ -23,14 +23,24 @@ __all__ = [
     "cross_fitted_importance",
     "CrossFittedReport",
     "UnbiasedSelector",
+    "UnbiasedGBMRegressor",
+    "UnbiasedGBMClassifier",
 ]
-__version__ = "0.1.0"
 
-# need scikit-learn (the sklearn extra), so they live in the adapters: imported on first use
-_LAZY = {"cross_fitted_importance": "adapters.selection", "UnbiasedSelector": "adapters.selection"}
+
+#: what needs scikit-learn (a host to the core) lives with the adapters, reached by module name
+#: on first use: the native grower's estimators, the cross-fitted importance and the selector
+_NATIVE_ESTIMATORS = "unbiased_criteria.adapters.gbm_estimators"
+_SELECTION = "unbiased_criteria.adapters.selection"
+_LAZY = {
+    "UnbiasedGBMRegressor": _NATIVE_ESTIMATORS,
+    "UnbiasedGBMClassifier": _NATIVE_ESTIMATORS,
+    "cross_fitted_importance": _SELECTION,
+    "UnbiasedSelector": _SELECTION,
+}
 
 
 def __getattr__(name):
     if name in _LAZY:
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

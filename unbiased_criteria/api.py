@@ -16,6 +16,7 @@ from .dumps import Dump, as_dump
 from .importance import GainOptions, TreeScores, holdout_halves, jackknife_blocks, score_tree
 from .leaf_params import LeafParamsError, infer_leaf_params, with_leaf_params
 from .model import Model
+from .model_files import ADAPTERS
 from .objectives import Objective
 from .pruning import prune_tree
 from .replay import ReplayResult, RowSet, TreeStep, replay, resolve_bias
@@ -26,11 +27,10 @@ __all__ = ["unbiased_importance", "prune", "adapter_for"]
 
 log = logging.getLogger(__name__)
 
-# host package -> adapter module; looked up by name so the core never imports a host
+# host package -> adapter package, from the one registry of hosts; looked up by name so the
+# core never imports a host
 _ADAPTERS = {
-    "lightgbm": "unbiased_criteria.adapters.lightgbm",
-    "xgboost": "unbiased_criteria.adapters.xgboost",
-    "sklearn": "unbiased_criteria.adapters.sklearn",
+    package: model_file.rsplit(".", 1)[0] for package, _, model_file in ADAPTERS.values()
 }
 
 DEFAULT_MEMORY_BUDGET = 512 * 2**20
