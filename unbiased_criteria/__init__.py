@@ -6,8 +6,11 @@ al., IJCAI 2023).
 >>> report.to_frame()                                                           # doctest: +SKIP
 """
 
+import importlib
+
 from . import adapters
 from .api import prune, unbiased_importance
+from .cross_fit import CrossFittedReport
 from .model import UnsupportedModelError
 from .report import ImportanceReport
 
@@ -17,19 +20,27 @@ __all__ = [
     "ImportanceReport",
     "UnsupportedModelError",
     "adapters",
+    "cross_fitted_importance",
+    "CrossFittedReport",
+    "UnbiasedSelector",
     "UnbiasedGBMRegressor",
     "UnbiasedGBMClassifier",
 ]
 
 
-#: the native grower's scikit-learn estimators live with the adapters (scikit-learn is a host
-#: to the core); reached by module name on first use
+#: what needs scikit-learn (a host to the core) lives with the adapters, reached by module name
+#: on first use: the native grower's estimators, the cross-fitted importance and the selector
 _NATIVE_ESTIMATORS = "unbiased_criteria.adapters.gbm_estimators"
+_SELECTION = "unbiased_criteria.adapters.selection"
+_LAZY = {
+    "UnbiasedGBMRegressor": _NATIVE_ESTIMATORS,
+    "UnbiasedGBMClassifier": _NATIVE_ESTIMATORS,
+    "cross_fitted_importance": _SELECTION,
+    "UnbiasedSelector": _SELECTION,
+}
 
 
 def __getattr__(name):
-    if name in ("UnbiasedGBMRegressor", "UnbiasedGBMClassifier"):
-        import importlib
-
-        return getattr(importlib.import_module(_NATIVE_ESTIMATORS), name)
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,6 +19,9 @@ in :data:`ADAPTERS` (``unbiased_criteria.adapters.<host>.model_file``) provides
 * ``serialise_model(model, fmt: str) -> bytes``: the model in format ``fmt``;
 * ``fit_example(X, y, *, seed: int, settings: dict) -> model``: the host's own training on a
   small example (the demo), with :data:`unbiased_criteria.demo.DEMO_SETTINGS`-style settings.
+* ``make_estimator(task: str, params: dict) -> estimator``: the host's own scikit-learn
+  estimator, ``"classification"`` or ``"regression"``, constructed with ``params`` (the
+  ``select`` command's ``--param``), not fitted.
 
 A new kind of model file (a JSON dump, another host's pickle) is one more entry in
 :data:`ADAPTERS` and these functions in its adapter; the command line does not change.
@@ -49,6 +52,7 @@ __all__ = [
     "set_training_params",
     "serialise_model",
     "fit_example",
+    "host_estimator",
 ]
 
 #: host name -> (package that must be installed, pip name, adapter module), in the order the
@@ -212,3 +216,8 @@ def fit_example(host: str, X: pd.DataFrame, y: Any, *, seed: int,
                 settings: Mapping[str, Any]) -> Any:
     """A ``host`` model trained by the host itself (the demo's model)."""
     return host_adapter(host).fit_example(X, y, seed=seed, settings=dict(settings))
+
+
+def host_estimator(host: str, task: str, params: Mapping[str, Any]) -> Any:
+    """A new ``host`` scikit-learn estimator (``task``: classification or regression)."""
+    return host_adapter(host).make_estimator(task, dict(params))

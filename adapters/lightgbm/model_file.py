@@ -27,6 +27,7 @@ __all__ = [
     "output_format",
     "serialise_model",
     "fit_example",
+    "make_estimator",
 ]
 
 MODEL_FILE_KINDS = ("a LightGBM text model, which starts with 'tree', or dump_model() JSON "
@@ -151,3 +152,12 @@ def fit_example(X: pd.DataFrame, y: Any, *, seed: int, settings: dict[str, Any])
     params = {"objective": "regression", "learning_rate": settings["learning_rate"],
               "num_leaves": settings["leaves"], "verbose": -1, "seed": seed, "num_threads": 1}
     return lightgbm.train(params, lightgbm.Dataset(X, y), num_boost_round=settings["trees"])
+
+
+def make_estimator(task: str, params: dict[str, Any]) -> Any:
+    """``LGBMClassifier`` or ``LGBMRegressor`` with ``params`` (``verbose=-1`` unless they
+    set it), for the ``select`` command."""
+    if task not in ("classification", "regression"):
+        raise InputError(f"task: expected 'classification' or 'regression', got {task!r}")
+    estimator = lightgbm.LGBMClassifier if task == "classification" else lightgbm.LGBMRegressor
+    return estimator(**{**{"verbose": -1}, **params})

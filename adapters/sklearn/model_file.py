@@ -28,6 +28,7 @@ __all__ = [
     "output_format",
     "serialise_model",
     "fit_example",
+    "make_estimator",
 ]
 
 MODEL_FILE_KINDS = ("a pickle or joblib file of a fitted scikit-learn HistGradientBoosting "
@@ -117,3 +118,15 @@ def fit_example(X: pd.DataFrame, y: Any, *, seed: int, settings: dict[str, Any])
         max_iter=settings["trees"], learning_rate=settings["learning_rate"],
         max_leaf_nodes=settings["leaves"], early_stopping=False, random_state=seed,
     ).fit(X, y)
+
+
+def make_estimator(task: str, params: dict[str, Any]) -> Any:
+    """``HistGradientBoostingClassifier`` or ``HistGradientBoostingRegressor`` with ``params``,
+    for the ``select`` command."""
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+
+    if task not in ("classification", "regression"):
+        raise InputError(f"task: expected 'classification' or 'regression', got {task!r}")
+    estimator = (HistGradientBoostingClassifier if task == "classification"
+                 else HistGradientBoostingRegressor)
+    return estimator(**params)

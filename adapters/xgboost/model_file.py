@@ -26,6 +26,7 @@ __all__ = [
     "output_format",
     "serialise_model",
     "fit_example",
+    "make_estimator",
 ]
 
 MODEL_FILE_KINDS = ("an XGBoost JSON or UBJ model, which starts with '{', or a JSON dump "
@@ -150,3 +151,12 @@ def fit_example(X: pd.DataFrame, y: Any, *, seed: int, settings: dict[str, Any])
               "max_depth": settings["depth"], "seed": seed, "nthread": 1}
     return xgboost.train(params, xgboost.DMatrix(X, y, enable_categorical=True),
                          settings["trees"])
+
+
+def make_estimator(task: str, params: dict[str, Any]) -> Any:
+    """``XGBClassifier`` or ``XGBRegressor`` with ``params`` (``enable_categorical=True`` for
+    pandas category columns unless they set it), for the ``select`` command."""
+    if task not in ("classification", "regression"):
+        raise InputError(f"task: expected 'classification' or 'regression', got {task!r}")
+    estimator = xgboost.XGBClassifier if task == "classification" else xgboost.XGBRegressor
+    return estimator(**{**{"enable_categorical": True}, **params})

@@ -1,4 +1,4 @@
-"""Command line: ``unbiased-criteria importance | prune | demo``.
+"""Command line: ``unbiased-criteria importance | prune | select | demo``.
 
 A thin wrapper over the Python API (:func:`unbiased_criteria.unbiased_importance`,
 :func:`unbiased_criteria.api.prune_forest`). It reads data files (CSV or Parquet, by suffix)
@@ -6,8 +6,8 @@ and model files through :mod:`unbiased_criteria.model_files` (LightGBM text, XGB
 UBJ, recognised from their content); it makes no host call itself.
 
 Modules: ``arguments`` (the parser; adding a command is one function and one parser entry),
-``files`` (model and data files), ``commands`` (importance, prune), ``demo``, ``output``
-(messages, tables, plots).
+``files`` (model and data files), ``commands`` (importance, prune), ``select``, ``demo``,
+``output`` (messages, tables, plots).
 
 Input errors (:class:`~unbiased_criteria.errors.InputError` and the API's other
 ValueErrors, file errors) go to stderr as one line ``unbiased-criteria: error: ...``

@@ -12,6 +12,7 @@ import argparse
 from .commands import cmd_importance, cmd_prune
 from .demo import cmd_demo
 from .output import PROG
+from .select import cmd_select
 
 __all__ = ["build_parser", "add_model_arguments", "positive_int", "key_value", "alpha"]
 
@@ -74,6 +75,24 @@ def alpha(text: str) -> float:
     return value
 
 
+def folds(text: str) -> int:
+    """argparse type: a number of folds, >= 2."""
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be >= 2, got {value}")
+    return value
+
+
+def alpha_or_none(text: str) -> float | None:
+    """argparse type: a level in (0, 1), or ``none``."""
+    return None if text.lower() == "none" else alpha(text)
+
+
+def iterations(text: str) -> int | str:
+    """argparse type: ``best`` or an integer >= 1."""
+    return "best" if text.lower() == "best" else positive_int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``unbiased-criteria`` command.
 
@@ -119,6 +138,51 @@ def build_parser() -> argparse.ArgumentParser:
                     help="recompute every leaf value, not only those of new leaves")
     pr.add_argument("--output", metavar="FILE", required=True, help="pruned model file")
     pr.set_defaults(func=cmd_prune)
+
+    sel = sub.add_parser(
+        "select", help="features kept by cross-fitted unbiased importance (scikit-learn)",
+        description="Fit a LightGBM or XGBoost model on the other folds of DATA for every "
+                    "fold (--cv), score its splits with the fold's rows, and keep the "
+                    "features whose mean unbiased gain over folds is significantly above 0 "
+                    "at --alpha (or above --threshold; at most --max-features). Prints the "
+                    "kept columns and the per-feature table.",
+    )
+    sel.add_argument("data", metavar="DATA", help="features and label (CSV or Parquet)")
+    sel.add_argument("--label", metavar="COL", required=True, help="label column")
+    sel.add_argument("--host", choices=("lightgbm", "xgboost", "sklearn"), required=True,
+                     help="whose estimator (sklearn: HistGradientBoosting)")
+    sel.add_argument("--task", choices=("regression", "classification"),
+                     help="default: classification for a text, boolean or two-valued label")
+    sel.add_argument("--weight", metavar="COL", help="row weight column")
+    sel.add_argument("--drop", metavar="COL", action="append", default=[],
+                     help="a column that is not a feature (an id...); repeatable")
+    sel.add_argument("--cv", type=folds, default=5, metavar="K", help="folds (default 5)")
+    sel.add_argument("--alpha", type=alpha_or_none, default=0.05, metavar="A",
+                     help="keep features significantly above 0 at level A (default 0.05); "
+                          "'none': no test (with --max-features: the top K)")
+    sel.add_argument("--max-features", type=positive_int, metavar="K",
+                     help="keep at most K features, the largest first")
+    sel.add_argument("--threshold", type=float, metavar="T",
+                     help="keep features whose mean unbiased gain is above T (no test)")
+    sel.add_argument("--iterations", type=iterations, metavar="N|best",
+                     help="score the first N boosting iterations of every fold's model, or "
+                          "'best': up to where the other folds' total unbiased gain peaks")
+    sel.add_argument("--param", action="append", type=key_value, default=[],
+                     metavar="KEY=VALUE",
+                     help="an estimator parameter (n_estimators=200, learning_rate=0.05...); "
+                          "repeatable")
+    sel.add_argument("--n-draws", type=positive_int, default=1, metavar="N",
+                     help="k-draws averaged per split (default 1)")
+    sel.add_argument("--min-k", type=positive_int, default=5, metavar="K",
+                     help="splits with fewer held-out rows in a child score 0 (default 5)")
+    sel.add_argument("--seed", type=int, default=0, metavar="S",
+                     help="random seed of the folds' draws (default 0)")
+    sel.add_argument("--format", choices=("table", "csv", "json"), default="table",
+                     help="output format (default table)")
+    sel.add_argument("--output", metavar="FILE", help="write the table here, not to stdout")
+    sel.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                     help="show tracebacks")
+    sel.set_defaults(func=cmd_select)
 
     demo = sub.add_parser("demo", help="the paper's example on generated data (no files)")
     demo.add_argument("--rows", type=positive_int, default=None,

@@ -1,0 +1,256 @@
+"""Cross-fitted unbiased importance and a feature selector, the scikit-learn way.
+
+Installed as ``unbiased_criteria.adapters.selection`` and reached as
+``unbiased_criteria.cross_fitted_importance`` / ``unbiased_criteria.UnbiasedSelector``. It
+holds what needs scikit-learn (the ``sklearn`` extra): folds from ``cv`` as
+``cross_val_score`` makes them, a clone of the estimator per fold, the ``SelectorMixin``
+transformer. The statistics (combining the folds, standard errors, the iteration cut) are the
+core's :mod:`unbiased_criteria.cross_fit`.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, clone, is_classifier
+from sklearn.feature_selection import SelectorMixin
+from sklearn.model_selection import check_cv
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+
+from unbiased_criteria.api import DEFAULT_MEMORY_BUDGET, adapter_for
+from unbiased_criteria.cross_fit import CrossFittedReport, cross_fit_folds
+
+__all__ = ["cross_fitted_importance", "UnbiasedSelector"]
+
+
+def cross_fitted_importance(
+    estimator,
+    X,
+    y,
+    *,
+    cv=5,
+    groups=None,
+    sample_weight=None,
+    fit_params: dict | None = None,
+    iterations: int | str | None = None,
+    objective=None,
+    n_draws: int = 1,
+    min_k: int = 5,
+    n_blocks: int = 20,
+    random_state=None,
+    n_jobs: int | None = None,
+    progress: bool = False,
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+) -> CrossFittedReport:
+    """Unbiased importance with every row used both to build trees and as held-out evidence.
+
+    For each fold of ``cv``, a clone of ``estimator`` is fitted on the other folds' rows and
+    its splits are scored with the fold's rows (:func:`~unbiased_criteria.unbiased_importance`,
+    G from the training rows, ratios from the held-out ones). Per feature, the result is the
+    mean over folds of each fold's total; its standard error combines the held-out sampling
+    (each fold's block jackknife) with the differences between the folds
+    (:meth:`~unbiased_criteria.CrossFittedReport.std_error_parts`).
+
+    Parameters
+    ----------
+    estimator : LightGBM, XGBoost or HistGradientBoosting scikit-learn estimator
+        Not fitted or fitted: it is cloned (:func:`sklearn.base.clone`) for every fold and
+        never changed.
+    X : array-like (numpy, pandas with category columns, scipy sparse)
+    y : array-like
+    cv : int, scikit-learn splitter or iterable of (train, test) indices, default 5
+        As in :func:`sklearn.model_selection.cross_val_score`: an int gives
+        ``StratifiedKFold`` for classifiers and ``KFold`` otherwise (neither shuffles).
+    groups : array-like, optional
+        Passed to the splitter (``GroupKFold``...).
+    sample_weight : array-like, optional
+        Row weights: passed to ``fit`` for the training rows and used as training and
+        held-out weights in the unbiased gain.
+    fit_params : dict, optional
+        Further keyword arguments of ``estimator.fit`` (not sliced by rows).
+    iterations : int, "best" or None
+        Boosting iterations of each fold's model to score. None: all. An int: the first
+        ``iterations``. ``"best"``: for each fold, the cut where the other folds' total U over
+        all features (their held-out evidence) peaks; a long model's later trees split
+        informative features on noise and pull their totals down. The cuts are in the
+        report's ``iterations_kept``.
+    objective, n_draws, min_k, n_blocks, memory_budget
+        As in :func:`~unbiased_criteria.unbiased_importance`.
+    random_state : int, numpy SeedSequence / Generator / RandomState, or None
+        Seeds the held-out draws: fold ``k`` uses ``SeedSequence(random_state).spawn(K)[k]``
+        as the ``random_state`` of ``unbiased_importance``. None is 0, so results repeat
+        (pass a Generator for fresh draws). The estimator's own ``random_state`` is left as
+        it is.
+    n_jobs : int, optional
+        Set as every clone's ``n_jobs`` (threads of the host); folds run one after another.
+    progress : bool
+        Progress bars over folds and, within each fold, over trees.
+
+    Returns
+    -------
+    CrossFittedReport
+        An :class:`~unbiased_criteria.ImportanceReport`: ``to_frame()`` per feature (means
+        over folds), ``splits`` per split with a ``fold`` column, ``select(alpha)``.
+    """
+    adapter_for(estimator)  # refuse estimators of other libraries before fitting anything
+    if y is None:
+        raise ValueError("y: the labels are required")
+    if hasattr(X, "tocsr"):  # scipy sparse: CSR rows can be indexed (a new matrix)
+        X = X.tocsr()
+    n_rows = X.shape[0] if hasattr(X, "shape") else len(X)
+    n_labels = y.shape[0] if hasattr(y, "shape") else len(y)
+    if n_labels != n_rows:  # before the splitter, whose message names neither argument
+        raise ValueError(f"y: expected {n_rows} labels (one per row of X), got {n_labels}")
+    splitter = check_cv(cv, y, classifier=is_classifier(estimator))
+    folds = list(splitter.split(X, y, groups))
+
+    def fit(X_train, y_train, w_train):
+        model = clone(estimator)
+        if n_jobs is not None and "n_jobs" in model.get_params():
+            model.set_params(n_jobs=n_jobs)
+        kwargs = dict(fit_params or {})
+        if w_train is not None:
+            kwargs["sample_weight"] = w_train
+        return model.fit(X_train, y_train, **kwargs)
+
+    return cross_fit_folds(
+        fit, X, y, folds, sample_weight=sample_weight, iterations=iterations,
+        objective=objective, n_draws=n_draws, min_k=min_k, n_blocks=n_blocks,
+        random_state=random_state, progress=progress, memory_budget=memory_budget,
+    )
+
+
+class UnbiasedSelector(SelectorMixin, BaseEstimator):
+    """Keep the features whose cross-fitted unbiased importance is significantly above 0.
+
+    ``fit`` runs :func:`cross_fitted_importance` (a clone of
+    ``estimator`` per fold, its splits scored on the fold's held-out rows) and keeps:
+
+    * with ``threshold`` set: the features whose mean unbiased gain is above it;
+    * otherwise, with ``alpha`` set (default 0.05): those significantly above 0, one-sided at
+      level ``alpha`` (:meth:`CrossFittedReport.select`, no correction for several features);
+    * with both None: every feature;
+
+    and then, with ``max_features`` set, at most that many of them, the largest first (as
+    :class:`sklearn.feature_selection.SelectFromModel`: ``alpha=None, max_features=k`` is the
+    top ``k``). A drop-in scikit-learn transformer: ``Pipeline``, ``GridSearchCV``,
+    ``clone``, ``check_estimator``.
+
+    Parameters
+    ----------
+    estimator : LightGBM, XGBoost or HistGradientBoosting scikit-learn estimator
+        Cloned for every fold; never fitted itself.
+    cv : int or scikit-learn splitter, default 5
+    alpha : float or None, default 0.05
+    max_features : int or None
+    threshold : float or None
+    iterations : int, "best" or None
+        Boosting iterations scored per fold (see :func:`cross_fitted_importance`).
+    n_draws, min_k, n_blocks : int
+        As in :func:`~unbiased_criteria.unbiased_importance`.
+    random_state : int, numpy Generator or None
+        Seeds the held-out draws (not the estimator); None is 0, so fits repeat.
+    n_jobs : int or None
+        Threads of the host in every fold.
+
+    Attributes
+    ----------
+    report_ : CrossFittedReport
+    importances_ : pandas.DataFrame
+        ``report_.to_frame()`` and a boolean column ``selected``, one row per feature.
+    support_ : numpy.ndarray of bool
+    n_features_in_, feature_names_in_
+    """
+
+    def __init__(self, estimator, *, cv=5, alpha: float | None = 0.05,
+                 max_features: int | None = None, threshold: float | None = None,
+                 iterations: int | str | None = None, n_draws: int = 1, min_k: int = 5,
+                 n_blocks: int = 20, random_state=None, n_jobs: int | None = None):
+        self.estimator = estimator
+        self.cv = cv
+        self.alpha = alpha
+        self.max_features = max_features
+        self.threshold = threshold
+        self.iterations = iterations
+        self.n_draws = n_draws
+        self.min_k = min_k
+        self.n_blocks = n_blocks
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def _check_params(self) -> None:
+        if self.alpha is not None and (not isinstance(self.alpha, numbers.Real)
+                                       or not 0 < self.alpha < 1):
+            raise ValueError(f"alpha: expected a number in (0, 1) or None, got {self.alpha!r}")
+        if self.max_features is not None and (
+                isinstance(self.max_features, bool)
+                or not isinstance(self.max_features, numbers.Integral) or self.max_features < 0):
+            raise ValueError(f"max_features: expected a non-negative integer or None, got "
+                             f"{self.max_features!r}")
+        if self.threshold is not None and (not isinstance(self.threshold, numbers.Real)
+                                           or np.isnan(self.threshold)):
+            raise ValueError(f"threshold: expected a number or None, got {self.threshold!r}")
+
+    def fit(self, X, y, *, groups=None, sample_weight=None, **fit_params):
+        """Cross-fit the estimator on ``X, y`` and choose the features.
+
+        ``groups`` goes to the splitter, ``sample_weight`` to every fold's fit and to the
+        unbiased gain, ``fit_params`` to every fold's ``fit``.
+        """
+        self._check_params()
+        if isinstance(X, pd.DataFrame):  # keep category columns for the host
+            validate_data(self, X, skip_check_array=True, reset=True)
+            if len(X) < 1:
+                raise ValueError("X: expected at least one row, got 0")
+            y = column_or_1d(y, warn=True)
+        else:
+            X, y = validate_data(self, X, y, accept_sparse="csr", dtype="numeric",
+                                 ensure_all_finite="allow-nan", reset=True)
+        report = cross_fitted_importance(
+            self.estimator, X, y, cv=self.cv, groups=groups, sample_weight=sample_weight,
+            fit_params=fit_params, iterations=self.iterations, n_draws=self.n_draws,
+            min_k=self.min_k, n_blocks=self.n_blocks, random_state=self.random_state,
+            n_jobs=self.n_jobs,
+        )
+        frame = report.to_frame()
+        self.support_ = self._choose(report, frame)
+        frame["selected"] = self.support_
+        self.report_ = report
+        self.importances_ = frame
+        return self
+
+    def _choose(self, report: CrossFittedReport, frame: pd.DataFrame) -> np.ndarray:
+        gain = frame["unbiased_gain"].to_numpy()
+        if self.threshold is not None:
+            keep = gain > self.threshold
+        elif self.alpha is not None:
+            if len(report.splits) == 0 or not report.splits["usable"].any():
+                warnings.warn(
+                    "no split of any fold's model had usable held-out evidence (too few rows "
+                    "per fold, or no splits): no feature is significant, none is kept",
+                    UserWarning, stacklevel=3,
+                )
+                keep = np.zeros(gain.size, dtype=bool)
+            else:
+                keep = frame.index.isin(report.select(self.alpha))
+        else:
+            keep = np.ones(gain.size, dtype=bool)
+        if self.max_features is not None and keep.sum() > self.max_features:
+            order = np.argsort(-np.where(keep, gain, -np.inf), kind="stable")
+            keep = np.zeros(gain.size, dtype=bool)
+            keep[order[: self.max_features]] = True
+        return keep
+
+    def _get_support_mask(self) -> np.ndarray:
+        check_is_fitted(self, "support_")
+        return self.support_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True
+        tags.target_tags.required = True
+        return tags

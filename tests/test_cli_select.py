@@ -1,0 +1,142 @@
+"""``unbiased-criteria select``: the same numbers as :class:`UnbiasedSelector` on the same file."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("lightgbm")
+pytest.importorskip("xgboost")
+pytest.importorskip("sklearn")
+
+import lightgbm  # noqa: E402
+import xgboost  # noqa: E402
+
+import unbiased_criteria as uc  # noqa: E402
+from unbiased_criteria.cli import main  # noqa: E402
+from unbiased_criteria.datasets import paper_example  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def data_file(tmp_path_factory):
+    X, y = paper_example(900, random_state=0, effect=0.5)
+    X["X2"] = np.array(list("abcdef"))[X["X2"].cat.codes]  # a text column
+    X["y"] = y
+    X["cls"] = np.where(y > 0.25, "yes", "no")
+    X["w"] = np.random.default_rng(0).uniform(0.5, 1.5, len(y))
+    path = tmp_path_factory.mktemp("select") / "data.csv"
+    X.to_csv(path, index=False)
+    return path
+
+
+DROP = ["--drop", "cls", "--drop", "w"]  # not features
+
+
+def features(path) -> pd.DataFrame:
+    frame = pd.read_csv(path)[["X1", "X2", "X3"]]
+    frame["X2"] = frame["X2"].astype("category")
+    return frame
+
+
+def run(args, capsys) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_lightgbm_regression_equals_the_selector(data_file, capsys):
+    code, out, err = run(["select", data_file, "--label", "y", "--host", "lightgbm", "--cv",
+                          "3", "--param", "n_estimators=15", "--param", "learning_rate=0.1",
+                          "--seed", "4", "--format", "csv", *DROP], capsys)
+    assert code == 0, err
+    got = pd.read_csv(io.StringIO(out), index_col="feature")
+    estimator = lightgbm.LGBMRegressor(n_estimators=15, learning_rate=0.1, verbose=-1)
+    selector = uc.UnbiasedSelector(estimator, cv=3, random_state=4).fit(
+        features(data_file), pd.read_csv(data_file)["y"].to_numpy())
+    expected = selector.importances_.loc[got.index]
+    np.testing.assert_allclose(got["unbiased_gain"], expected["unbiased_gain"], rtol=1e-12)
+    np.testing.assert_allclose(got["std_error"], expected["std_error"], rtol=1e-12)
+    assert list(got["selected"]) == list(expected["selected"])
+    assert list(got.index) == list(expected.sort_values("unbiased_gain",
+                                                        ascending=False).index)
+    assert "kept 1 of 3: X1" in err
+
+
+def test_table_lists_the_kept_columns_first(data_file, capsys):
+    code, out, _ = run(["select", data_file, "--label", "y", "--host", "lightgbm", "--cv", "3",
+                        "--param", "n_estimators=15", "--alpha", "none", "--max-features",
+                        "2", *DROP], capsys)
+    assert code == 0
+    first, _, table = out.partition("\n\n")
+    assert first.startswith("kept 2 of 3: X1, ")
+    assert table.split()[:2] == ["feature", "unbiased_gain"]
+
+
+def test_xgboost_text_labels_are_classes_with_a_warning(data_file, capsys):
+    code, out, err = run(["select", data_file, "--label", "cls", "--host", "xgboost", "--cv",
+                          "3", "--weight", "w", "--param", "n_estimators=10", "--param",
+                          "max_depth=3", "--format", "json", "--drop", "y"], capsys)
+    assert code == 0, err
+    assert "--label cls: 2 distinct values, treated as classes" in err
+    frame = pd.read_json(io.StringIO(out))
+    assert set(frame["feature"]) == {"X1", "X2", "X3"}
+    assert frame.set_index("feature").loc["X1", "selected"]
+    estimator = xgboost.XGBClassifier(n_estimators=10, max_depth=3, enable_categorical=True)
+    raw = pd.read_csv(data_file)
+    classes = (raw["cls"] == "yes").to_numpy(int)  # the command encodes sorted classes 0..K-1
+    selector = uc.UnbiasedSelector(estimator, cv=3, random_state=0).fit(
+        features(data_file), classes, sample_weight=raw["w"].to_numpy())
+    np.testing.assert_allclose(frame.set_index("feature").loc[["X1", "X2", "X3"],
+                                                              "unbiased_gain"],
+                               selector.importances_["unbiased_gain"], rtol=1e-12)
+
+
+def test_sklearn_host_is_histgradientboosting(data_file, capsys):
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    code, out, err = run(["select", data_file, "--label", "y", "--host", "sklearn", "--cv", "3",
+                          "--param", "max_iter=10", "--format", "csv", *DROP], capsys)
+    assert code == 0, err
+    got = pd.read_csv(io.StringIO(out), index_col="feature")
+    selector = uc.UnbiasedSelector(HistGradientBoostingRegressor(max_iter=10), cv=3).fit(
+        features(data_file), pd.read_csv(data_file)["y"].to_numpy())
+    np.testing.assert_allclose(got["unbiased_gain"],
+                               selector.importances_.loc[got.index, "unbiased_gain"],
+                               rtol=1e-12)
+    assert got.loc["X1", "selected"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--label", "z", "--host", "lightgbm"], "no label column 'z'"),
+    (["--label", "y", "--host", "lightgbm", "--weight", "v"], "no weight column 'v'"),
+    (["--label", "y", "--host", "lightgbm", "--drop", "v"], "--drop v: DATA"),
+])
+def test_errors_are_one_line(data_file, capsys, args, message):
+    code, out, err = run(["select", data_file, *args], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and message in err
+
+
+@pytest.mark.parametrize("args", [["--cv", "1"], ["--alpha", "2"], ["--iterations", "0"]])
+def test_bad_options_are_usage_errors(data_file, capsys, args):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["select", str(data_file), "--label", "y", "--host", "lightgbm", *args])
+    assert exit_info.value.code == 2
+    assert args[0] in capsys.readouterr().err
+
+
+def test_host_estimator_defaults_yield_to_params():
+    from unbiased_criteria import model_files
+    from unbiased_criteria.errors import InputError
+
+    est = model_files.host_estimator("lightgbm", "regression", {"n_estimators": 7})
+    assert isinstance(est, lightgbm.LGBMRegressor)
+    assert est.get_params()["verbose"] == -1 and est.n_estimators == 7
+    est = model_files.host_estimator("xgboost", "classification",
+                                     {"enable_categorical": False})
+    assert isinstance(est, xgboost.XGBClassifier) and est.enable_categorical is False
+    with pytest.raises(InputError, match="task"):
+        model_files.host_estimator("xgboost", "ranking", {})

@@ -1,0 +1,95 @@
+"""``unbiased-criteria select``: features kept by cross-fitted unbiased importance.
+
+A thin wrapper over :class:`unbiased_criteria.UnbiasedSelector` on one data file: the host's
+estimator comes from :func:`unbiased_criteria.model_files.host_estimator` (no host call here).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import model_files
+from ..errors import InputError
+from .files import _is_text, read_table
+from .output import PROG, format_frame, short, warn, write_output
+
+__all__ = ["cmd_select", "param_value"]
+
+
+def param_value(text: str) -> Any:
+    """A ``--param`` value as the estimator expects it: int, float, bool or text."""
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _task(y: pd.Series, task: str | None, label: str) -> str:
+    """``--task``, or classification for a text, boolean, categorical or two-valued label."""
+    if task is not None:
+        return task
+    values = y.nunique(dropna=False)
+    if _is_text(y) or y.dtype == bool or isinstance(y.dtype, pd.CategoricalDtype) \
+            or values == 2:
+        warn(f"--label {label}: {values} distinct values, treated as classes; pass --task "
+             "regression to treat them as numbers")
+        return "classification"
+    return "regression"
+
+
+def cmd_select(args) -> int:
+    """``unbiased-criteria select``: the kept columns and the per-feature table."""
+    if importlib.util.find_spec("sklearn") is None:
+        raise InputError("select needs scikit-learn, which is not installed "
+                         "(pip install scikit-learn)")
+    from .. import UnbiasedSelector
+
+    frame = read_table(args.data, "DATA")
+    for option, column in (("label", args.label), ("weight", args.weight)):
+        if column is not None and column not in frame.columns:
+            raise InputError(f"DATA {args.data}: no {option} column {column!r} (columns: "
+                             f"{short(list(frame.columns))})")
+    for column in args.drop:
+        if column not in frame.columns:
+            raise InputError(f"--drop {column}: DATA {args.data} has no such column")
+    frame = frame.drop(columns=args.drop)
+    y = frame.pop(args.label)
+    if y.isna().any():
+        raise InputError(f"DATA {args.data}: the label column {args.label!r} has "
+                         f"{int(y.isna().sum())} missing values")
+    weight = None if args.weight is None else frame.pop(args.weight).to_numpy(np.float64)
+    if frame.shape[1] == 0:
+        raise InputError(f"DATA {args.data}: no feature column besides the label")
+    for column in frame.columns:  # text columns are categorical features
+        if _is_text(frame[column]):
+            frame[column] = frame[column].astype("category")
+    task = _task(y, args.task, args.label)
+    # classes as 0..K-1 in sorted order (XGBoost's classifier accepts nothing else)
+    labels = pd.Categorical(y).codes if task == "classification" else y.to_numpy(np.float64)
+    params = {key: param_value(value) for key, value in args.param}
+    estimator = model_files.host_estimator(args.host, task, params)
+    selector = UnbiasedSelector(
+        estimator, cv=args.cv, alpha=args.alpha, max_features=args.max_features,
+        threshold=args.threshold, iterations=args.iterations, n_draws=args.n_draws,
+        min_k=args.min_k, random_state=args.seed,
+    ).fit(frame, labels, sample_weight=weight)
+    kept = list(selector.get_feature_names_out())
+    table = selector.importances_.sort_values("unbiased_gain", ascending=False, kind="stable")
+    line = f"kept {len(kept)} of {frame.shape[1]}: {', '.join(kept) or '(none)'}"
+    if args.format == "table":
+        text = f"{line}\n\n{format_frame(table, 'table', index=True)}"
+    else:  # stdout stays machine-readable
+        print(f"{PROG}: {line}", file=sys.stderr)
+        text = format_frame(table, args.format, index=True)
+    write_output(text, args.output)
+    return 0

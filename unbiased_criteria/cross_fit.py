@@ -1,0 +1,347 @@
+"""Cross-fitted unbiased importance: every row builds trees in some folds and is held out in one.
+
+A model is fitted on each fold's training rows and its splits are scored with the fold's
+held-out rows (:func:`~unbiased_criteria.api.unbiased_importance`); the folds are combined into
+one :class:`CrossFittedReport`. Neither a host nor scikit-learn is imported here: the
+scikit-learn side (folds from ``cv``, clones of an estimator, the selector) is
+``unbiased_criteria.adapters.selection``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .api import DEFAULT_MEMORY_BUDGET, adapter_for, unbiased_importance
+from .progress import progress_bar
+from .report import _SUMMED, ImportanceReport
+
+__all__ = ["CrossFittedReport", "cross_fit_folds"]
+
+
+class CrossFittedReport(ImportanceReport):
+    """An :class:`ImportanceReport` over the models of several folds.
+
+    Per feature (:meth:`to_frame`): the mean over folds of each fold's total (``unbiased_gain``,
+    ``biased_gain``, ``host_gain``; a fold where the feature has no split counts 0), the
+    standard error of that mean (:meth:`std_error`), and ``splits``, the number of splits
+    over all folds. Per split (``splits``): every split of every fold's model, with a ``fold``
+    column (0-based, in the splitter's order); ``unbiased_gain`` there is the split's own U.
+
+    Attributes
+    ----------
+    n_folds : int
+    trees_kept : list of int or None
+        Trees of each fold's model that were scored (``iterations`` of
+        :func:`cross_fitted_importance`); None when every tree was.
+    iterations_kept : list of int or None
+        The same cut in boosting iterations.
+    """
+
+    def __init__(self, splits: pd.DataFrame, feature_names, *, host: str = "",
+                 jackknife: np.ndarray | None = None, n_folds: int,
+                 trees_kept: list[int] | None = None,
+                 iterations_kept: list[int] | None = None):
+        super().__init__(splits, feature_names, host=host, jackknife=jackknife)
+        self.n_folds = int(n_folds)
+        self.trees_kept = trees_kept
+        self.iterations_kept = iterations_kept
+
+    @classmethod
+    def from_folds(cls, reports: list[ImportanceReport], *, n_blocks: int = 0,
+                   trees_kept: list[int] | None = None,
+                   iterations_kept: list[int] | None = None) -> CrossFittedReport:
+        """Combine one report per fold (same features; ``n_blocks`` jackknife blocks each)."""
+        if not reports:
+            raise ValueError("reports: expected at least one fold's report")
+        names = reports[0].feature_names
+        for r in reports[1:]:
+            if r.feature_names != names:
+                raise ValueError("reports: every fold's model must have the same features")
+        splits = pd.concat(
+            [r.splits.assign(fold=k) for k, r in enumerate(reports)], ignore_index=True
+        )
+        splits.insert(0, "fold", splits.pop("fold").astype(np.int64))
+        jackknife = None
+        if n_blocks >= 2:
+            # a fold whose model has no split has no jackknife rows
+            jackknife = np.concatenate([
+                r.jackknife if r.jackknife is not None else np.zeros((len(r.splits), n_blocks))
+                for r in reports
+            ])
+        return cls(splits, names, host=reports[0].host, jackknife=jackknife,
+                   n_folds=len(reports), trees_kept=trees_kept, iterations_kept=iterations_kept)
+
+    def fold_reports(self) -> list[ImportanceReport]:
+        """One :class:`ImportanceReport` per fold (its model's splits, its jackknife rows)."""
+        fold = self.splits["fold"].to_numpy()
+        out = []
+        for k in range(self.n_folds):
+            mask = fold == k
+            out.append(ImportanceReport(
+                self.splits[mask].drop(columns="fold").reset_index(drop=True),
+                self.feature_names, host=self.host,
+                jackknife=None if self.jackknife is None else self.jackknife[mask],
+            ))
+        return out
+
+    def fold_frame(self, column: str = "unbiased_gain") -> pd.DataFrame:
+        """Each fold's per-feature total of ``column`` (rows: folds, columns: features)."""
+        totals = np.zeros((self.n_folds, len(self.feature_names)))
+        np.add.at(totals, (self.splits["fold"].to_numpy(np.int64),
+                           self.splits["feature_index"].to_numpy(np.int64)),
+                  self.splits[column].to_numpy(np.float64))
+        return pd.DataFrame(totals, index=pd.RangeIndex(self.n_folds, name="fold"),
+                            columns=pd.Index(self.feature_names, name="feature"))
+
+    def std_error_parts(self) -> pd.DataFrame:
+        """How :meth:`std_error` is made, per feature.
+
+        With ``F_k`` fold ``k``'s total and ``SE_k`` its block-jackknife standard error
+        (held-out sampling given fold ``k``'s model), ``K`` folds:
+
+        * ``within = sqrt(mean_k SE_k**2 / K)``: the error of the mean from the held-out rows
+          alone (the folds' held-out rows are disjoint);
+        * ``between = sqrt(var_k(F_k) / K)`` (sample variance, ``K - 1`` degrees of
+          freedom): the error of the mean judged from how much the folds' totals differ,
+          which also contains the variation of the fitted models (training rows);
+        * ``std_error = max(within, between)``: the random-effects (DerSimonian-Laird)
+          standard error of an equally weighted mean, ``sqrt((mean SE_k**2 + tau**2) / K)``
+          with the between-model variance ``tau**2 = max(0, var_k(F_k) - mean SE_k**2)``;
+        * ``dof``: ``K - 1`` where ``between`` is used, ``K * (B - 1)`` (``B`` blocks) where
+          ``within`` is; :meth:`select` takes Student's t quantile with these.
+
+        ``within`` is NaN without jackknife blocks, ``between`` with a single fold.
+        """
+        index = pd.Index(self.feature_names, name="feature")
+        K = self.n_folds
+        totals = self.fold_frame().to_numpy()
+        se = np.stack([r.std_error().to_numpy() for r in self.fold_reports()])
+        B = 0 if self.jackknife is None else self.jackknife.shape[1]
+        within = np.sqrt((se**2).mean(axis=0) / K) if B >= 2 else np.full(len(index), np.nan)
+        between = (np.sqrt(totals.var(axis=0, ddof=1) / K) if K >= 2
+                   else np.full(len(index), np.nan))
+        use_between = np.isnan(within) | (between > within)
+        return pd.DataFrame({
+            "within": within,
+            "between": between,
+            "std_error": np.where(use_between, between, within),
+            "dof": np.where(use_between, K - 1, K * max(B - 1, 0)),
+        }, index=index)
+
+    def std_error(self) -> pd.Series:
+        """Standard error of each feature's mean over folds (:meth:`std_error_parts`)."""
+        return self.std_error_parts()["std_error"].rename("std_error")
+
+    def select(self, alpha: float = 0.05) -> list[str]:
+        """Features whose mean unbiased importance over folds is significantly above 0.
+
+        One-sided test of each feature at level ``alpha``: ``unbiased_gain / std_error``
+        against Student's t with the degrees of freedom of :meth:`std_error_parts`. No
+        correction for testing several features.
+        """
+        from scipy.stats import t as student_t
+
+        if not isinstance(alpha, int | float | np.floating) or not 0 < alpha < 1:
+            raise ValueError(f"alpha: expected a number in (0, 1), got {alpha!r}")
+        if len(self.splits) == 0:
+            raise ValueError("select() has nothing to test: no fold's model has a split")
+        if not self.splits["usable"].any():
+            raise ValueError(
+                "select() has nothing to test: no split had usable evidence (every split has "
+                "fewer than min_k held-out rows in a child, so every unbiased_gain is 0); use "
+                "fewer folds, more rows or a smaller min_k"
+            )
+        parts = self.std_error_parts()
+        if parts["std_error"].isna().all():
+            raise ValueError("select() needs standard errors: n_blocks >= 2 or two folds")
+        mean = self.fold_frame().mean(axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = mean.to_numpy() / parts["std_error"].to_numpy()
+            crit = student_t.ppf(1 - alpha, parts["dof"].to_numpy())
+        return [name for name, keep in zip(self.feature_names, z > crit) if keep]
+
+    def to_frame(self) -> pd.DataFrame:
+        """Per feature: the mean over folds of each fold's sums, and their standard error.
+
+        Columns: ``unbiased_gain``, ``std_error`` (:meth:`std_error`), ``biased_gain``,
+        ``host_gain`` (means over folds of the per-fold sums) and ``splits`` (over all folds).
+        """
+        out = pd.DataFrame({col: self.fold_frame(col).mean(axis=0) for col in _SUMMED})
+        counts = np.bincount(self.splits["feature_index"].to_numpy(np.int64),
+                             minlength=len(self.feature_names))
+        out["splits"] = counts.astype(np.int64)
+        out.index = pd.Index(self.feature_names, name="feature")
+        out.insert(1, "std_error", self.std_error())
+        return out
+
+    def cumulative_importance(self) -> pd.DataFrame:
+        """Mean over folds of each fold's :meth:`ImportanceReport.cumulative_importance`.
+
+        A fold whose model has fewer trees keeps its total after its last tree.
+        """
+        tables = [r.cumulative_importance() for r in self.fold_reports()]
+        n = max(len(t) for t in tables)
+        index = pd.RangeIndex(n, name="tree")
+        filled = [t.reindex(index).ffill().fillna(0.0) for t in tables]
+        return sum(filled) / len(filled)
+
+    def first_trees(self, n_trees: int) -> CrossFittedReport:
+        """Every fold's model cut after its first ``n_trees`` trees."""
+        reports = [r.first_trees(n_trees) for r in self.fold_reports()]
+        n_blocks = 0 if self.jackknife is None else self.jackknife.shape[1]
+        return CrossFittedReport.from_folds(reports, n_blocks=n_blocks)
+
+    def __repr__(self) -> str:
+        return (f"CrossFittedReport({self.host}, {self.n_folds} folds, {len(self.splits)} "
+                f"splits)\n{self.to_frame()}")
+
+
+def _fold_seeds(random_state, n: int) -> list[np.random.SeedSequence]:
+    """``np.random.SeedSequence(random_state).spawn(n)``, without changing the caller's object.
+
+    None is 0, as in :func:`unbiased_importance`: results repeat; a Generator or RandomState
+    gives fresh draws.
+    """
+    if random_state is None:
+        random_state = 0
+    elif isinstance(random_state, np.random.Generator):
+        random_state = int(random_state.integers(2**63))
+    elif isinstance(random_state, np.random.RandomState):
+        random_state = int(random_state.randint(2**31))
+    base = (random_state if isinstance(random_state, np.random.SeedSequence)
+            else np.random.SeedSequence(random_state))
+    return [np.random.SeedSequence(base.entropy, spawn_key=(*base.spawn_key, k),
+                                   pool_size=base.pool_size) for k in range(n)]
+
+
+def _rows(a, index: np.ndarray):
+    """Rows ``index`` of a numpy array, pandas object or CSR matrix."""
+    return a.iloc[index] if hasattr(a, "iloc") else a[index]
+
+
+def _n_rows(a) -> int:
+    return a.shape[0] if hasattr(a, "shape") else len(a)
+
+
+def _iteration_cuts(reports: list[ImportanceReport], tree_iterations: list[np.ndarray],
+                    iterations) -> list[int]:
+    """Boosting iterations to keep of each fold's model.
+
+    ``"best"``: for fold ``k``, the number of iterations ``T`` that maximises the summed
+    curves ``C_j(T)`` of the *other* folds, ``C_j(T)`` being the total U over all features of
+    fold ``j``'s first ``T`` iterations (fold ``j``'s model, its own held-out rows). Fold
+    ``k``'s held-out rows never choose fold ``k``'s cut, so choosing cannot favour a feature
+    through them.
+    """
+    n_iter = [int(ti.max()) + 1 if ti.size else 0 for ti in tree_iterations]
+    if iterations != "best":
+        return [min(int(iterations), n) for n in n_iter]
+    if len(reports) < 2:
+        raise ValueError('iterations="best" needs at least two folds (the cut of each fold '
+                         "is chosen on the others)")
+    longest = max(n_iter)
+    curves = np.zeros((len(reports), longest + 1))
+    for j, (report, ti) in enumerate(zip(reports, tree_iterations)):
+        per_iteration = np.bincount(ti[report.splits["tree"].to_numpy(np.int64)],
+                                    weights=report.splits["unbiased_gain"].to_numpy(np.float64),
+                                    minlength=longest)
+        curves[j, 1:] = np.cumsum(per_iteration)
+    pooled = curves.sum(axis=0)
+    return [min(int(np.argmax(pooled - curves[k])), n) for k, n in enumerate(n_iter)]
+
+
+def cross_fit_folds(
+    fit: Callable[[Any, Any, np.ndarray | None], Any],
+    X,
+    y,
+    folds: Sequence[tuple[np.ndarray, np.ndarray]],
+    *,
+    sample_weight=None,
+    iterations: int | str | None = None,
+    objective=None,
+    n_draws: int = 1,
+    min_k: int = 5,
+    n_blocks: int = 20,
+    random_state=None,
+    progress: bool = False,
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+) -> CrossFittedReport:
+    """The cross-fitted report of the models ``fit`` returns on each fold's training rows.
+
+    Host-free and scikit-learn-free: :func:`unbiased_criteria.cross_fitted_importance` (in the
+    adapters) makes the folds and ``fit`` (a clone of an estimator, fitted) and calls this.
+
+    Parameters
+    ----------
+    fit : callable
+        ``fit(X_train, y_train, weight_train) -> model``: a new model fitted on those rows (a
+        LightGBM / XGBoost Booster or estimator).
+    X, y : array-like
+        numpy, pandas or CSR rows; ``y`` of the same length.
+    folds : sequence of (train, held) integer index arrays
+    sample_weight : array-like, optional
+    iterations, objective, n_draws, min_k, n_blocks, random_state, progress, memory_budget
+        As in :func:`unbiased_criteria.cross_fitted_importance`.
+    """
+    if iterations is not None and iterations != "best" and (
+            isinstance(iterations, bool) or not isinstance(iterations, int | np.integer)
+            or iterations < 1):
+        raise ValueError(f'iterations: expected None, "best" or a positive integer, got '
+                         f"{iterations!r}")
+    if y is None:
+        raise ValueError("y: the labels are required")
+    if hasattr(X, "tocsr"):  # scipy sparse: CSR rows can be indexed (a new matrix)
+        X = X.tocsr()
+    n = _n_rows(X)
+    if _n_rows(y) != n:
+        raise ValueError(f"y: expected {n} labels (one per row of X), got {_n_rows(y)}")
+    if sample_weight is not None:
+        sample_weight = np.asarray(sample_weight, dtype=np.float64)
+        if sample_weight.shape != (n,):
+            raise ValueError(f"sample_weight: expected shape ({n},), got "
+                             f"{sample_weight.shape}")
+        if not np.all(sample_weight >= 0) or not sample_weight.any():
+            raise ValueError("sample_weight: expected non-negative weights, not all zero")
+    folds = list(folds)
+    if not folds:
+        raise ValueError("cv: expected at least one fold")
+    seeds = _fold_seeds(random_state, len(folds))
+    reports: list[ImportanceReport] = []
+    tree_iterations: list[np.ndarray] = []
+    bar = progress_bar(len(folds), progress, "folds")
+    try:
+        for (train, held), seed in zip(folds, seeds):
+            w_train = None if sample_weight is None else sample_weight[train]
+            w_held = None if sample_weight is None else sample_weight[held]
+            X_train, y_train = _rows(X, train), _rows(y, train)
+            model = fit(X_train, y_train, w_train)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                reports.append(unbiased_importance(
+                    model, X_train, y_train, _rows(X, held), _rows(y, held),
+                    train_weight=w_train, valid_weight=w_held, objective=objective,
+                    n_draws=n_draws, min_k=min_k, random_state=seed, n_blocks=n_blocks,
+                    progress=progress, memory_budget=memory_budget,
+                ))
+            for w in caught:  # say which fold, at the caller's line
+                warnings.warn(f"fold {len(reports) - 1} of {len(folds)}: {w.message}",
+                              w.category, stacklevel=3)
+            if iterations is not None:
+                forest = adapter_for(model).read_model(model).forest
+                tree_iterations.append(np.asarray(forest.tree_iteration, dtype=np.int64))
+            bar.update()
+    finally:
+        bar.close()
+    trees_kept = iterations_kept = None
+    if iterations is not None:
+        iterations_kept = _iteration_cuts(reports, tree_iterations, iterations)
+        trees_kept = [int(np.searchsorted(ti, cut)) for ti, cut in
+                      zip(tree_iterations, iterations_kept)]
+        reports = [r.first_trees(t) for r, t in zip(reports, trees_kept)]
+    return CrossFittedReport.from_folds(reports, n_blocks=n_blocks, trees_kept=trees_kept,
+                                        iterations_kept=iterations_kept)
