@@ -42,12 +42,20 @@ def test_notebook_list_is_complete():
     assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == NAMES
 
 
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory) -> Path:
+    """One temporary home for every cache the kernel would write (shared by the notebooks)."""
+    return tmp_path_factory.mktemp("notebook-caches")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
-def test_notebook_runs_in_small_mode(name, tmp_path, monkeypatch):
+def test_notebook_runs_in_small_mode(name, scratch, monkeypatch):
     monkeypatch.setenv("UC_NOTEBOOK_SIZE", "small")
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # no __pycache__ in notebooks/
-    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path))
+    for var, sub in (("MPLCONFIGDIR", "matplotlib"), ("NUMBA_CACHE_DIR", "numba"),
+                     ("IPYTHONDIR", "ipython"), ("JUPYTER_RUNTIME_DIR", "jupyter-runtime")):
+        monkeypatch.setenv(var, str(scratch / sub))
     before = _files(ROOT)
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
