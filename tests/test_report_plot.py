@@ -1,8 +1,9 @@
 """``ImportanceReport.plot()``: the bars drawn are the report's numbers.
 
 Two horizontal bars per feature (unbiased, biased) whose widths are ``to_frame()``'s
-``unbiased_gain`` and ``biased_gain``; error bars of +-2 standard errors on the unbiased bars
-when the report has standard errors, none when it has not.
+``unbiased_gain`` and ``biased_gain``, sorted by unbiased gain, largest on top; error bars of
++-2 standard errors on the unbiased bars when the report has standard errors, none when it has
+not; the features ``select()`` picks marked ``*``; at most ``top`` features.
 """
 
 from __future__ import annotations
@@ -68,7 +69,12 @@ def check_bars(ax, frame: pd.DataFrame) -> None:
     centres_b = [p.get_y() + p.get_height() / 2 for p in biased.patches]
     np.testing.assert_allclose(centres_u, ticks - 0.2)
     np.testing.assert_allclose(centres_b, ticks + 0.2)
-    assert [t.get_text() for t in ax.get_yticklabels()] == list(frame.index)
+    assert [t.get_text().removesuffix(" *") for t in ax.get_yticklabels()] == list(frame.index)
+
+
+def by_unbiased_gain(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame in the plot's order: unbiased gain descending, ties in feature order."""
+    return frame.iloc[np.argsort(-frame["unbiased_gain"].to_numpy(), kind="stable")]
 
 
 def error_segments(container: BarContainer) -> np.ndarray | None:
@@ -90,7 +96,8 @@ def save_png(ax, path) -> bytes:
 
 def test_bars_and_error_bars_equal_the_frame(tmp_path):
     report = hand_made_report()
-    frame = report.to_frame()
+    frame = by_unbiased_gain(report.to_frame())
+    assert list(frame.index) == ["a", "c", "d", "b"]
     assert frame["std_error"].notna().all() and frame.loc["d", "std_error"] == 0
     ax = report.plot()
     check_bars(ax, frame)
@@ -109,7 +116,7 @@ def test_bars_and_error_bars_equal_the_frame(tmp_path):
 
 def test_no_error_bars_without_standard_errors(tmp_path):
     report = hand_made_report(with_jackknife=False)
-    frame = report.to_frame()
+    frame = by_unbiased_gain(report.to_frame())
     assert frame["std_error"].isna().all()
     ax = report.plot()
     check_bars(ax, frame)
@@ -121,10 +128,10 @@ def test_no_error_bars_without_standard_errors(tmp_path):
 
 def test_normalized_bars_are_shares():
     report = hand_made_report()
-    frame = report.to_frame()
+    frame = by_unbiased_gain(report.to_frame())
     ax = report.plot(normalize=True)
     shares = frame[["unbiased_gain", "biased_gain"]]
-    shares = shares / shares.abs().sum()
+    shares = shares / report.to_frame()[["unbiased_gain", "biased_gain"]].abs().sum()
     check_bars(ax, shares.assign(std_error=frame["std_error"]))
     segs = error_segments(bar_containers(ax)[0])
     half = (segs[:, 1] - segs[:, 0]) / 2
@@ -140,7 +147,7 @@ def test_plot_of_a_real_model_into_given_axes(tmp_path):
     model = lgb.train({"objective": "regression", "learning_rate": 0.1, "num_leaves": 7,
                        "verbose": -1, "seed": 0}, lgb.Dataset(X, y), num_boost_round=10)
     report = uc.unbiased_importance(model, X, y, Xv, yv, random_state=0)
-    frame = report.to_frame()
+    frame = by_unbiased_gain(report.to_frame())
     fig, (left, right) = plt.subplots(1, 2)
     ax = report.plot(ax=right)
     assert ax is right and not left.patches
@@ -169,3 +176,111 @@ def test_split_scatter_has_one_point_per_split_at_b_and_u():
     # same set of (B, U) pairs, whatever the drawing order
     np.testing.assert_allclose(np.sort(points, axis=0), np.sort(want, axis=0))
     assert len(ax.collections) == 3  # one colour per feature
+
+
+def many_features_report(n_features: int = 90, seed: int = 0) -> ImportanceReport:
+    """``n_features`` features with 3 splits each and distinct totals; 20 jackknife blocks."""
+    rng = np.random.default_rng(seed)
+    fi = np.repeat(np.arange(n_features), 3)
+    u = rng.normal(0, 1, fi.size) + np.repeat(rng.normal(0, 5, n_features), 3)
+    splits = pd.DataFrame({"feature_index": fi, "unbiased_gain": u,
+                           "biased_gain": rng.random(fi.size) * 10,
+                           "host_gain": rng.random(fi.size) * 10})
+    names = [f"f{i:02d}" for i in range(n_features)]
+    splits["feature"] = np.array(names)[fi]
+    jack = u[:, None] + rng.normal(0, 0.5, (fi.size, 20))
+    return ImportanceReport(splits, names, host="test", jackknife=jack)
+
+
+def test_top_shows_the_largest_unbiased_gains_and_says_so():
+    report = hand_made_report()
+    ax = report.plot(top=2)
+    check_bars(ax, by_unbiased_gain(report.to_frame()).iloc[:2])
+    assert "top 2 of 4 features" in ax.get_title()
+    plt.close(ax.figure)
+    ax = report.plot(top=None)
+    check_bars(ax, by_unbiased_gain(report.to_frame()))
+    assert "top" not in ax.get_title()
+    plt.close(ax.figure)
+    for bad in (0, -1, 2.5, True, "20"):
+        with pytest.raises(ValueError, match="top"):
+            report.plot(top=bad)
+
+
+def test_selected_features_are_marked():
+    report = many_features_report(30)
+    selected = report.select(0.05)
+    assert 0 < len(selected) < 30  # the check below can fail both ways
+    ax = report.plot(top=None)
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    marked = sorted(lb.removesuffix(" *") for lb in labels if lb.endswith(" *"))
+    assert marked == sorted(selected)
+    bold = sorted(t.get_text().removesuffix(" *") for t in ax.get_yticklabels()
+                  if t.get_fontweight() == "bold")
+    assert bold == sorted(selected)
+    assert "significantly above 0" in ax.get_title()
+    plt.close(ax.figure)
+    # a stricter level marks fewer
+    ax = report.plot(top=None, alpha=1e-6)
+    assert sum(t.get_text().endswith(" *") for t in ax.get_yticklabels()) == len(
+        report.select(1e-6)) < len(selected)
+    plt.close(ax.figure)
+
+
+def test_no_marks_without_standard_errors():
+    ax = hand_made_report(with_jackknife=False).plot()
+    assert not any(t.get_text().endswith("*") for t in ax.get_yticklabels())
+    assert "significantly" not in ax.get_title()
+    plt.close(ax.figure)
+
+
+def test_ninety_features_stay_readable(tmp_path):
+    report = many_features_report(90)
+    frame = by_unbiased_gain(report.to_frame())
+    ax = report.plot()
+    check_bars(ax, frame.iloc[:20])
+    assert "top 20 of 90 features" in ax.get_title() and "test" in ax.get_title()
+    width, height = ax.figure.get_size_inches()
+    assert height <= 10  # 20 features: a screen's height
+    assert height / 20 >= 0.25  # at least a quarter inch per feature
+    assert save_png(ax, tmp_path / "top.png").startswith(PNG_MAGIC)
+    ax = report.plot(top=None)
+    check_bars(ax, frame)
+    assert ax.figure.get_size_inches()[1] / 90 >= 0.25  # all 90 shown: the figure grows
+    plt.close(ax.figure)
+
+
+def test_split_scatter_labels_the_top_features_and_greys_the_rest():
+    report = many_features_report(30)
+    ax = report.plot_splits()
+    totals = report.splits.groupby("feature")["unbiased_gain"].sum()
+    top20 = list(totals.abs().sort_values(ascending=False).index[:20])
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert texts == top20 + ["other (10 features)"]
+    assert len(ax.collections) == 21
+    grey = ax.collections[-1]
+    others = report.splits[~report.splits["feature"].isin(top20)]
+    np.testing.assert_allclose(np.sort(grey.get_offsets(), axis=0),
+                               np.sort(others[["biased_gain", "unbiased_gain"]].to_numpy(),
+                                       axis=0))
+    points = np.concatenate([c.get_offsets() for c in ax.collections])
+    assert points.shape == (len(report.splits), 2)
+    assert ax.get_title()
+    plt.close(ax.figure)
+    # few features: every one labelled, no "other"
+    ax = many_features_report(5).plot_splits()
+    assert len(ax.get_legend().get_texts()) == 5 and len(ax.collections) == 5
+    plt.close(ax.figure)
+
+
+def test_cli_says_where_it_wrote_the_plot(tmp_path, capsys):
+    from unbiased_criteria.cli import _save_plot
+
+    path = tmp_path / "imp.png"
+    open_before = set(plt.get_fignums())
+    _save_plot(many_features_report(30), str(path), "model.txt: unbiased vs biased gain")
+    captured = capsys.readouterr()
+    assert captured.out == ""  # stdout may hold the table
+    assert captured.err == f"unbiased-criteria: wrote plot to {path}\n"
+    assert path.read_bytes().startswith(PNG_MAGIC)
+    assert set(plt.get_fignums()) == open_before  # its figure was closed

@@ -12,13 +12,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .importance import GainOptions, holdout_halves, jackknife_blocks, score_tree
+from .importance import GainOptions, TreeScores, holdout_halves, jackknife_blocks, score_tree
+from .leaf_params import LeafParamsError, infer_leaf_params, with_leaf_params
 from .model import Model
 from .objectives import Objective
 from .pruning import prune_tree
 from .replay import ReplayResult, RowSet, TreeStep, replay, resolve_bias
 from .report import ImportanceReport
-from .validation import check_labels, check_pair, check_weight
+from .validation import check_labels, check_pair, check_weight, encode_classes
 
 __all__ = ["unbiased_importance", "prune", "adapter_for"]
 
@@ -54,10 +55,54 @@ class _Prepared:
     valid: RowSet
 
 
+_PARAMS_ADVICE = (
+    "pass them (and alpha, max_delta_step if the model used them) with "
+    "booster.set_param({'eta': ..., 'lambda': ...}) before the call, or "
+    "--param eta=... --param lambda=... on the command line"
+)
+
+
+def _leaf_params(read: Model, obj: Objective, train: RowSet | None, needed_for: str) -> Model:
+    """``read`` with the learning rate and L2 inferred where the reader could not know them.
+
+    ``needed_for="prune"`` refuses when they cannot be inferred (new leaves need them);
+    ``"importance"`` warns (only the biased gain B depends on the L2 penalty, U on neither).
+    """
+    if not read.leaf_params_unknown:
+        return read
+    if train is None:
+        why = "without training rows (X_train, y_train) they cannot be inferred"
+    else:
+        try:
+            fit = infer_leaf_params(read, obj, train)
+        except LeafParamsError as err:
+            why = f"they cannot be inferred from its trees: {err}"
+        else:
+            log.info("inferred from %d leaves: shrinkage %.6g, l2 %.6g (misfit %.2g)",
+                     fit.n_leaves, fit.shrinkage, fit.l2, fit.misfit)
+            return with_leaf_params(read, fit)
+    message = (
+        "the model does not store its learning rate and L2 penalty (eta, lambda: an XGBoost "
+        f"model loaded from a file reports the defaults, which do not fit its trees), and {why}"
+    )
+    if needed_for == "prune":
+        raise ValueError(f"{message}; pruning needs them for the new leaves: {_PARAMS_ADVICE}")
+    warnings.warn(
+        f"{message}: biased_gain uses lambda={read.split_score.l2:g} and will not match the "
+        f"host's gain (unbiased_gain does not depend on them); {_PARAMS_ADVICE}",
+        UserWarning, stacklevel=4,
+    )
+    return read
+
+
 def _prepare(
     model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
-    memory_budget,
+    memory_budget, needed_for: str = "importance",
 ) -> _Prepared:
+    if (isinstance(memory_budget, bool) or not isinstance(memory_budget, (int, float, np.number))
+            or not memory_budget > 0):
+        raise ValueError(f"memory_budget must be a positive number of bytes, got "
+                         f"{memory_budget!r}")
     adapter = adapter_for(model)
     read = adapter.read_model(model)
     if objective is not None:
@@ -77,10 +122,18 @@ def _prepare(
     if X_train is None and train_weight is not None:
         raise ValueError("train_weight was given without X_train")
 
+    # a scikit-learn classifier's booster was trained on the indices of its classes_
+    classes = getattr(model, "classes_", None)
+
     def rows(X, y, w, x_name, y_name, w_name):
         router = adapter.make_router(model, read, X, x_name, memory_budget=memory_budget)
+        if classes is not None:
+            y = encode_classes(y, classes, y_name)
         labels = check_labels(y, router.n_rows, y_name, obj)
-        return RowSet(router, labels, check_weight(w, router.n_rows, w_name))
+        weight = check_weight(w, router.n_rows, w_name)
+        if weight is not None and not weight.any():
+            raise ValueError(f"{w_name} is 0 for every row: those rows carry no evidence")
+        return RowSet(router, labels, weight)
 
     valid = rows(X_valid, y_valid, valid_weight, "X_valid", "y_valid", "valid_weight")
     train = (
@@ -92,7 +145,41 @@ def _prepare(
                         None if train is None else train.weight)
     for message in read.warnings:
         warnings.warn(message, UserWarning, stacklevel=3)
+    read = _leaf_params(read, obj, train, needed_for)
+    if read.forest.n_trees == 0:
+        warnings.warn("the model has no trees: there is no split to score",
+                      UserWarning, stacklevel=3)
     return _Prepared(adapter, read, obj, train, valid)
+
+
+def _warn_unusable(usable: np.ndarray, share: np.ndarray, min_k: int, n_valid: int) -> None:
+    """One warning when most splits had too few held-out rows to give any evidence.
+
+    ``share`` is each split's smaller child's share of the rows that give G: about
+    ``min_k / share`` held-out rows would put ``min_k`` in that child.
+    """
+    bad = ~usable
+    if usable.size == 0 or bad.sum() * 2 <= usable.size:
+        return
+    s = share[bad]
+    s = s[s > 0]
+    need = (f"; the median such split needs about {int(np.ceil(min_k / np.median(s))):,} "
+            f"held-out rows to reach {min_k} in its smaller child" if s.size else "")
+    warnings.warn(
+        f"{int(bad.sum())} of {usable.size} splits have fewer than min_k={min_k} held-out "
+        f"rows in a child (of {n_valid:,} held-out rows): their unbiased_gain is 0 and says "
+        f"nothing (usable is False){need}",
+        UserWarning, stacklevel=3,
+    )
+
+
+def _child_share(step: TreeStep, scores: TreeScores) -> np.ndarray:
+    """Each split's smaller child's share of the rows that give G (by count)."""
+    tree = step.tree
+    inner = tree.internal_nodes
+    n = scores.n_train.astype(np.float64)
+    root = n[0] if n.size and n[0] > 0 else np.nan
+    return np.minimum(n[tree.left[inner]], n[tree.right[inner]]) / root
 
 
 SPLIT_COLUMNS = (
@@ -165,9 +252,10 @@ def unbiased_importance(
         G from one and the ratios from the other (and, with ``cross_fit``, the other way round).
     X_valid, y_valid : array-like
         Held-out rows no decision of the model has seen. numpy, pandas (category dtype
-        included) or scipy sparse.
+        included) or scipy sparse. For a fitted scikit-learn classifier the labels are those
+        it was fitted on (strings included): they are encoded through its ``classes_``.
     train_weight, valid_weight : array-like, optional
-        Row weights.
+        Row weights (not all 0).
     objective : str or callable, optional
         Required for models trained with a custom objective: a host or canonical objective
         name, or ``f(y, raw_score, weight) -> (grad, hess)``.
@@ -190,6 +278,13 @@ def unbiased_importance(
     -------
     ImportanceReport
         ``report.to_frame()`` per feature, ``report.splits`` per split.
+
+    Warns
+    -----
+    UserWarning
+        When more than half the splits have fewer than ``min_k`` held-out rows in a child,
+        when the model has no trees, and when an XGBoost model's eta and lambda are not stored
+        and cannot be inferred (only ``biased_gain`` depends on them).
     """
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
                     objective, memory_budget)
@@ -200,17 +295,25 @@ def unbiased_importance(
     blocks = jackknife_blocks(prep.valid.n_rows, options)
     records: list[dict] = []
     replicates: list[np.ndarray] = []
+    shares: list[np.ndarray] = []
 
     def visit(step: TreeStep):
         if step.tree.n_leaves > 1:
             scores = score_tree(step, prep.model.split_score, options, halves, blocks)
             records.append(_split_records(step, scores, int(forest.tree_class[step.index])))
+            shares.append(_child_share(step, scores))
+            inner = step.tree.internal_nodes
             if scores.jackknife is not None:
-                replicates.append(scores.jackknife[:, step.tree.internal_nodes].T)
+                replicates.append(scores.jackknife[:, inner].T)
+            elif blocks is not None:  # no usable split: U is 0 with any block left out
+                replicates.append(np.zeros((inner.size, options.n_blocks)))
         return None
 
     replay(prep.model, prep.objective, train=prep.train, valid=prep.valid, visit=visit,
            progress=progress)
+    if records:
+        _warn_unusable(np.concatenate([r["usable"] for r in records]), np.concatenate(shares),
+                       options.min_k, prep.valid.n_rows)
     jack = np.concatenate(replicates) if replicates else None
     return ImportanceReport(_records_frame(records, forest.feature_names),
                             forest.feature_names, host=prep.model.host, jackknife=jack)
@@ -253,6 +356,10 @@ def prune(
     refit_leaves : bool
         Recompute every leaf of every tree the same way, not only the new ones.
 
+    An XGBoost model whose eta and lambda are not stored (a Booster loaded from a file) gets
+    them inferred from its leaves and the training rows; where they cannot be (L1,
+    ``max_delta_step``, no training rows), ``ValueError`` asks for them.
+
     Returns
     -------
     A new model of the same type as ``model`` (Booster or fitted estimator); ``model`` is not
@@ -281,8 +388,11 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
                  n_draws=1, min_k=5, random_state=None, cross_fit=True, progress=False,
                  memory_budget=DEFAULT_MEMORY_BUDGET) -> PruneResult:
     """:func:`prune` without writing: the pruned IR forest and the replayed scores."""
+    if not isinstance(threshold, (int, float, np.integer, np.floating)) or np.isnan(threshold):
+        raise ValueError(f"threshold must be a number (-inf keeps every split), got "
+                         f"{threshold!r}")
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
-                    objective, memory_budget)
+                    objective, memory_budget, needed_for="prune")
     if prep.objective.renews_leaves:
         raise ValueError(
             f"pruning {prep.objective.name} models is not supported: the host renews their "
@@ -291,15 +401,22 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
                           cross_fit=cross_fit)
     halves = holdout_halves(prep.valid.n_rows, options) if prep.train is None else None
+    usable: list[np.ndarray] = []
+    shares: list[np.ndarray] = []
 
     def visit(step: TreeStep):
         if step.tree.n_leaves == 1:
             return None
         scores = score_tree(step, prep.model.split_score, options, halves)
+        usable.append(scores.usable[step.tree.internal_nodes])
+        shares.append(_child_share(step, scores))
         return prune_tree(step.tree, scores, prep.model.split_score, threshold, refit_leaves)
 
     result = replay(prep.model, prep.objective, train=prep.train, valid=prep.valid,
                     visit=visit, progress=progress)
+    if usable:
+        _warn_unusable(np.concatenate(usable), np.concatenate(shares), options.min_k,
+                       prep.valid.n_rows)
     forest = prep.model.forest
     before = sum(t.n_leaves for t in forest.trees)
     after = sum(t.n_leaves for t in result.trees)

@@ -6,6 +6,10 @@ lets the host grow one iteration (a :class:`Grower` supplied by an adapter), sco
 split with U on the held-out rows, collapses the splits with ``U <= threshold`` top-down, and
 adds the pruned trees to its running scores of the training rows and every evaluation set.
 Evaluation and early stopping run on those running scores.
+
+Every scored split is recorded, kept or not, with U measured before the pruning decision and,
+with ``options.n_blocks >= 2``, its block-jackknife replicates: each training row has one
+block for the whole run, and a replicate leaves that block's held-out rows out of every U.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .gains import SplitScore, tree_generator
-from .importance import GainOptions, score_tree
+from .importance import GainOptions, jackknife_blocks, score_tree
 from .metrics import Metric
 from .objectives import Objective
 from .progress import progress_bar
@@ -82,7 +86,12 @@ class HoldoutPlan:
 
 @dataclass
 class BoostResult:
-    """Trees (pruned), their outputs, init score, evaluation history and per-split scores."""
+    """Trees (pruned), their outputs, init score, evaluation history and per-split scores.
+
+    ``splits`` has one row per split scored (before pruning, kept or not; ``kept`` says which
+    survived) in tree order; ``jackknife`` the matching ``(n_splits, n_blocks)`` replicates of
+    ``unbiased_gain`` (None with ``n_blocks < 2``).
+    """
 
     trees: list[Tree]
     tree_class: np.ndarray
@@ -93,6 +102,7 @@ class BoostResult:
     best_iteration: int = -1
     best_score: dict[str, dict[str, float]] = field(default_factory=dict)
     splits: pd.DataFrame | None = None
+    jackknife: np.ndarray | None = None
 
 
 def boost(
@@ -134,6 +144,8 @@ def boost(
         Precision of the running scores (the host's).
     holdout : HoldoutPlan
     options : GainOptions
+        ``n_blocks >= 2`` also records each split's jackknife replicates (blocks of training
+        rows fixed for the run).
     prune_threshold : float or None
         Collapse splits with ``U <= prune_threshold``; None switches pruning off.
     eval_sets : sequence of EvalSet
@@ -157,7 +169,10 @@ def boost(
     raw_eval = [np.tile(init.astype(score_dtype), (e.y.shape[0], 1)) for e in eval_sets]
     trees: list[Tree] = []
     classes: list[int] = []
-    records: list[dict[str, np.ndarray]] = []
+    # per-split records and jackknife replicates, by tree index
+    records: dict[int, dict[str, np.ndarray]] = {}
+    replicates: dict[int, np.ndarray] = {}
+    blocks = jackknife_blocks(n, options)
     history: dict[str, dict[str, list[float]]] = {e.name: {} for e in eval_sets}
     best: dict[tuple[str, str], tuple[float, int]] = {}
     best_iteration = -1
@@ -175,13 +190,16 @@ def boost(
         nodes_eval = [grower.leaf_nodes(i + 1) for i in range(len(eval_sets))]
         for k, tree in enumerate(new):
             node_k = nodes[:, k]
-            tree, old_to_new, rec = _score_and_prune(
-                tree, len(trees), node_k, g[:, k], h[:, k], held, split_score,
-                options, prune_threshold,
+            index = len(trees)
+            tree, old_to_new, rec, jack = _score_and_prune(
+                tree, index, node_k, g[:, k], h[:, k], held, split_score,
+                options, prune_threshold, None if blocks is None else blocks[held],
             )
             if rec is not None:
                 rec["class"] = np.full(rec["node"].size, k)
-                records.append(rec)
+                records[index] = rec
+            if jack is not None:
+                replicates[index] = jack
             raw[:, k] += tree.value[old_to_new[node_k]].astype(score_dtype)
             for r, ne in zip(raw_eval, nodes_eval):
                 r[:, k] += tree.value[old_to_new[ne[:, k]]].astype(score_dtype)
@@ -216,24 +234,34 @@ def boost(
     best_score: dict[str, dict[str, float]] = {}
     for (s, m), (v, _) in best.items():
         best_score.setdefault(s, {})[m] = v
+    order = sorted(records)
     splits = (
-        pd.DataFrame({c: np.concatenate([r[c] for r in records]) for c in records[0]})
-        if records else None
+        pd.DataFrame({c: np.concatenate([records[i][c] for i in order])
+                      for c in records[order[0]]})
+        if order else None
     )
+    jackknife = (np.concatenate([replicates[i] for i in order])
+                 if order and blocks is not None else None)
     return BoostResult(trees, np.array(classes), init, raw, raw_eval, history,
-                       best_iteration, best_score, splits)
+                       best_iteration, best_score, splits, jackknife)
 
 
 def _score_and_prune(tree, index, nodes, g, h, held, split_score, options,
-                     threshold):
+                     threshold, blocks=None):
+    """The tree pruned, its old-to-new node map, its split record and jackknife replicates
+    (``(n_splits, n_blocks)``, or None); ``blocks`` are the held-out rows' blocks."""
     identity = np.arange(tree.n_nodes)
     if threshold is None or tree.n_leaves == 1 or not held.any():
-        return tree, identity, None
+        return tree, identity, None, None
     fit = ~held
     step = TreeStep(index, tree, nodes[fit], g[fit], h[fit], None, nodes[held], g[held],
                     h[held], None)
-    scores = score_tree(step, split_score, options)
+    scores = score_tree(step, split_score, options, blocks=blocks)
     inner = tree.internal_nodes
+    if scores.jackknife is not None:
+        jack = scores.jackknife[:, inner].T
+    else:  # no usable split: U = 0 in every replicate too
+        jack = None if blocks is None else np.zeros((inner.size, options.n_blocks))
     rec = {
         "tree": np.full(inner.size, index), "node": inner, "depth": tree.depth[inner],
         "feature_index": tree.feature[inner], "threshold": tree.threshold[inner],
@@ -245,11 +273,11 @@ def _score_and_prune(tree, index, nodes, g, h, held, split_score, options,
     out = prune_tree(tree, scores, split_score, threshold)
     if out is None:
         rec["kept"] = np.ones(inner.size, dtype=bool)
-        return tree, identity, rec
+        return tree, identity, rec, jack
     pruned, old_to_new = out
     # a split is kept iff it is still an internal node: it and all its ancestors survived
     rec["kept"] = ~pruned.is_leaf[old_to_new[inner]]
-    return pruned, old_to_new, rec
+    return pruned, old_to_new, rec, jack
 
 
 def _evaluate(eval_sets, raw_eval, metrics, feval, objective, K):

@@ -266,8 +266,9 @@ def draw_subsets(
 class UnbiasedGain:
     """Result of :func:`unbiased_gain`; per-node arrays (leaves NaN / 0).
 
-    ``gain`` is U (0 where ``k < min_k``); ``k`` the draw size; ``n_valid`` the held-out rows
-    per node; ``usable`` marks splits with ``k >= min_k``.
+    ``gain`` is U (0 where the split is not usable); ``k`` the draw size; ``n_valid`` the
+    held-out rows per node; ``usable`` marks splits with ``k >= min_k`` whose three ratios
+    each have a drawn row with a non-zero hessian (in every draw).
     """
 
     gain: np.ndarray
@@ -311,7 +312,8 @@ def unbiased_gain(
     n_draws : int
         Number of draws whose ratios ``r_X`` are averaged (same expectation, less noise).
     min_k : int
-        Splits with ``k < min_k`` get ``U = 0`` and ``usable = False``.
+        Splits with ``k < min_k`` get ``U = 0`` and ``usable = False``. So do splits where a
+        ratio's drawn rows all have zero hessian (e.g. zero weight): ``0/0`` is no evidence.
     lam : float
         L2 added to every ratio's denominator (the same for I, L and R).
     shortcut : bool
@@ -319,7 +321,11 @@ def unbiased_gain(
         rows instead of k drawn ones: deterministic, unbiased, less variance.
     blocks, n_blocks : int array (n_valid,), int
         Optional block of every held-out row (0..n_blocks-1): also return, for each block,
-        U computed with that block's rows left out of every ratio (for a jackknife).
+        U computed with that block's rows left out of every ratio (for a jackknife). The
+        replicate applies the same rule as the full estimate: where leaving block ``b`` out
+        leaves a ratio without a row of non-zero hessian, that split's replicate is 0, so
+        every replicate is finite and the jackknife keeps its ``n_blocks - 1`` degrees of
+        freedom. Unusable splits are 0 in every replicate.
 
     Returns
     -------
@@ -341,33 +347,44 @@ def unbiased_gain(
     req_node = np.concatenate([split, tree.left[split], tree.right[split]])
     jack = blocks is not None and n_blocks > 1
     ratio = np.zeros(req_node.size)
+    defined = np.ones(req_node.size, dtype=bool)  # every draw's denominator is non-zero
     ratio_out = np.zeros((req_node.size, n_blocks)) if jack else None
+    defined_out = np.ones((req_node.size, n_blocks), dtype=bool) if jack else None
 
-    def add(sum_g, sum_h, block_g, block_h):
-        nonlocal ratio
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio += sum_g / (sum_h + lam)
-            if jack:
-                ratio_out[...] += (sum_g[:, None] - block_g) / (sum_h[:, None] - block_h + lam)
+    # rows with a non-zero hessian, counted exactly: leaving a block out must see 0 rows as 0,
+    # where the float sum of the hessians would leave a rounding residue
+    has_h = (h_valid != 0).astype(np.float64)
+
+    def add(sums, block_sums):
+        (sum_g, sum_h, n_h), (block_g, block_h, block_n) = sums, block_sums
+        ok = n_h > 0
+        defined[...] &= ok
+        ratio[...] += np.divide(sum_g, sum_h + lam, out=np.zeros_like(sum_g), where=ok)
+        if jack:
+            ok = (n_h[:, None] - block_n) > 0
+            defined_out[...] &= ok
+            ratio_out[...] += np.divide(sum_g[:, None] - block_g, sum_h[:, None] - block_h + lam,
+                                        out=np.zeros_like(block_g), where=ok)
 
     if shortcut and h_valid.size and np.all(h_valid == h_valid[0]):
         n_draws = 1
-        sum_g = tree.node_sums(nodes_valid, g_valid)[req_node]
-        sum_h = tree.node_sums(nodes_valid, h_valid)[req_node]
-        block_g = block_h = None
+        values = (g_valid, h_valid, has_h)
+        sums = [tree.node_sums(nodes_valid, v)[req_node] for v in values]
+        block_sums = (None, None, None)
         if jack:
             onehot = blocks[:, None] == np.arange(n_blocks)
-            block_g = tree.node_sums(nodes_valid, onehot * g_valid[:, None])[req_node]
-            block_h = tree.node_sums(nodes_valid, onehot * h_valid[:, None])[req_node]
-        add(sum_g, sum_h, block_g, block_h)
+            block_sums = [tree.node_sums(nodes_valid, onehot * v[:, None])[req_node]
+                          for v in values]
+        add(sums, block_sums)
     else:
         req_k = np.tile(k[split], 3)
         for _ in range(n_draws):
             draws = draw_subsets(tree, nodes_valid, req_node, req_k, rng)
-            block_g, block_h = (
-                draws.block_sums((g_valid, h_valid), blocks, n_blocks) if jack else (None, None)
+            values = (g_valid, h_valid, has_h)
+            block_sums = (
+                draws.block_sums(values, blocks, n_blocks) if jack else (None, None, None)
             )
-            add(draws.sums(g_valid), draws.sums(h_valid), block_g, block_h)
+            add([draws.sums(v) for v in values], block_sums)
 
     def combine(r):  # U from the ratios of (I, L, R); r is (3s,) or (3s, n_blocks)
         r_I, r_L, r_R = np.split(r / n_draws, 3)
@@ -376,10 +393,17 @@ def unbiased_gain(
                                                         tree.right[split]))
         return G_L * r_L + G_R * r_R - G_I * r_I
 
-    gain[split] = combine(ratio)
+    # a ratio over rows whose hessians sum to 0 (e.g. all drawn rows have weight 0) is no
+    # evidence: the split is unusable, like one with k < min_k
+    ok = np.logical_and.reduce(np.split(defined, 3))
+    usable[split] = ok
+    gain[split] = np.where(ok, combine(ratio), 0.0)
     jackknife = None
     if jack:
+        # leaving block b out is the same estimator on fewer rows: where a ratio loses all
+        # its hessian (every drawn row of the node is in block b), that split's U is 0
+        ok_out = np.logical_and.reduce(np.split(defined_out, 3)) & ok[:, None]
         jackknife = np.full((n_blocks, tree.n_nodes), np.nan)
         jackknife[:, inner] = 0.0
-        jackknife[:, split] = combine(ratio_out).T
+        jackknife[:, split] = np.where(ok_out, combine(ratio_out), 0.0).T
     return UnbiasedGain(gain, k, n_valid, usable, jackknife)

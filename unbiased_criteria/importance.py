@@ -85,7 +85,8 @@ def score_tree(
 
     With training rows, G and H come from them and the ratios from the held-out rows. Without
     (validation-only mode), ``halves`` splits the held-out rows: G from one half, ratios from
-    the other, and with ``options.cross_fit`` also the other way round, averaged.
+    the other, and with ``options.cross_fit`` also the other way round, averaged; a split is
+    usable only when both directions are, and U (and its jackknife replicates) is 0 otherwise.
     """
     tree = step.tree
     rng = tree_generator(options.random_state, step.index)
@@ -116,9 +117,12 @@ def score_tree(
     gain, usable, jack = u.gain, u.usable, u.jackknife
     if options.cross_fit:
         _, u2 = half(b, a)
-        gain = (u.gain + u2.gain) / 2.0
         usable = u.usable & u2.usable
-        jack = None if jack is None else (jack + u2.jackknife) / 2.0
+        # U = 0 wherever either half is unusable (leaves stay NaN)
+        gain = np.where(usable, (u.gain + u2.gain) / 2.0, np.where(tree.is_leaf, np.nan, 0.0))
+        if jack is not None:
+            jack = np.where(usable, (jack + u2.jackknife) / 2.0,
+                            np.where(tree.is_leaf, np.nan, 0.0))
     all_rows = node_sums(tree, nv, gv, hv)
     return TreeScores(
         biased_gain(tree, all_rows, score), gain, u.k, usable, sums_a.n, all_rows.n, sums_a,

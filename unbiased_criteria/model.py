@@ -50,6 +50,11 @@ class Model:
         The host folded an init score into the first iteration's trees (``Tree.bias``) that
         must be recomputed from the training labels with ``objective.init_score``; their
         ``bias`` holds a data-free estimate, or NaN when none exists.
+    leaf_params_unknown : bool
+        The reader could not take the learning rate (``Tree.shrinkage``) and the L2 penalty
+        (``split_score.l2``) from the model (an XGBoost Booster loaded from a file reports the
+        host's defaults, and they do not fit its trees): the core infers both from the leaf
+        values and the training rows' G, H (:mod:`unbiased_criteria.leaf_params`).
     warnings : tuple of str
         Why recomputed gains will not match the host's (bagging, GOSS...); U stays valid.
     source : Any
@@ -61,6 +66,7 @@ class Model:
     split_score: SplitScore
     host: str
     bias_from_labels: bool = False
+    leaf_params_unknown: bool = False
     warnings: tuple[str, ...] = ()
     source: Any = field(default=None, repr=False)
 

@@ -39,8 +39,23 @@ def _check_non_negative(y, argument, name):
         raise ValueError(f"{argument} must be non-negative for {name}")
 
 
-# LightGBM clamps class frequencies away from 0 and 1 before taking logs
-_K_EPSILON = 1e-15
+def _check_finite(name: str, g: np.ndarray, h: np.ndarray) -> None:
+    """Raise ``ValueError`` naming the objective and the first rows whose gradient or hessian
+    is NaN or infinite (a NaN would otherwise pass silently into every gain)."""
+    if np.isfinite(g).all() and np.isfinite(h).all():
+        return
+    bad = ~(np.isfinite(g) & np.isfinite(h))
+    rows = np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1))
+    shown = ", ".join(str(r) for r in rows[:10]) + (", ..." if rows.size > 10 else "")
+    raise ValueError(
+        f"objective {name!r} gives non-finite gradients or hessians on {rows.size} row(s) "
+        f"(rows {shown}); check the labels, weights and raw scores of these rows"
+    )
+
+
+# LightGBM clamps class frequencies away from 0 and 1 before taking logs, by its kEpsilon:
+# the float literal 1e-15f widened to double
+_K_EPSILON = float(np.float32(1e-15))
 
 
 def _weighted_mean(y, w):
@@ -79,14 +94,20 @@ class Objective:
     def grad_hess(
         self, y: np.ndarray, raw: np.ndarray, weight: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Float32 gradient and hessian of every row at raw score ``raw``."""
+        """Float32 gradient and hessian of every row at raw score ``raw``.
+
+        Raises ``ValueError`` naming the objective and the first offending rows when a
+        gradient or hessian is NaN or infinite (e.g. a raw score whose exp overflows).
+        """
         dt = np.float32 if self.precision == "float32" else np.float64
         y = np.asarray(y, dtype=np.float32).astype(dt)
         raw = np.asarray(raw).astype(dt, copy=False)
         w = None if weight is None else np.asarray(weight, dtype=np.float32).astype(dt)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             g, h = self._grad_hess(y, raw, w)
-        return g.astype(np.float32), h.astype(np.float32)
+        g, h = g.astype(np.float32), h.astype(np.float32)
+        _check_finite(self.name, g, h)
+        return g, h
 
     def _grad_hess(self, y, raw, w):
         raise NotImplementedError
@@ -188,14 +209,20 @@ class Logistic(Objective):
 class Softmax(Objective):
     """Multiclass log loss; labels are class indices 0..K-1.
 
-    ``hessian_factor`` multiplies p(1-p): LightGBM uses K/(K-1), XGBoost 2.
+    ``hessian_factor`` multiplies p(1-p): LightGBM uses K/(K-1) (the default, None), XGBoost 2.
     ``hessian_floor`` is XGBoost's 1e-16, applied after the weight.
     """
 
     n_classes: int = 3
-    hessian_factor: float = 1.5
+    hessian_factor: float | None = None
     hessian_floor: float = 0.0
     name = "multiclass_softmax"
+
+    def __post_init__(self):
+        if int(self.n_classes) < 2:
+            raise ValueError(f"n_classes must be at least 2, got {self.n_classes!r}")
+        if self.hessian_factor is None:
+            object.__setattr__(self, "hessian_factor", self.n_classes / (self.n_classes - 1.0))
 
     @property
     def n_outputs(self) -> int:
@@ -386,8 +413,10 @@ class CrossEntropy(Objective):
             raise ValueError(f"{argument} must lie in [0, 1] for {self.name}")
 
     def init_score(self, y, weight=None):
+        # LightGBM clamps the mean label like the binary objective's (all-0 labels: -34.5)
         p = _weighted_mean(np.float32(y), weight)
-        return np.array([np.log(p / (1 - p))])
+        p = min(max(p, _K_EPSILON), 1.0 - _K_EPSILON)
+        return np.array([np.log(p / (1.0 - p))])
 
     def predict(self, raw):
         return _sigmoid(np.asarray(raw, dtype=np.float64))
@@ -485,6 +514,7 @@ class CustomObjective(Objective):
         g, h = self.func(np.asarray(y), np.asarray(raw), weight)
         g = np.asarray(g, dtype=np.float32).reshape(np.shape(raw))
         h = np.asarray(h, dtype=np.float32).reshape(np.shape(raw))
+        _check_finite(f"custom ({getattr(self.func, '__name__', 'callable')})", g, h)
         return g, h
 
 

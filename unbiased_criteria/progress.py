@@ -1,4 +1,8 @@
-"""An optional tqdm progress bar (off unless asked for; never in library logs)."""
+"""A tqdm progress bar on stderr (off unless asked for; never in library logs).
+
+tqdm is a core dependency (small, no dependencies of its own), imported only when a bar is
+shown.
+"""
 
 from __future__ import annotations
 

@@ -10,6 +10,12 @@ __all__ = ["ImportanceReport"]
 _SUMMED = ["unbiased_gain", "biased_gain", "host_gain"]
 
 
+def _check_top(top) -> None:
+    if top is not None and (isinstance(top, bool) or not isinstance(top, int | np.integer)
+                            or top < 1):
+        raise ValueError(f"top: expected a positive integer or None, got {top!r}")
+
+
 class ImportanceReport:
     """Unbiased and biased gain of every split of a model, and their sums per feature.
 
@@ -38,7 +44,11 @@ class ImportanceReport:
         with each block left out of every ratio (same draws, no extra replay), summed per
         feature, and ``SE = sqrt((B-1)/B * sum_b (F_(b) - mean F_(.))^2)``. It reflects the
         sampling of the held-out rows, the k-draws included; not that of the training rows.
-        NaN when the report was made with ``n_blocks < 2``.
+        A replicate is the same estimator on the remaining rows: a split that leaving block
+        ``b`` out leaves without a held-out row of non-zero hessian in one of its ratios (e.g.
+        all its drawn rows with weight > 0 are in block ``b``) counts 0 in replicate ``b``,
+        as an unusable split does. So every replicate is finite and every feature keeps
+        ``B - 1`` degrees of freedom. NaN when the report was made with ``n_blocks < 2``.
         """
         index = pd.Index(self.feature_names, name="feature")
         if self.jackknife is None or self.jackknife.shape[1] < 2:
@@ -48,6 +58,8 @@ class ImportanceReport:
         np.add.at(per_feature, self.splits["feature_index"].to_numpy(), self.jackknife)
         dev = per_feature - per_feature.mean(axis=1, keepdims=True)
         se = np.sqrt((B - 1) / B * (dev**2).sum(axis=1))
+        if not np.isfinite(se).all():  # the core gives finite replicates; a NaN is a bug
+            raise ValueError("the jackknife replicates contain NaN or infinite values")
         return pd.Series(se, index=index, name="std_error")
 
     def select(self, alpha: float = 0.05) -> list[str]:
@@ -59,6 +71,14 @@ class ImportanceReport:
         """
         from scipy.stats import t as student_t
 
+        if len(self.splits) == 0:
+            raise ValueError("select() has nothing to test: the model has no splits")
+        if not self.splits["usable"].any():
+            raise ValueError(
+                "select() has nothing to test: no split had usable evidence (every split has "
+                "fewer than min_k held-out rows in a child, so every unbiased_gain is 0); pass "
+                "more held-out rows or a smaller min_k"
+            )
         if self.jackknife is None or self.jackknife.shape[1] < 2:
             raise ValueError("select() needs standard errors: build the report with n_blocks >= 2")
         frame = self.to_frame()
@@ -84,14 +104,28 @@ class ImportanceReport:
         out.insert(1, "std_error", self.std_error())
         return out
 
-    def plot(self, ax=None, *, normalize: bool = False):
-        """Bar chart of the unbiased gain next to the biased gain per feature.
+    def _has_std_error(self) -> bool:
+        return self.jackknife is not None and self.jackknife.shape[1] >= 2
+
+    def plot(self, ax=None, *, normalize: bool = False, top: int | None = 20,
+             alpha: float = 0.05, title: str | None = None):
+        """Bar chart of the unbiased gain next to the biased gain, sorted by unbiased gain.
 
         Parameters
         ----------
         ax : matplotlib Axes, optional
+            Draw into these axes; by default a new figure whose height fits the bars shown.
         normalize : bool
-            Divide each column by its sum of absolute values (shares, as hosts show).
+            Divide each column by its sum of absolute values over all features (shares, as
+            hosts show).
+        top : int or None
+            Show the ``top`` features with the largest unbiased gain (default 20); None shows
+            every feature. The title says how many are shown of how many.
+        alpha : float
+            When the report has standard errors, the features :meth:`select` picks at this
+            level are marked with ``*`` after their name.
+        title : str, optional
+            Title (default: the host and "unbiased vs biased gain").
 
         Returns
         -------
@@ -99,6 +133,7 @@ class ImportanceReport:
         """
         import matplotlib.pyplot as plt
 
+        _check_top(top)
         full = self.to_frame()
         frame = full[["unbiased_gain", "biased_gain"]]
         err = full["std_error"]
@@ -106,24 +141,48 @@ class ImportanceReport:
             scale = frame.abs().sum().replace(0, 1)
             frame = frame / scale
             err = err / scale["unbiased_gain"]
+        # stable sort: ties keep the features' order
+        order = np.argsort(-full["unbiased_gain"].to_numpy(), kind="stable")
+        n_all = len(order)
+        if top is not None:
+            order = order[:top]
+        frame, err = frame.iloc[order], err.iloc[order]
+        has_se = self._has_std_error()
+        selected = set(self.select(alpha)) if has_se else set()
         if ax is None:
-            _, ax = plt.subplots(figsize=(6, 0.4 * len(frame) + 1.5))
+            _, ax = plt.subplots(figsize=(6, 0.3 * len(frame) + 1.8))
         y = np.arange(len(frame))
-        xerr = None if err.isna().all() else 2 * err.to_numpy()
+        xerr = 2 * err.to_numpy() if has_se else None
         ax.barh(y - 0.2, frame["unbiased_gain"], height=0.4, xerr=xerr, capsize=3,
-                label="unbiased gain (±2 SE)" if xerr is not None else "unbiased gain")
+                label="unbiased gain (±2 SE)" if has_se else "unbiased gain")
         ax.barh(y + 0.2, frame["biased_gain"], height=0.4, label="biased gain", alpha=0.6)
-        ax.set_yticks(y, frame.index)
+        labels = [f"{name} *" if name in selected else str(name) for name in frame.index]
+        ax.set_yticks(y, labels)
+        for tick, name in zip(ax.get_yticklabels(), frame.index):
+            if name in selected:
+                tick.set_fontweight("bold")
         ax.axvline(0, color="black", lw=0.8)
-        ax.invert_yaxis()
+        ax.set_ylim(len(frame) - 0.5, -0.5)  # largest on top
         ax.set_xlabel("share of total" if normalize else "sum of gains over splits")
-        ax.legend()
+        if title is None:
+            title = f"{self.host}: unbiased vs biased gain" if self.host else \
+                "unbiased vs biased gain"
+        notes = []
+        if len(frame) < n_all:
+            notes.append(f"top {len(frame)} of {n_all} features")
+        if has_se:
+            notes.append(f"* significantly above 0 (alpha {alpha:g})")
+        ax.set_title(title + ("\n" + "; ".join(notes) if notes else ""), fontsize="medium")
+        ax.legend(loc="best", fontsize="small")
         return ax
 
-    def plot_splits(self, ax=None, *, max_points: int = 20000):
+    def plot_splits(self, ax=None, *, max_points: int = 20000, top: int = 20,
+                    title: str | None = None):
         """Scatter of every split's biased gain B (x) against its unbiased gain U (y).
 
-        One colour per feature; the line ``U = 0`` marks where a split stops helping on the
+        One colour per feature; with more than ``top`` features, only the ``top`` features
+        with the largest absolute unbiased importance get a colour and a legend entry, the
+        others are grey ("other"). The line ``U = 0`` marks where a split stops helping on the
         held-out rows. At most ``max_points`` splits are drawn (an even sample of them).
 
         Returns
@@ -132,19 +191,31 @@ class ImportanceReport:
         """
         import matplotlib.pyplot as plt
 
+        _check_top(top)
         splits = self.splits
         if len(splits) > max_points:
             splits = splits.iloc[np.linspace(0, len(splits) - 1, max_points).astype(int)]
         if ax is None:
-            _, ax = plt.subplots(figsize=(6, 4.5))
-        for feature, group in splits.groupby("feature", sort=False):
+            _, ax = plt.subplots(figsize=(6.5, 4.5))
+        totals = self.splits.groupby("feature", sort=False)["unbiased_gain"].sum()
+        labelled = list(totals.abs().sort_values(ascending=False, kind="stable").index[:top])
+        for i, feature in enumerate(labelled):
+            group = splits[splits["feature"] == feature]
+            # 10 colours, then the same colours as triangles: 20 features stay distinct
             ax.scatter(group["biased_gain"], group["unbiased_gain"], s=8, alpha=0.6,
-                       label=str(feature))
+                       color=f"C{i % 10}", marker="o^sD"[(i // 10) % 4], label=str(feature))
+        rest = splits[~splits["feature"].isin(labelled)]
+        if len(rest):
+            ax.scatter(rest["biased_gain"], rest["unbiased_gain"], s=6, alpha=0.4,
+                       color="grey", label=f"other ({len(totals) - len(labelled)} features)")
         ax.axhline(0, color="black", lw=0.8)
         ax.set_xlabel("biased gain B (training rows)")
         ax.set_ylabel("unbiased gain U (held-out rows)")
-        if splits["feature"].nunique() <= 20:
-            ax.legend(title="feature", fontsize="small", markerscale=2)
+        if title is None:
+            title = f"{self.host}: every split, B vs U" if self.host else "every split, B vs U"
+        ax.set_title(title, fontsize="medium")
+        ax.legend(title="feature", fontsize="small", markerscale=2,
+                  loc="center left", bbox_to_anchor=(1.01, 0.5))
         return ax
 
     def __repr__(self) -> str:

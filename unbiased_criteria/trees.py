@@ -18,7 +18,6 @@ Invariants (checked by :func:`check_tree`):
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -82,6 +81,31 @@ def _array(values, dtype, n: int | None = None, fill=None) -> np.ndarray:
     return out
 
 
+class _computed_once:
+    """A per-instance cache of a derived value, without a lock.
+
+    ``functools.cached_property`` takes one class-wide lock on Python < 3.12, so the first
+    access to ``ancestors`` of one tree would wait for every other tree's. Here two threads
+    reaching a fresh tree at once may both compute the value; both results are equal and
+    the instance keeps one.
+    """
+
+    def __init__(self, func):
+        self.func = func
+        self.name = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        value = self.func(instance)
+        instance.__dict__[self.name] = value  # later lookups find it before this descriptor
+        return value
+
+
 @dataclass(frozen=True, eq=False)
 class Tree:
     """One tree as flat node arrays (see the module docstring for the invariants).
@@ -143,19 +167,19 @@ class Tree:
     def n_nodes(self) -> int:
         return int(self.left.shape[0])
 
-    @cached_property
+    @_computed_once
     def is_leaf(self) -> np.ndarray:
         return self.left < 0
 
-    @cached_property
+    @_computed_once
     def n_leaves(self) -> int:
         return int(self.is_leaf.sum())
 
-    @cached_property
+    @_computed_once
     def internal_nodes(self) -> np.ndarray:
         return np.flatnonzero(~self.is_leaf)
 
-    @cached_property
+    @_computed_once
     def parent(self) -> np.ndarray:
         parent = np.full(self.n_nodes, -1, dtype=np.int32)
         inner = self.internal_nodes
@@ -163,7 +187,7 @@ class Tree:
         parent[self.right[inner]] = inner
         return parent
 
-    @cached_property
+    @_computed_once
     def depth(self) -> np.ndarray:
         """Depth of every node (root 0), found level by level."""
         depth = np.full(self.n_nodes, -1, dtype=np.int32)
@@ -175,11 +199,11 @@ class Tree:
             d += 1
         return depth
 
-    @cached_property
+    @_computed_once
     def max_depth(self) -> int:
         return int(self.depth.max())
 
-    @cached_property
+    @_computed_once
     def ancestors(self) -> sparse.csr_matrix:
         """``A[a, v] = 1`` iff ``a`` is ``v`` or an ancestor of ``v`` (n_nodes x n_nodes).
 

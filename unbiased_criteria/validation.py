@@ -10,13 +10,40 @@ from scipy import sparse
 
 from .objectives import Objective
 
-__all__ = ["check_labels", "check_weight", "check_pair", "check_matrix", "check_column_names"]
+__all__ = [
+    "encode_classes", "check_labels", "check_weight", "check_pair", "check_matrix",
+    "check_column_names",
+]
 
 
 def check_pair(X, y, x_name: str, y_name: str) -> None:
     """``X`` and ``y`` are given together or not at all."""
     if (X is None) != (y is None):
         raise ValueError(f"pass both {x_name} and {y_name}, or neither")
+
+
+def encode_classes(y, classes, argument: str) -> np.ndarray:
+    """Labels as the indices 0..K-1 of ``classes`` (a fitted classifier's ``classes_``).
+
+    A scikit-learn classifier trains its booster on the indices of its ``classes_``, whatever
+    the labels are (strings, or integers such as 1, 2): the labels the user has must go through
+    the same map. Raises ``ValueError`` naming ``argument`` and the labels not in ``classes``.
+    """
+    values = y.to_numpy() if isinstance(y, (pd.Series, pd.DataFrame)) else np.asarray(y)
+    if values.ndim == 2 and values.shape[1] == 1:
+        values = values[:, 0]
+    if values.ndim != 1:
+        raise ValueError(f"{argument} must be one-dimensional, got shape {values.shape}")
+    index = pd.Index(np.asarray(classes))
+    codes = index.get_indexer(values)
+    unseen = codes < 0
+    if unseen.any():
+        shown = ", ".join(repr(v) for v in np.asarray(pd.unique(values[unseen]))[:5].tolist())
+        raise ValueError(
+            f"{argument} holds labels the classifier was not fitted on ({shown}); its "
+            f"classes_ are {index.tolist()}"
+        )
+    return codes.astype(np.float64)
 
 
 def check_labels(y, n_rows: int, argument: str, objective: Objective) -> np.ndarray:

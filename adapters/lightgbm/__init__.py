@@ -20,6 +20,7 @@ Modules (one idea each):
 * ``source``: LightGBM's routing rules and host facts, :class:`LightGBMSource`, parameters,
   forest layout;
 * ``objectives``: LightGBM objective names -> core objectives (:func:`make_objective`);
+* ``text_model``: checks a text model before LightGBM loads it (:func:`check_model_text`);
 * ``reader``: dump and ``parameters:`` -> IR (:func:`read_model`);
 * ``router``: :func:`make_router`;
 * ``writer``: IR -> text model (:func:`model_text`, :func:`write_model`);

@@ -3,52 +3,32 @@
 :class:`UnbiasedLGBMRegressor` and :class:`UnbiasedLGBMClassifier` are LightGBM's
 ``LGBMRegressor`` / ``LGBMClassifier`` whose ``fit`` trains through
 :func:`~unbiased_criteria.adapters.lightgbm.training.train`; ``feature_importances_`` is the
-unbiased importance gathered during training.
+unbiased importance gathered during training (every scored split, kept or not).
 """
 
 from __future__ import annotations
 
-import copy
-import types
 from collections.abc import Callable
 from typing import Any
 
 import lightgbm
 import numpy as np
-import pandas as pd
-from unbiased_criteria.adapters.lightgbm.training import train, training_splits
+from unbiased_criteria.adapters._sklearn import IMPORTANCE_DOC, TrainingImportance, with_train
+from unbiased_criteria.adapters.lightgbm.training import train
 
 __all__ = ["UnbiasedLGBMRegressor", "UnbiasedLGBMClassifier"]
 
 #: constructor parameters the estimators add to LightGBM's (they are not LightGBM parameters)
-_UNBIASED_PARAMS = ("holdout_fraction", "redraw_holdout", "prune_threshold", "n_draws", "min_k")
+_UNBIASED_PARAMS = ("holdout_fraction", "redraw_holdout", "prune_threshold", "n_draws", "min_k",
+                    "n_blocks")
 
 
-def _with_train(func: Callable, replacement: Callable) -> Callable:
-    """A copy of ``func`` whose global name ``train`` means ``replacement``.
-
-    ``LGBMModel.fit`` prepares the Datasets, evaluation sets, metrics and callbacks and then
-    calls ``lightgbm.train`` through its module's global name ``train``. Running a copy of it
-    with that one name rebound keeps every step of LightGBM's ``fit`` without touching the
-    ``lightgbm`` module (no monkeypatching: other code and threads are unaffected).
-    """
-    if "train" not in func.__code__.co_names:
-        raise RuntimeError(
-            "this LightGBM version's LGBMModel.fit does not call train(); the "
-            "UnbiasedLGBM* estimators need an update"
-        )
-    namespace = dict(func.__globals__)
-    namespace["train"] = replacement
-    new = types.FunctionType(func.__code__, namespace, func.__name__, func.__defaults__,
-                             func.__closure__)
-    new.__kwdefaults__ = copy.copy(func.__kwdefaults__)
-    return new
-
-
-class _UnbiasedFit(lightgbm.LGBMModel):
+class _UnbiasedFit(TrainingImportance, lightgbm.LGBMModel):
     """Placed after ``LGBMRegressor`` / ``LGBMClassifier`` in the estimators' MRO, this class's
     ``fit`` is what their ``fit`` calls as ``super().fit``: LightGBM's ``LGBMModel.fit`` with
     :func:`train` in place of ``lightgbm.train``."""
+
+    _not_fitted_error = lightgbm.compat.LGBMNotFittedError
 
     def fit(self, *args: Any, **kwargs: Any):
         if kwargs.get("init_model") is not None:
@@ -62,7 +42,7 @@ class _UnbiasedFit(lightgbm.LGBMModel):
                          valid_names=valid_names, feval=feval or None, callbacks=callbacks,
                          **options)
 
-        fit = _with_train(lightgbm.LGBMModel.fit, unbiased_train)
+        fit = with_train(lightgbm.LGBMModel.fit, unbiased_train)
         return fit(self, *args, **kwargs)
 
     def _process_params(self, stage: str) -> dict[str, Any]:
@@ -70,33 +50,6 @@ class _UnbiasedFit(lightgbm.LGBMModel):
         for key in _UNBIASED_PARAMS:  # ours, not LightGBM's
             params.pop(key, None)
         return params
-
-    @property
-    def feature_importances_(self) -> np.ndarray:
-        """Unbiased importance of each feature: the sum of ``U`` over its kept splits.
-
-        ``U`` is the unbiased gain of each split when it was made (see
-        :func:`training_splits`). NaN for every feature when no split was scored
-        (``prune_threshold=None`` or ``holdout_fraction=0``). LightGBM's own importances stay
-        available as ``booster_.feature_importance(importance_type)``.
-        """
-        if not self.__sklearn_is_fitted__():
-            raise lightgbm.compat.LGBMNotFittedError(
-                "No feature_importances found. Need to call fit beforehand."
-            )
-        frame = training_splits(self._Booster)
-        out = np.zeros(self._Booster.num_feature())
-        if frame.empty:
-            return np.full_like(out, np.nan)
-        kept = frame[frame["kept"].astype(bool)]
-        np.add.at(out, kept["feature_index"].to_numpy(dtype=np.int64),
-                  kept["unbiased_gain"].to_numpy(dtype=np.float64))
-        return out
-
-    @property
-    def training_splits_(self) -> pd.DataFrame:
-        """:func:`training_splits` of the fitted model (one row per scored split)."""
-        return training_splits(self.booster_)
 
 
 _ESTIMATOR_DOC = """LightGBM's ``{base}`` trained with unbiased-gain pruning (:func:`train`).
@@ -119,13 +72,15 @@ _ESTIMATOR_DOC = """LightGBM's ``{base}`` trained with unbiased-gain pruning (:f
         then ``{base}``'s).
     n_draws, min_k : int, default 1 and 5
         Options of the unbiased gain (see :func:`train`).
+    n_blocks : int, default 20
+        Jackknife blocks for the standard errors of ``training_report(model)``.
     **kwargs
         ``{base}``'s parameters.
 
     Attributes
     ----------
     feature_importances_ : ndarray of shape (n_features,)
-        The unbiased importance: per feature, the sum of ``U`` over the kept splits.
+        {importance}
     training_splits_ : pandas.DataFrame
         Every split scored during training (:func:`training_splits`).
     """
@@ -166,6 +121,7 @@ def _estimator(base: type[lightgbm.LGBMModel]) -> type[lightgbm.LGBMModel]:
             prune_threshold: float | None = 0.0,
             n_draws: int = 1,
             min_k: int = 5,
+            n_blocks: int = 20,
             **kwargs: Any,
         ) -> None:
             super().__init__(
@@ -184,11 +140,12 @@ def _estimator(base: type[lightgbm.LGBMModel]) -> type[lightgbm.LGBMModel]:
             self.prune_threshold = prune_threshold
             self.n_draws = n_draws
             self.min_k = min_k
+            self.n_blocks = n_blocks
 
     # named as the module attribute it is bound to, so that pickle finds it
     Estimator.__name__ = Estimator.__qualname__ = f"Unbiased{base.__name__}"
     Estimator.__init__.__qualname__ = f"Unbiased{base.__name__}.__init__"
-    Estimator.__doc__ = _ESTIMATOR_DOC.format(base=base.__name__)
+    Estimator.__doc__ = _ESTIMATOR_DOC.format(base=base.__name__, importance=IMPORTANCE_DOC)
     return Estimator
 
 

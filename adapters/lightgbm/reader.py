@@ -27,6 +27,7 @@ from unbiased_criteria.adapters.lightgbm.source import (
     make_forest,
     parse_parameters,
 )
+from unbiased_criteria.adapters.lightgbm.text_model import check_model_text
 
 from unbiased_criteria.model import Model, UnsupportedModelError
 from unbiased_criteria.trees import MISSING_NAN, MISSING_NONE, MISSING_ZERO, make_tree
@@ -212,6 +213,9 @@ def read_model(model: lightgbm.Booster | lightgbm.LGBMModel) -> Model:
     UnsupportedModelError
         DART, random forest, linear trees, ranking objectives, ``reg_sqrt``,
         ``cross_entropy_lambda``.
+    ModelTextError
+        The booster's text is corrupt (child or feature index out of range, a cycle...), which
+        would crash LightGBM's ``dump_model()``; the message names the tree and the field.
 
     Notes
     -----
@@ -223,6 +227,8 @@ def read_model(model: lightgbm.Booster | lightgbm.LGBMModel) -> Model:
     """
     booster = booster_of(model)
     text = booster.model_to_string(num_iteration=-1)
+    # a Booster built from corrupt text can crash dump_model(): check the text first
+    check_model_text(text)
     dump = booster.dump_model(num_iteration=-1)
     params = parse_parameters(text)
     obj_line = dump.get("objective")  # absent for a custom objective

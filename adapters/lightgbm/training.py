@@ -24,6 +24,7 @@ import lightgbm
 import numpy as np
 import pandas as pd
 from lightgbm.basic import _choose_param_value
+from unbiased_criteria.adapters._record import attach_record, record_of
 from unbiased_criteria.adapters.lightgbm.callbacks import LoopHooks, after_iteration_callbacks
 from unbiased_criteria.adapters.lightgbm.datasets import Setup, check_sets, construct
 from unbiased_criteria.adapters.lightgbm.grower import LGBMGrower
@@ -42,6 +43,7 @@ from unbiased_criteria.boosting import BoostResult, EvalSet, HoldoutPlan, boost
 from unbiased_criteria.importance import GainOptions
 from unbiased_criteria.model import UnsupportedModelError
 from unbiased_criteria.report import ImportanceReport
+from unbiased_criteria.training_record import TrainingRecord
 
 __all__ = ["train", "training_splits", "training_report", "run_training", "TrainingRun"]
 
@@ -103,6 +105,7 @@ def train(
     prune_threshold: float | None = 0.0,
     n_draws: int = 1,
     min_k: int = 5,
+    n_blocks: int = 20,
     random_state: Any = None,
     progress: bool = False,
 ) -> lightgbm.Booster:
@@ -161,6 +164,9 @@ def train(
         Options of the unbiased gain (:class:`unbiased_criteria.importance.GainOptions`):
         k-draws averaged per ratio; splits with fewer than ``min_k`` held-out rows in a child
         get ``U = 0`` (and are pruned at the default threshold).
+    n_blocks : int
+        Jackknife blocks for the standard errors of :func:`training_report`: every training
+        row gets one block for the whole run; 0 (or 1) records none.
     random_state : int, numpy Generator / RandomState / SeedSequence, optional
         Seeds the held-out draws and the k-draws; ``None`` takes LightGBM's ``seed`` parameter
         (or its aliases) if given, else 0, so training is deterministic as LightGBM's is.
@@ -177,7 +183,8 @@ def train(
         early stopping). The first iteration's trees carry the boost-from-average init score
         (``Tree::AddBias``: values + init, ``shrinkage=1``). The unbiased gain of every split
         scored during training is in :func:`training_splits` (one row per split, ``kept`` says
-        whether it survived) and, per feature over the kept splits, :func:`training_report`.
+        whether it survived) and, per feature over every scored split with standard errors,
+        :func:`training_report`.
 
     Raises
     ------
@@ -199,13 +206,14 @@ def train(
         params, train_set, num_boost_round, valid_sets=valid_sets, valid_names=valid_names,
         feval=feval, callbacks=callbacks, holdout_fraction=holdout_fraction,
         redraw_holdout=redraw_holdout, prune_threshold=prune_threshold, n_draws=n_draws,
-        min_k=min_k, random_state=random_state, progress=progress,
+        min_k=min_k, n_blocks=n_blocks, random_state=random_state, progress=progress,
     ).booster
 
 
 def run_training(
     params, train_set, num_boost_round, *, valid_sets, valid_names, feval, callbacks,
     holdout_fraction, redraw_holdout, prune_threshold, n_draws, min_k, random_state, progress,
+    n_blocks=20,
 ) -> TrainingRun:
     """:func:`train`, also returning the loop's record."""
     # cheap checks first, before any Dataset is constructed
@@ -216,7 +224,9 @@ def run_training(
         if math.isnan(prune_threshold):
             raise ValueError("prune_threshold must be a number or None, got NaN")
     params, name, fobj, num_boost_round = _resolve_params(params, num_boost_round)
-    options = GainOptions(n_draws=n_draws, min_k=min_k,
+    if not isinstance(n_blocks, int | np.integer) or n_blocks < 0:
+        raise ValueError(f"n_blocks must be a non-negative integer, got {n_blocks!r}")
+    options = GainOptions(n_draws=n_draws, min_k=min_k, n_blocks=int(n_blocks),
                           random_state=_holdout_seed(random_state, params))
     params, callbacks_after = after_iteration_callbacks(params, callbacks)
 
@@ -306,23 +316,9 @@ def _loop_objective(name, fobj, setup: Setup):
     return objective, base.predict, init
 
 
-def _splits_frame(splits, n_trees: int, K: int, names: tuple[str, ...]) -> pd.DataFrame:
-    """The loop's per-split records of the kept trees, with iteration and feature names."""
-    columns = ["tree", "node", "depth", "feature_index", "threshold", "n_train", "n_valid",
-               "k", "biased_gain", "unbiased_gain", "host_gain", "usable", "class", "kept"]
-    if splits is None:
-        frame = pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in columns})
-    else:
-        frame = splits.loc[splits["tree"] < n_trees, columns].reset_index(drop=True)
-    frame.insert(0, "iteration", (frame["tree"] // K).astype(np.int64))
-    frame.insert(5, "feature", np.asarray(names, dtype=object)[
-        frame["feature_index"].to_numpy(dtype=np.int64)])
-    return frame
-
-
 def _written_booster(setup: Setup, result: BoostResult, init: np.ndarray, n_iterations: int):
     """The model of the first ``n_iterations`` pruned iterations, init folded in (AddBias:
-    values + init, ``bias = init``, written with ``shrinkage=1``), with its split records."""
+    values + init, ``bias = init``, written with ``shrinkage=1``), with its training record."""
     K = setup.n_outputs
     trees = list(result.trees[: n_iterations * K])
     for k in range(K):
@@ -331,20 +327,19 @@ def _written_booster(setup: Setup, result: BoostResult, init: np.ndarray, n_iter
     names = tuple(setup.dump["feature_names"])
     forest = make_forest(trees, K, len(names), names)
     booster = lightgbm.Booster(model_str=model_text(setup.source, forest))
-    booster.unbiased_splits = _splits_frame(result.splits, len(trees), K, names)
+    attach_record(booster, TrainingRecord.from_result(result, len(trees), K, names))
     return booster
 
 
-def _splits_of(model: lightgbm.Booster | lightgbm.LGBMModel):
-    booster = booster_of(model)
-    frame = getattr(booster, "unbiased_splits", None)
-    if frame is None:
+def _record_of(model: lightgbm.Booster | lightgbm.LGBMModel) -> TrainingRecord:
+    record = record_of(booster_of(model))
+    if record is None:
         raise ValueError(
             "the model was not trained by unbiased_criteria.adapters.lightgbm.train (or was "
             "copied with copy.deepcopy, which LightGBM implements by re-loading the model text "
             "and loses Python attributes; pickle keeps them)"
         )
-    return booster, frame
+    return record
 
 
 def training_splits(model: lightgbm.Booster | lightgbm.LGBMModel) -> pd.DataFrame:
@@ -358,19 +353,25 @@ def training_splits(model: lightgbm.Booster | lightgbm.LGBMModel) -> pd.DataFram
     Returns
     -------
     pandas.DataFrame
-        Columns ``iteration, tree, node, depth, feature_index, feature, threshold, n_train,
-        n_valid, k, biased_gain, unbiased_gain, host_gain, usable, class, kept``: ``node`` is
+        Columns ``iteration, tree, class, node, depth, feature_index, feature, threshold,
+        n_train, n_valid, k, biased_gain, unbiased_gain, host_gain, usable, kept``: ``node`` is
         LightGBM's ``split_index`` in the tree as grown (before pruning), ``n_train`` /
         ``n_valid`` count the rows that built it / were held out, ``unbiased_gain`` is U at
         the time the split was made (at that round's gradients), ``kept`` whether it is in the
         model. Only the trees of the returned model (up to ``best_iteration``). Empty when no
         split was scored (``prune_threshold=None`` or ``holdout_fraction=0``).
     """
-    return _splits_of(model)[1].copy()
+    return _record_of(model).splits.copy()
 
 
 def training_report(model: lightgbm.Booster | lightgbm.LGBMModel) -> ImportanceReport:
-    """The unbiased importance gathered during training, over the kept splits.
+    """The unbiased importance gathered during training, over every scored split.
+
+    Every split LightGBM made was scored with U on that round's held-out rows before pruning
+    decided on it; each U is unbiased for the split's gain, so the per-feature sum over all
+    of them, kept or not, is an honest importance (a noise feature's expected total is <= 0).
+    The sum over the kept splits only is not: they were kept because their U was high on the
+    very rows that measured it (the winner's curse).
 
     Parameters
     ----------
@@ -381,9 +382,9 @@ def training_report(model: lightgbm.Booster | lightgbm.LGBMModel) -> ImportanceR
     -------
     ImportanceReport
         ``to_frame()`` sums ``unbiased_gain`` (and ``biased_gain``, ``host_gain``) per feature
-        over the splits the model kept; ``splits`` lists them. No standard errors (a training
-        run has no jackknife blocks).
+        over every scored split, with block-jackknife standard errors (``n_blocks`` blocks of
+        training rows, fixed for the run; NaN with ``n_blocks < 2``), so ``select()`` works;
+        ``splits`` lists the splits (``kept`` says which are in the model). The errors reflect
+        the sampling of the held-out rows given the trees grown, not that of the trees.
     """
-    booster, frame = _splits_of(model)
-    kept = frame[frame["kept"].astype(bool)].reset_index(drop=True)
-    return ImportanceReport(kept, booster.feature_name(), host="lightgbm")
+    return _record_of(model).report("lightgbm")

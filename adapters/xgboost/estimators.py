@@ -9,45 +9,22 @@ data, metrics, callbacks) stays XGBoost's.
 
 from __future__ import annotations
 
-import copy
-import inspect
-import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import xgboost
-from unbiased_criteria.adapters.xgboost.record import training_splits
+from sklearn.exceptions import NotFittedError
+from unbiased_criteria.adapters._record import detach_record
+from unbiased_criteria.adapters._sklearn import IMPORTANCE_DOC, TrainingImportance, with_train
 from unbiased_criteria.adapters.xgboost.training import train
 
 #: constructor parameters the estimators add to XGBoost's (they are not XGBoost parameters)
-_UNBIASED_PARAMS = ("holdout_fraction", "redraw_holdout", "prune_threshold", "n_draws", "min_k")
+_UNBIASED_PARAMS = ("holdout_fraction", "redraw_holdout", "prune_threshold", "n_draws", "min_k",
+                    "n_blocks")
 
 
-def _with_train(func: Callable, replacement: Callable) -> Callable:
-    """A copy of ``func`` whose global name ``train`` means ``replacement``.
-
-    ``XGBModel.fit`` and ``XGBClassifier.fit`` build the DMatrices, evaluation sets, metric
-    and objective wrappers and then call ``xgboost.train`` through their module's global name
-    ``train``. Running a copy of the function (unwrapped from XGBoost's positional-argument
-    decorator) with that one name rebound keeps every step of XGBoost's ``fit`` without
-    touching the ``xgboost`` module (no monkeypatching: other code and threads are unaffected).
-    """
-    func = inspect.unwrap(func)
-    if "train" not in func.__code__.co_names:
-        raise RuntimeError(
-            f"this XGBoost version's {func.__qualname__} does not call train(); the "
-            "UnbiasedXGB* estimators need an update"
-        )
-    namespace = dict(func.__globals__)
-    namespace["train"] = replacement
-    new = types.FunctionType(func.__code__, namespace, func.__name__, func.__defaults__,
-                             func.__closure__)
-    new.__kwdefaults__ = copy.copy(func.__kwdefaults__)
-    return new
-
-
-class _UnbiasedFit:
+class _UnbiasedFit(TrainingImportance):
     """What both estimators add to XGBoost's: placed first in their bases, so XGBoost's
     ``get_params`` (which reads the parameters of ``__bases__[0]`` when it has
     ``get_params``, else ``__bases__[1]``) still collects XGBoost's parameters.
@@ -56,6 +33,7 @@ class _UnbiasedFit:
     """
 
     _host_fit: Callable
+    _not_fitted_error = NotFittedError
 
     def _fit_unbiased(self, X: Any, y: Any, kwargs: dict[str, Any]):
         if kwargs.get("xgb_model") is not None:
@@ -76,10 +54,16 @@ class _UnbiasedFit:
                          callbacks=callbacks, random_state=0 if seed is None else seed,
                          **options)
 
-        fit = _with_train(type(self)._host_fit, unbiased_train)
+        fit = with_train(type(self)._host_fit, unbiased_train)
         fit(self, X, y, **kwargs)
-        self.training_splits_ = training_splits(self._Booster)
         return self
+
+    def load_model(self, fname: Any) -> None:
+        """``XGBModel.load_model``; a fitted estimator's Booster drops its training record
+        (XGBoost loads into that Booster object, which would otherwise keep a stale one)."""
+        if self.__sklearn_is_fitted__():
+            detach_record(self.get_booster())
+        super().load_model(fname)
 
     def _wrapper_params(self) -> set[str]:
         # ours are not XGBoost parameters: keep them out of the Booster's
@@ -96,35 +80,6 @@ class _UnbiasedFit:
         if tags.classifier_tags is not None:
             tags.classifier_tags.multi_label = False
         return tags
-
-    @property
-    def feature_importances_(self) -> np.ndarray:
-        """Unbiased importance of each feature: the sum of ``U`` over its kept splits.
-
-        ``U`` is the unbiased gain of each split when it was made (see
-        ``training_splits_``), summed over every tree of the Booster (also beyond
-        ``best_iteration``, as XGBoost's own importances). Not normalised: noise features
-        can have negative totals. NaN for every feature when no split was scored
-        (``prune_threshold=None`` or ``holdout_fraction=0``). XGBoost's own importances stay
-        available as ``get_booster().get_score(importance_type=...)``.
-        """
-        if not self.__sklearn_is_fitted__():
-            from sklearn.exceptions import NotFittedError
-
-            raise NotFittedError("No feature_importances found. Need to call fit beforehand.")
-        frame = getattr(self, "training_splits_", None)
-        if frame is None:
-            raise AttributeError(
-                "feature_importances_: this model was not fitted by fit (load_model keeps no "
-                "training record); XGBoost's importances: get_booster().get_score()"
-            )
-        out = np.zeros(self.get_booster().num_features())
-        if frame.empty:
-            return np.full_like(out, np.nan)
-        kept = frame[frame["kept"].astype(bool)]
-        np.add.at(out, kept["feature_index"].to_numpy(dtype=np.int64),
-                  kept["unbiased_gain"].to_numpy(dtype=np.float64))
-        return out
 
 
 _ESTIMATOR_DOC = """XGBoost's ``{base}`` trained with unbiased-gain pruning (:func:`train`).
@@ -148,20 +103,23 @@ _ESTIMATOR_DOC = """XGBoost's ``{base}`` trained with unbiased-gain pruning (:fu
         then ``{base}``'s).
     n_draws, min_k : int, default 1 and 5
         Options of the unbiased gain (see :func:`train`).
+    n_blocks : int, default 20
+        Jackknife blocks for the standard errors of ``training_report(model.get_booster())``.
     **kwargs
         ``{base}``'s parameters.
 
     Attributes
     ----------
     feature_importances_ : ndarray of shape (n_features,)
-        The unbiased importance: per feature, the sum of ``U`` over the kept splits.
+        {importance}
     training_splits_ : pandas.DataFrame
         Every split scored during training (:func:`training_splits`).
     """
 
 
 class UnbiasedXGBRegressor(_UnbiasedFit, xgboost.XGBRegressor):
-    __doc__ = _ESTIMATOR_DOC.format(base="XGBRegressor", extra="")
+    __doc__ = _ESTIMATOR_DOC.format(base="XGBRegressor", extra="",
+                                   importance=IMPORTANCE_DOC)
     _host_fit = xgboost.XGBRegressor.fit
 
     def __init__(
@@ -173,6 +131,7 @@ class UnbiasedXGBRegressor(_UnbiasedFit, xgboost.XGBRegressor):
         prune_threshold: float | None = 0.0,
         n_draws: int = 1,
         min_k: int = 5,
+        n_blocks: int = 20,
         **kwargs: Any,
     ) -> None:
         super().__init__(objective=objective, **kwargs)
@@ -181,6 +140,7 @@ class UnbiasedXGBRegressor(_UnbiasedFit, xgboost.XGBRegressor):
         self.prune_threshold = prune_threshold
         self.n_draws = n_draws
         self.min_k = min_k
+        self.n_blocks = n_blocks
 
     def fit(self, X: Any, y: Any, *, sample_weight: Any = None, base_margin: Any = None,
             eval_set: Sequence | None = None, verbose: bool | int | None = True,
@@ -201,7 +161,7 @@ class UnbiasedXGBClassifier(_UnbiasedFit, xgboost.XGBClassifier):
     Unlike ``XGBClassifier``, any labels are accepted (``classes_`` holds them, sorted;
     ``predict`` returns them), and ``fit`` leaves ``objective`` as given (XGBClassifier
     replaces it by ``multi:softprob`` for more than two classes; here the Booster gets that
-    objective without the parameter changing).""")
+    objective without the parameter changing).""", importance=IMPORTANCE_DOC)
     _host_fit = xgboost.XGBClassifier.fit
 
     def __init__(
@@ -213,6 +173,7 @@ class UnbiasedXGBClassifier(_UnbiasedFit, xgboost.XGBClassifier):
         prune_threshold: float | None = 0.0,
         n_draws: int = 1,
         min_k: int = 5,
+        n_blocks: int = 20,
         **kwargs: Any,
     ) -> None:
         super().__init__(objective=objective, **kwargs)
@@ -221,6 +182,7 @@ class UnbiasedXGBClassifier(_UnbiasedFit, xgboost.XGBClassifier):
         self.prune_threshold = prune_threshold
         self.n_draws = n_draws
         self.min_k = min_k
+        self.n_blocks = n_blocks
 
     def fit(self, X: Any, y: Any, *, sample_weight: Any = None, base_margin: Any = None,
             eval_set: Sequence | None = None, verbose: bool | int | None = True,
@@ -241,6 +203,9 @@ class UnbiasedXGBClassifier(_UnbiasedFit, xgboost.XGBClassifier):
             eval_set = [(Xe, _encode_labels(ye, classes, f"eval_set[{i}]"))
                         for i, (Xe, ye) in enumerate(eval_set)]
         objective = self.objective
+        # a refit starts from scratch: XGBoost's fit checks the labels against classes_, which
+        # must be 0..K-1 while it runs, not the previous fit's labels
+        self._classes = None
         try:
             self._fit_unbiased(X, encoded, dict(
                 sample_weight=sample_weight, base_margin=base_margin, eval_set=eval_set,

@@ -82,16 +82,38 @@ def _gbtree(learner: Mapping) -> tuple[dict, list[float] | None]:
     return model, weights
 
 
-def _reachable(left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """Mask of the nodes reachable from the root, level by level."""
-    seen = np.zeros(left.size, dtype=bool)
+def _reachable(left: np.ndarray, right: np.ndarray, index: int = 0) -> np.ndarray:
+    """Mask of the nodes reachable from the root, level by level, checking the children first.
+
+    XGBoost's loader does not check them: a child below -1 is taken for a leaf and crashes
+    ``pred_leaf``, a child past the last node reads out of bounds.
+    """
+    n = left.size
+    if n == 0 or right.size != n:
+        raise ValueError(f"tree {index}: left_children and right_children have {n} and "
+                         f"{right.size} entries")
+    seen = np.zeros(n, dtype=bool)
     level = np.array([0])
     while level.size:
-        if seen[level].any() or level.max() >= left.size:
-            raise ValueError("tree arrays do not describe a tree")
         seen[level] = True
-        inner = level[left[level] >= 0]
+        lc, rc = left[level], right[level]
+        for key, child in (("left_children", lc), ("right_children", rc)):
+            bad = np.flatnonzero((child < -1) | (child >= n))
+            if bad.size:
+                raise ValueError(f"tree {index}, node {level[bad[0]]}: {key} is "
+                                 f"{child[bad[0]]}, outside -1..{n - 1}")
+        half = np.flatnonzero((lc == -1) != (rc == -1))
+        if half.size:
+            v = level[half[0]]
+            raise ValueError(f"tree {index}, node {v}: left_children is {left[v]} and "
+                             f"right_children {right[v]}: a node has two children or none")
+        inner = level[lc >= 0]
         level = np.concatenate([left[inner], right[inner]])
+        again = level[seen[level]] if level.size else level
+        if again.size or np.unique(level).size != level.size:
+            v = again[0] if again.size else int(np.argmax(np.bincount(level)))
+            raise ValueError(f"tree {index}, node {v}: left_children/right_children reach it "
+                             "twice (a cycle or a shared child)")
     return seen
 
 
@@ -119,14 +141,23 @@ def _tree_arrays(tree: Mapping, index: int) -> dict[str, np.ndarray]:
     for key, value in arrays.items():
         if value.shape != (n,):
             raise ValueError(f"tree {index}: {key} has {value.size} entries, expected {n}")
+    # the layout code and XGBoost's pred_leaf index with these: check them first
+    reached = _reachable(arrays["left"], arrays["right"], index)
+    inner = np.flatnonzero(reached & (arrays["left"] >= 0))
+    split = arrays["split"][inner]
+    n_features = int(param.get("num_feature", 0))
+    bad = np.flatnonzero((split < 0) | ((split >= n_features) & (split != _DELETED)))
+    if bad.size and n_features > 0:
+        raise ValueError(f"tree {index}, node {inner[bad[0]]}: split_indices is "
+                         f"{split[bad[0]]}, outside 0..{n_features - 1}")
     return arrays
 
 
-def _node_map(tree: Mapping) -> np.ndarray | None:
+def _node_map(tree: Mapping, index: int = 0) -> np.ndarray | None:
     """XGBoost node id -> IR node id for a tree with tombstones (-1 = dropped), else None."""
     left = np.asarray(tree["left_children"], dtype=np.int64)
     right = np.asarray(tree["right_children"], dtype=np.int64)
-    keep = _reachable(left, right)
+    keep = _reachable(left, right, index)
     if keep.all():
         return None
     new_id = np.full(left.size, -1, dtype=np.int32)

@@ -50,7 +50,7 @@ def _read_tree(tree: Mapping, index: int, shrinkage: float) -> Tree:
     """One XGBoost tree JSON as an IR tree (see the module docstring for the ids)."""
     a = _tree_arrays(tree, index)
     leaf = a["left"] < 0
-    new_id = _node_map(tree)
+    new_id = _node_map(tree, index)
     keep = np.ones(leaf.size, dtype=bool) if new_id is None else new_id >= 0
     if np.any(a["split"][keep & ~leaf] == _DELETED):
         raise ValueError(f"tree {index}: a reachable split node is marked deleted")
@@ -150,9 +150,24 @@ def _params_mismatch(trees: list, eta: float, lam: float) -> float:
     return float(np.median(errors)) if errors.size else 0.0
 
 
+def _monotone(params: Mapping) -> bool:
+    return any(float(c) != 0 for c in re.findall(r"-?\d+(?:\.\d*)?",
+                                                 str(params.get("monotone_constraints", ""))))
+
+
+def _params_fit(learner: Mapping, model: Mapping, params: Mapping, renews: bool,
+                shrinkage: float) -> bool:
+    """Whether eta and lambda reproduce the trees' own weights (True where it cannot be told:
+    L1, clipping, monotone constraints, renewed leaves, models this library wrote)."""
+    mono = _monotone(params)
+    written = _WRITTEN_ATTR in learner.get("attributes", {})
+    if renews or written or params["alpha"] != 0 or params["max_delta_step"] != 0 or mono:
+        return True
+    return _params_mismatch(model["trees"], shrinkage, params["lambda"]) <= 1e-3
+
+
 def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
-              base_score: np.ndarray, renews: bool, check_params: bool,
-              shrinkage: float) -> tuple[str, ...]:
+              base_score: np.ndarray, params_fit: bool) -> tuple[str, ...]:
     out = []
     if params["subsample"] < 1.0:
         out.append(
@@ -160,8 +175,7 @@ def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
             "subsample, so recomputed node sums and biased gains will not match its "
             "sum_hessian and loss_changes (the unbiased gain stays valid)"
         )
-    mono = any(float(c) != 0 for c in re.findall(r"-?\d+(?:\.\d*)?",
-                                                    str(params.get("monotone_constraints", ""))))
+    mono = _monotone(params)
     if mono:
         out.append("monotone constraints clip leaf weights: recomputed gains may not match")
     method = str(params.get("tree_method", "")) + str(params.get("updater_seq", ""))
@@ -185,17 +199,12 @@ def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
             "base_score is 0.5 with reg:squarederror, what a custom objective (obj=) leaves: "
             "if the model was trained with one, pass objective="
         )
-    written = _WRITTEN_ATTR in learner.get("attributes", {})
-    if check_params and not renews and not written and params["alpha"] == 0 \
-            and params["max_delta_step"] == 0 and not mono:
-        misfit = _params_mismatch(model["trees"], shrinkage, params["lambda"])
-        if misfit > 1e-3:
-            out.append(
-                f"eta={params['eta']:g} and lambda={params['lambda']:g} do not reproduce the "
-                f"trees' own weights (median misfit {misfit:.2g}): a Booster loaded from a "
-                "file forgets its training parameters and reports XGBoost's defaults; pass "
-                "the real ones with read_model(model, params={'eta': ..., 'lambda': ...})"
-            )
+    if not params_fit:
+        out.append(
+            f"eta={params['eta']:g} and lambda={params['lambda']:g} do not reproduce the "
+            "trees' own weights: pass the real ones with read_model(model, params={'eta': "
+            "..., 'lambda': ...})"
+        )
     return tuple(out)
 
 
@@ -204,6 +213,7 @@ def parse_model(
     train_params: Mapping[str, Any] | None = None,
     *,
     custom_objective: bool = False,
+    params_given: bool = True,
 ) -> Model:
     """The IR of a parsed XGBoost model JSON (no data, no Booster needed).
 
@@ -213,10 +223,15 @@ def parse_model(
         ``json.loads(booster.save_raw("json"))``; it becomes ``Model.source`` (not copied).
     train_params : dict, optional
         Training parameters (``eta``, ``lambda``, ``alpha``, ``max_delta_step``,
-        ``subsample``...); XGBoost's defaults where absent. When given, they are checked
-        against the trees' own weights (a warning if they do not fit).
+        ``subsample``...); XGBoost's defaults where absent. They are checked against the
+        trees' own weights.
     custom_objective : bool
         The model was trained with a callable objective: ``Model.objective`` is None.
+    params_given : bool
+        ``train_params``' eta and lambda were set by the user or by training. If False
+        (XGBoost's defaults, as a Booster loaded from a file reports) and they do not fit the
+        trees, ``Model.leaf_params_unknown`` is set and the core infers them; if True and
+        they do not fit, a warning says so.
 
     Returns
     -------
@@ -265,9 +280,10 @@ def parse_model(
         l1=params["alpha"], l2=params["lambda"], max_delta_step=params["max_delta_step"],
         weight_float32=True, raw_gradient_score=True,
     )
-    warnings = list(_warnings(learner, model, params, obj_name, base,
-                              bool(objective is not None and objective.renews_leaves),
-                              check_params=train_params is not None, shrinkage=eta))
+    renews = bool(objective is not None and objective.renews_leaves)
+    params_fit = _params_fit(learner, model, params, renews, eta)
+    unknown = not params_fit and not params_given
+    warnings = list(_warnings(learner, model, params, obj_name, base, params_fit or unknown))
     if objective is None and not custom_objective:
         warnings.append(
             f"objective {obj_name!r} has no equivalent in the core: pass objective= (a "
@@ -279,6 +295,7 @@ def parse_model(
         split_score=split_score,
         host="xgboost",
         bias_from_labels=False,
+        leaf_params_unknown=unknown,
         warnings=tuple(warnings),
         source=js,
     )
@@ -294,9 +311,13 @@ def read_model(
     model : xgboost.Booster or fitted xgboost.XGBModel
     params : dict, optional
         Training parameters that override ``save_config()`` (``eta``/``learning_rate``,
-        ``lambda``/``reg_lambda``, ``alpha``/``reg_alpha``, ``max_delta_step``). Needed for a
-        model loaded from a file: XGBoost does not store them in the model, and such a Booster
-        reports its defaults (eta 0.3, lambda 1); a warning says when they do not fit the trees.
+        ``lambda``/``reg_lambda``, ``alpha``/``reg_alpha``, ``max_delta_step``). XGBoost
+        does not store them in the model, and a Booster loaded from a file reports its
+        defaults (eta 0.3, lambda 1). Where those defaults do not fit the trees and no eta or
+        lambda was given (here or by ``set_param``), ``Model.leaf_params_unknown`` is set:
+        :func:`unbiased_criteria.prune` and :func:`unbiased_criteria.unbiased_importance`
+        then infer eta and lambda from the leaf values and the training rows. Values given
+        here win (a warning if they do not fit the trees).
 
     Returns
     -------
@@ -320,4 +341,8 @@ def read_model(
         config = None
     train = _train_params(config, params)
     custom = isinstance(model, xgboost.XGBModel) and callable(getattr(model, "objective", None))
-    return parse_model(js, train, custom_objective=custom)
+    given = {_ALIASES.get(k, k) for k in (params or {})} & {"eta", "lambda"}
+    # a Booster loaded from a file reports XGBoost's defaults: anything else was set
+    defaults = all(train[k] == float(np.float32(_DEFAULT_TRAIN[k])) for k in ("eta", "lambda"))
+    return parse_model(js, train, custom_objective=custom,
+                       params_given=bool(given) or not defaults)

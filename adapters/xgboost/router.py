@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import xgboost
+from scipy import sparse
 from unbiased_criteria.adapters.xgboost.layout import _booster, _gbtree, _node_map
 
 from unbiased_criteria.model import Model, Router, chunk_size
@@ -25,8 +26,8 @@ def _feature_types(js: Mapping) -> list[str] | None:
     return list(types) if types else None
 
 
-def _check_X(X: Any, model_ir: Model, argument: str, missing: float) -> xgboost.DMatrix:
-    """``X`` as one DMatrix, after checking it against the model (never modifies ``X``)."""
+def _check_X(X: Any, model_ir: Model, argument: str, missing: float) -> tuple[Any, dict]:
+    """``X`` checked against the model (never modified) and the DMatrix keywords for it."""
     forest = model_ir.forest
     js = model_ir.source
     has_names = bool(js["learner"].get("feature_names"))
@@ -43,10 +44,38 @@ def _check_X(X: Any, model_ir: Model, argument: str, missing: float) -> xgboost.
         kwargs.update(feature_names=names)
         if categorical:
             kwargs.update(feature_types=types, enable_categorical=True)
+    if sparse.issparse(X) and X.format not in ("csr", "csc"):
+        X = X.tocsr()  # row slices below
+    return X, kwargs
+
+
+def _dmatrix(X: Any, start: int, stop: int, kwargs: dict, argument: str) -> xgboost.DMatrix:
+    """Rows ``start:stop`` of ``X`` as a DMatrix."""
+    part = X if (start == 0 and stop == X.shape[0]) else (
+        X.iloc[start:stop] if isinstance(X, pd.DataFrame) else X[start:stop]
+    )
     try:
-        return xgboost.DMatrix(X, **kwargs)
+        return xgboost.DMatrix(part, **kwargs)
     except (ValueError, TypeError, xgboost.core.XGBoostError) as err:
         raise ValueError(f"{argument} cannot be read as XGBoost data: {err}") from None
+
+
+def _plan(n_rows: int, n_features: int, n_trees: int, per_iteration: int,
+          memory_budget: int) -> tuple[int, int]:
+    """(trees per call, rows per DMatrix) within ``memory_budget``.
+
+    Trees per call: our int32 ids of all rows take at most a third of the budget. A DMatrix
+    holds 8 bytes per value (index and float32) and building it may take a float32 copy of the
+    rows: 12 bytes per value; per row and tree, XGBoost's float32 output and its copy take 8
+    more. One DMatrix of all rows when that fits, else as many rows as the rest allows.
+    """
+    chunk = chunk_size(n_rows, n_trees, memory_budget // 3)
+    if chunk >= per_iteration:
+        chunk -= chunk % per_iteration  # whole iterations: no tree is predicted twice
+    per_row = 16 * max(n_features, 1) + 12 * chunk
+    left = memory_budget - 4 * n_rows * chunk
+    rows = n_rows if per_row * n_rows <= left else max(256, left // per_row)
+    return max(int(chunk), 1), max(int(min(rows, n_rows)), 1)
 
 
 def make_router(
@@ -70,7 +99,9 @@ def make_router(
     argument : str
         Name of ``X`` in error messages.
     memory_budget : int
-        Bytes allowed for one chunk of leaf ids.
+        Bytes allowed for one chunk of leaf ids and the DMatrix they are predicted from: when
+        a DMatrix of all rows does not fit beside the ids, each call builds DMatrix objects
+        of a slice of rows at a time (slower, bounded memory).
 
     Returns
     -------
@@ -82,17 +113,25 @@ def make_router(
     forest = model_ir.forest
     missing = getattr(model, "missing", np.nan) if isinstance(model, xgboost.XGBModel) \
         else np.nan
-    dmat = _check_X(X, model_ir, argument, np.nan if missing is None else missing)
-    n_rows = int(dmat.num_row())
+    X, kwargs = _check_X(X, model_ir, argument, np.nan if missing is None else missing)
+    n_rows = int(X.shape[0])
     trees_json = _gbtree(model_ir.source["learner"])[0]["trees"]
     if len(trees_json) != forest.n_trees or bst.num_boosted_rounds() != (
         int(forest.tree_iteration[-1]) + 1 if forest.n_trees else 0
     ):
         raise ValueError("model_ir was not read from model")
-    maps = [_node_map(t) for t in trees_json]
+    maps = [_node_map(t, i) for i, t in enumerate(trees_json)]
     iteration = np.asarray(forest.tree_iteration, dtype=np.int64)
     n_iter = int(iteration[-1]) + 1 if iteration.size else 0
     first = np.searchsorted(iteration, np.arange(n_iter + 1))  # first tree of each iteration
+    per_iteration = int(np.bincount(iteration).max()) if iteration.size else 1
+    chunk, rows = _plan(n_rows, forest.n_features, forest.n_trees, per_iteration,
+                        memory_budget)
+    row_starts = list(range(0, n_rows, rows)) or [0]
+    # one DMatrix of all rows when it fits the budget (built once); else one per row chunk,
+    # built for each call (the first one now: bad data fails here)
+    first_dmat = _dmatrix(X, 0, min(rows, n_rows), kwargs, argument)
+    whole = first_dmat if len(row_starts) == 1 else None
 
     def leaf_nodes(start: int, stop: int) -> np.ndarray:
         if not 0 <= start < stop <= forest.n_trees:
@@ -100,18 +139,18 @@ def make_router(
         # slicing a Booster selects iterations; take the iterations covering the range
         it0, it1 = int(iteration[start]), int(iteration[stop - 1]) + 1
         part = bst if (it0 == 0 and it1 == n_iter) else bst[it0:it1]
-        raw = part.predict(dmat, pred_leaf=True)
-        raw = raw.reshape(n_rows, -1)
         offset = start - int(first[it0])
-        out = raw[:, offset : offset + stop - start].astype(np.int32)
+        out = np.empty((n_rows, stop - start), dtype=np.int32)
+        for r0 in row_starts:
+            r1 = min(r0 + rows, n_rows)
+            dmat = whole if whole is not None else _dmatrix(X, r0, r1, kwargs, argument)
+            raw = part.predict(dmat, pred_leaf=True).reshape(r1 - r0, -1)
+            out[r0:r1] = raw[:, offset : offset + stop - start]
+            del dmat, raw
         for j, t in enumerate(range(start, stop)):
             if maps[t] is not None:
                 out[:, j] = maps[t][out[:, j]]
         return out
 
-    # XGBoost's float32 output, its copy and our int32 ids coexist: 12 bytes per leaf id
-    chunk = chunk_size(n_rows, forest.n_trees, memory_budget // 3)
-    per_iteration = int(np.bincount(iteration).max()) if iteration.size else 1
-    if chunk >= per_iteration:
-        chunk -= chunk % per_iteration  # whole iterations: no tree is predicted twice
-    return Router(n_rows=n_rows, leaf_nodes=leaf_nodes, chunk=max(int(chunk), 1))
+    del first_dmat
+    return Router(n_rows=n_rows, leaf_nodes=leaf_nodes, chunk=chunk)

@@ -3,8 +3,8 @@
 XGBoost grows each iteration from the core loop's gradients (``Booster.boost``, through
 :class:`~unbiased_criteria.adapters.xgboost.grower.XGBGrower`), the core scores and prunes it
 and keeps the running scores; at the end the pruned trees are written into a Booster with the
-intercept ``xgb.train`` would have used, and the run's record is kept for it
-(:mod:`.record`).
+intercept ``xgb.train`` would have used, and the run's record
+(:class:`unbiased_criteria.training_record.TrainingRecord`) is kept with it (:mod:`.record`).
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import xgboost
+from unbiased_criteria.adapters._record import attach_record
 from unbiased_criteria.adapters.xgboost.grower import XGBGrower
 from unbiased_criteria.adapters.xgboost.layout import _gbtree
 from unbiased_criteria.adapters.xgboost.metrics import (
@@ -27,12 +28,12 @@ from unbiased_criteria.adapters.xgboost.metrics import (
 )
 from unbiased_criteria.adapters.xgboost.objectives import _custom_objective, parse_base_score
 from unbiased_criteria.adapters.xgboost.reader import parse_model
-from unbiased_criteria.adapters.xgboost.record import _RECORDS, TrainingRecord, _split_table
 from unbiased_criteria.adapters.xgboost.writer import _load_with_config, model_json
 
-from unbiased_criteria.boosting import EvalSet, HoldoutPlan, boost
+from unbiased_criteria.boosting import BoostResult, EvalSet, HoldoutPlan, boost
 from unbiased_criteria.importance import GainOptions
 from unbiased_criteria.model import UnsupportedModelError
+from unbiased_criteria.training_record import TrainingRecord
 from unbiased_criteria.validation import check_labels
 
 #: objectives the training hook drives (the core has their gradients, XGBoost keeps its leaves)
@@ -186,6 +187,7 @@ def train(
     prune_threshold: float | None = 0.0,
     n_draws: int = 1,
     min_k: int = 5,
+    n_blocks: int = 20,
     random_state: int | np.random.SeedSequence | None = None,
     progress: bool = False,
 ) -> xgboost.Booster:
@@ -254,6 +256,9 @@ def train(
         Collapse splits with ``U <= prune_threshold``; None: no pruning and no scoring.
     n_draws, min_k : int
         Options of the unbiased gain (see :func:`unbiased_criteria.unbiased_importance`).
+    n_blocks : int
+        Jackknife blocks for the standard errors of :func:`training_report`: every training
+        row gets one block for the whole run; 0 (or 1) records none.
     random_state : int, SeedSequence or None
         Seeds the held-out draws and the k-subsampling.
     progress : bool
@@ -265,7 +270,8 @@ def train(
         The pruned model, with the intercept ``xgboost.train`` would have used and the
         training parameters of ``params``: ``predict(dmat, output_margin=True)`` equals the
         loop's running margins. Its per-split scores: :func:`training_splits`; the unbiased
-        importance: :func:`training_report`; the rest: :func:`training_record`.
+        importance (every scored split, kept or not, with standard errors):
+        :func:`training_report`; both: :func:`training_record`.
 
     Raises
     ------
@@ -276,9 +282,41 @@ def train(
     UnsupportedModelError
         Objectives, boosters and options the hook cannot drive (see ``params``).
     """
+    return run_training(
+        params, dtrain, num_boost_round, evals=evals, obj=obj, maximize=maximize,
+        custom_metric=custom_metric, early_stopping_rounds=early_stopping_rounds,
+        evals_result=evals_result, verbose_eval=verbose_eval, callbacks=callbacks,
+        holdout_fraction=holdout_fraction, redraw_holdout=redraw_holdout,
+        prune_threshold=prune_threshold, n_draws=n_draws, min_k=min_k, n_blocks=n_blocks,
+        random_state=random_state, progress=progress,
+    ).booster
+
+
+@dataclass
+class TrainingRun:
+    """What :func:`run_training` returns: the booster and the loop's own record (for tests).
+
+    ``raw_eval`` holds the running float32 margins ``(n_rows, K)`` of each eval set, in
+    ``evals`` order.
+    """
+
+    booster: xgboost.Booster
+    result: BoostResult
+    raw_eval: tuple[np.ndarray, ...]
+
+
+def run_training(
+    params, dtrain, num_boost_round, *, evals, obj, maximize, custom_metric,
+    early_stopping_rounds, evals_result, verbose_eval, callbacks, holdout_fraction,
+    redraw_holdout, prune_threshold, n_draws, min_k, n_blocks, random_state, progress,
+) -> TrainingRun:
+    """:func:`train`, also returning the loop's record."""
     params = _normalise_params(params)
     holdout = HoldoutPlan(float(holdout_fraction), bool(redraw_holdout))
-    options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state)
+    if not isinstance(n_blocks, int | np.integer) or n_blocks < 0:
+        raise ValueError(f"n_blocks must be a non-negative integer, got {n_blocks!r}")
+    options = GainOptions(n_draws=n_draws, min_k=min_k, n_blocks=int(n_blocks),
+                          random_state=random_state)
     if obj is not None and not callable(obj):
         raise TypeError(f"obj must be a callable f(preds, dtrain) -> (grad, hess), got {obj!r}")
     if custom_metric is not None and not callable(custom_metric):
@@ -299,7 +337,7 @@ def train(
         raise ValueError("early_stopping_rounds needs at least one eval set in evals")
     if prune_threshold is not None and holdout.fraction == 0:
         warnings.warn("holdout_fraction=0 leaves no held-out rows: no split is scored or "
-                      "pruned", UserWarning, stacklevel=2)
+                      "pruned", UserWarning, stacklevel=3)
     y = _labels(dtrain, "dtrain")
     weight = _weights(dtrain)
     if weight is not None and not weight.sum() > 0:
@@ -405,12 +443,11 @@ def train(
         else np.tile(init.astype(np.float32), (e.y.size, 1))
         for r, e in zip(latest, eval_sets)
     )
-    record = TrainingRecord(_split_table(result.splits, forest.feature_names, K), result,
-                            raw_eval, forest.feature_names)
+    record = TrainingRecord.from_result(result, n_trees, K, forest.feature_names)
     for cb in callbacks:
         out = cb.after_training(booster)
         booster = out if isinstance(out, xgboost.Booster) else booster
-    _RECORDS[booster] = record
+    attach_record(booster, record)
     if evals_result is not None:
         evals_result.update(result.evals_result)
-    return booster
+    return TrainingRun(booster, result, raw_eval)

@@ -123,12 +123,15 @@ def model_json(js: Mapping, forest: Forest) -> dict:
 
 def _load_with_config(js: Mapping, template: xgboost.Booster) -> xgboost.Booster:
     """A Booster loaded from model JSON ``js`` with ``template``'s training configuration."""
-    new = xgboost.Booster(model_file=bytearray(json.dumps(js).encode()))
+    # XGBoost does not decode \u escapes: feature names must stay UTF-8
+    new = xgboost.Booster(
+        model_file=bytearray(json.dumps(js, ensure_ascii=False).encode("utf-8"))
+    )
     # a loaded Booster has default training parameters: restore the template's (but not its
     # model parameters: base_score may have changed)
     config = json.loads(template.save_config())
     config.get("learner", {}).pop("learner_model_param", None)
-    new.load_config(json.dumps(config))
+    new.load_config(json.dumps(config, ensure_ascii=False))
     return new
 
 

@@ -43,6 +43,10 @@ CASES = [
     ("binary", {"scale_pos_weight": 2.5, "min_gain_to_split": 0.2}, False),
     ("regression", {"zero_as_missing": True, "cat_l2": 4.0}, False),
     ("regression", {"use_missing": False, "max_cat_to_onehot": 9}, False),
+    ("huber", {"alpha": 0.7}, False),
+    ("fair", {"fair_c": 0.5}, True),
+    ("gamma", {}, False),
+    ("cross_entropy", {}, True),
 ]
 
 
@@ -132,9 +136,14 @@ def test_pruned_model_predicts_its_replayed_scores(estimator):
 
 def test_validation_only_mode_uses_the_data_free_init_score():
     booster, X, y, _ = fit("regression", {}, False, True)
-    with_train = uc.unbiased_importance(booster, X, y, X[:300], y[:300], random_state=0)
-    alone = uc.unbiased_importance(booster, None, None, X[:300], y[:300], random_state=0)
-    assert len(alone.splits) == len(with_train.splits)
+    # replayed without training rows, from the data-free init score: the host's raw scores
+    read = adapter.read_model(booster)
+    read = resolve_bias(read, read.objective, None, None)
+    router = adapter.make_router(booster, read, X[:300], "X_valid")
+    result = replay(read, read.objective, train=None, valid=RowSet(router, y[:300]))
+    assert result.raw_train is None
+    np.testing.assert_allclose(result.raw_valid[:, 0], booster.predict(X[:300], raw_score=True),
+                               rtol=0, atol=1e-9)
     huber, X, y, _ = fit("huber", {}, False, True)
     with pytest.raises(ValueError, match="X_train and y_train"):
         uc.unbiased_importance(huber, None, None, X[:300], y[:300])

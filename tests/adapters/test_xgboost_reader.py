@@ -390,16 +390,26 @@ def test_parallel_trees_are_shrunk_by_eta_over_their_number():
     assert read.warnings == ()
 
 
-def test_model_loaded_from_file_warns_and_params_override():
+def test_model_loaded_from_file_is_marked_and_params_override():
     bst, *_ = train(eta=0.1, reg_lambda=3.0)
+    assert not ax.read_model(bst).leaf_params_unknown
     loaded = xgb.Booster(model_file=bst.save_raw("json"))
     read = ax.read_model(loaded)
     assert read.forest.trees[0].shrinkage == np.float32(0.3)  # XGBoost's default
-    assert any("loaded from a file" in m for m in read.warnings)
+    # the defaults do not fit the trees: the core infers them (no warning here)
+    assert read.leaf_params_unknown
+    assert read.warnings == ()
     read = ax.read_model(loaded, params={"learning_rate": 0.1, "reg_lambda": 3.0})
     assert read.forest.trees[0].shrinkage == np.float32(0.1)
     assert read.split_score.l2 == 3.0
-    assert read.warnings == ()
+    assert read.warnings == () and not read.leaf_params_unknown
+    # values the user gives win, with a warning when they do not fit the trees
+    read = ax.read_model(loaded, params={"eta": 0.2})
+    assert not read.leaf_params_unknown
+    assert any("do not reproduce" in m for m in read.warnings)
+    # a model trained with XGBoost's defaults fits them when loaded
+    bst, *_ = train()
+    assert not ax.read_model(xgb.Booster(model_file=bst.save_raw("json"))).leaf_params_unknown
 
 
 def test_sklearn_models_and_custom_objectives():

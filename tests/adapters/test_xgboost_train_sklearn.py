@@ -44,7 +44,9 @@ def test_regressor_fit_predict_and_unbiased_importance():
     imp = model.feature_importances_
     splits = model.training_splits_
     kept = splits[splits["kept"]]
-    np.testing.assert_allclose(imp, kept.groupby("feature_index")["unbiased_gain"].sum()
+    assert 0 < len(kept) < len(splits)
+    # every scored split counts, kept or not
+    np.testing.assert_allclose(imp, splits.groupby("feature_index")["unbiased_gain"].sum()
                                .reindex(range(4), fill_value=0.0))
     assert imp[0] > 10 * max(abs(imp[1:]).max(), 1.0)  # the signal, far above the noise
     # the record is the training hook's; XGBoost's own importances are still there
@@ -101,6 +103,21 @@ def test_classifier_labels_eval_set_and_early_stopping():
         model.fit(X, np.full(600, "a"))
 
 
+def test_classifier_refit_starts_from_scratch():
+    """A refit with other labels (strings, then integers) is a fresh fit: XGBoost's fit checks
+    the labels against ``classes_``, which must not be the previous fit's."""
+    X, y = make_data(300, seed=6)
+    model = ax.UnbiasedXGBClassifier(**SMALL, random_state=0)
+    model.fit(X, np.where(y > 0, "pos", "neg"))
+    assert list(model.classes_) == ["neg", "pos"]
+    ints = np.digitize(y, [-1.0, 1.0])
+    model.fit(X, ints)
+    fresh = ax.UnbiasedXGBClassifier(**SMALL, random_state=0).fit(X, ints)
+    np.testing.assert_array_equal(model.classes_, [0, 1, 2])
+    np.testing.assert_array_equal(model.predict_proba(X), fresh.predict_proba(X))
+    np.testing.assert_array_equal(model.feature_importances_, fresh.feature_importances_)
+
+
 def test_pipeline_grid_search_and_cross_validation():
     X, y = make_data(400, seed=4)
     pipe = make_pipeline(StandardScaler(), ax.UnbiasedXGBRegressor(**SMALL))
@@ -124,6 +141,24 @@ def test_pickle_keeps_the_unbiased_importance():
     loaded = pickle.loads(pickle.dumps(model))
     np.testing.assert_array_equal(loaded.feature_importances_, model.feature_importances_)
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    # the record is the Booster's: a pickled or copied Booster keeps it (XGBoost copies the
+    # Booster's __dict__), a slice or a loaded model has none
+    for booster in (pickle.loads(pickle.dumps(model.get_booster())), model.get_booster().copy()):
+        np.testing.assert_array_equal(ax.training_report(booster).to_frame()["std_error"],
+                                      ax.training_report(model.get_booster()).to_frame()
+                                      ["std_error"])
+    with pytest.raises(KeyError, match="not returned by"):
+        ax.training_record(model.get_booster()[:3])
+    other = ax.UnbiasedXGBRegressor()
+    other.load_model(model.get_booster().save_raw("json"))
+    with pytest.raises(AttributeError, match="no training record"):
+        _ = other.feature_importances_
+    # loading into a fitted estimator (XGBoost reuses its Booster) leaves no stale record
+    refitted = ax.UnbiasedXGBRegressor(**SMALL).fit(X, y)
+    refitted.load_model(xgboost.XGBRegressor(n_estimators=2).fit(X, y).get_booster()
+                        .save_raw("json"))
+    with pytest.raises(AttributeError, match="no training record"):
+        _ = refitted.feature_importances_
 
 
 def test_refused_inputs():
@@ -151,9 +186,14 @@ EXPECTED_FAILED_CHECKS = {
 }
 
 
+#: min_child_weight small enough that the checks' tiny data sets are really split (with
+#: XGBoost's default of 1 a logistic leaf needs at least 4 rows)
+CHECKED = dict(n_estimators=10, n_jobs=1, min_child_weight=0.01)
+
+
 @pytest.mark.parametrize("estimator", [
-    ax.UnbiasedXGBRegressor(n_estimators=10, n_jobs=1),
-    ax.UnbiasedXGBClassifier(n_estimators=10, n_jobs=1),
+    ax.UnbiasedXGBRegressor(**CHECKED),
+    ax.UnbiasedXGBClassifier(**CHECKED),
 ], ids=lambda e: type(e).__name__)
 def test_check_estimator(estimator):
     with warnings.catch_warnings():
@@ -167,5 +207,18 @@ def test_check_estimator(estimator):
     # without held-out rows, weights are repetitions
     off = clone(estimator).set_params(**OFF)
     name = type(estimator).__name__
-    check_sample_weight_equivalence_on_dense_data(name, off)
-    check_sample_weight_equivalence_on_sparse_data(name, off)
+    rng = np.random.default_rng(0)  # the checks' data (15 rows) is really split
+    fitted = clone(off).fit(rng.random((15, 30)), rng.integers(0, 2, 15))
+    dumped = fitted.get_booster().get_dump()
+    assert sum(tree.count("<") for tree in dumped) >= len(dumped)
+    if isinstance(estimator, xgboost.XGBRegressor):
+        check_sample_weight_equivalence_on_dense_data(name, off)
+        check_sample_weight_equivalence_on_sparse_data(name, off)
+    else:
+        # multiclass: the hook equals xgb.train to 5e-7 (README), and so do weights and
+        # repetitions (scikit-learn's check asks for 1e-7 relative)
+        X, y = rng.random((40, 5)), np.arange(40) % 3
+        w = rng.integers(1, 4, 40)
+        weighted = clone(off).fit(X, y, sample_weight=w).predict_proba(X)
+        repeated = clone(off).fit(np.repeat(X, w, axis=0), np.repeat(y, w)).predict_proba(X)
+        np.testing.assert_allclose(weighted, repeated, rtol=0, atol=5e-7)

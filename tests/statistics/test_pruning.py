@@ -86,7 +86,7 @@ def test_pure_noise_loses_most_splits(host):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("host", HOSTS)
-def test_paper_example_pruning_does_not_hurt_and_shrinks(host):
+def test_paper_example_pruning_helps_and_shrinks(host):
     diffs, ratio = [], []
     for s in range(20):
         X, y = paper_example(2000, random_state=3 * s)
@@ -100,5 +100,8 @@ def test_paper_example_pruning_does_not_hurt_and_shrinks(host):
         ratio.append(result.leaves_after / result.leaves_before)
     diffs = np.array(diffs)
     t = diffs.mean() / (diffs.std(ddof=1) / np.sqrt(diffs.size))
-    assert t < 2.0, f"pruned test MSE worse: mean diff {diffs.mean():.4f}, t = {t:.2f}"
-    assert np.mean(ratio) < 0.5
+    # README (40 seeds): test MSE -0.061 / -0.045, paired t = -36 / -35, better in 40/40 seeds,
+    # 7.1% / 8.9% of the leaves kept; with 20 seeds t scales by sqrt(20/40) to about -25
+    assert t < -10.0, f"pruning did not clearly help: mean diff {diffs.mean():.4f}, t = {t:.2f}"
+    assert np.mean(diffs < 0) >= 0.9, diffs
+    assert np.mean(ratio) < 0.15, np.mean(ratio)

@@ -1,0 +1,88 @@
+"""What the LightGBM and XGBoost estimators share: the host ``fit`` with our ``train``, and the
+unbiased importance of the fitted model."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import types
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+from unbiased_criteria.adapters._record import record_of
+
+__all__ = ["with_train", "TrainingImportance", "IMPORTANCE_DOC"]
+
+#: what ``feature_importances_`` is, for the estimators' docstrings
+IMPORTANCE_DOC = (
+    "The unbiased importance: per feature, the sum of ``U`` over every split scored during\n"
+    "        training, kept or not (the kept splits alone would be a winner's-curse sample)."
+)
+
+
+def with_train(func: Callable, replacement: Callable) -> Callable:
+    """A copy of ``func`` whose global name ``train`` means ``replacement``.
+
+    The hosts' ``fit`` methods prepare the data sets, evaluation sets, metrics and callbacks
+    and then call their ``train`` through their module's global name ``train``. Running a copy
+    of the function (unwrapped from any decorator) with that one name rebound keeps every step
+    of the host's ``fit`` without touching the host's module (no monkeypatching: other code and
+    threads are unaffected).
+    """
+    func = inspect.unwrap(func)
+    if "train" not in func.__code__.co_names:
+        raise RuntimeError(
+            f"this host version's {func.__qualname__} does not call train(); the Unbiased* "
+            "estimators need an update"
+        )
+    namespace = dict(func.__globals__)
+    namespace["train"] = replacement
+    new = types.FunctionType(func.__code__, namespace, func.__name__, func.__defaults__,
+                             func.__closure__)
+    new.__kwdefaults__ = copy.copy(func.__kwdefaults__)
+    return new
+
+
+class TrainingImportance:
+    """``feature_importances_`` and ``training_splits_`` from the fitted Booster's record.
+
+    Mixed into the estimators before the host's model class; ``_not_fitted_error`` is the
+    host's exception for an unfitted estimator.
+    """
+
+    _not_fitted_error: type[Exception]
+
+    def _training_record(self):
+        if not self.__sklearn_is_fitted__():
+            raise self._not_fitted_error(
+                "No feature_importances found. Need to call fit beforehand.")
+        record = record_of(self._Booster)
+        if record is None:
+            raise AttributeError(
+                "this model's Booster has no training record (it was loaded or copied, not "
+                "fitted by fit); the host's importances: get_booster() / booster_"
+            )
+        return record
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Unbiased importance of each feature: the sum of ``U`` over every split scored
+        during training, kept or not.
+
+        ``U`` is each split's unbiased gain on that round's held-out rows, measured before
+        pruning decided on it, so it is unbiased for the split's gain on new data and the sum
+        is too: a noise feature's expected total is <= 0. The sum over the kept splits only
+        would not be: they were kept *because* their U was high on the very rows that
+        measured it (the winner's curse: continuous noise then outranks informative
+        features). Not normalised; NaN for every feature when no split was scored
+        (``prune_threshold=None`` or ``holdout_fraction=0``). Standard errors and
+        ``select()``: ``training_report(model)``.
+        """
+        return self._training_record().importances()
+
+    @property
+    def training_splits_(self) -> pd.DataFrame:
+        """Every split scored during training, one row per split (``kept`` says which are in
+        the model); see ``training_splits``."""
+        return self._training_record().splits.copy()

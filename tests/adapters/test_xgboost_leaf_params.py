@@ -1,0 +1,123 @@
+"""An XGBoost model loaded from a file forgets eta and lambda: they are inferred from its
+leaves and the training rows, and the results equal those of the live Booster."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+xgb = pytest.importorskip("xgboost")
+
+from unbiased_criteria.adapters import xgboost as ax  # noqa: E402
+
+import unbiased_criteria as uc  # noqa: E402
+from unbiased_criteria.api import _prepare  # noqa: E402
+from unbiased_criteria.leaf_params import infer_leaf_params  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1600, 4)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=1600) > 0).astype(float)
+    return X[:800], y[:800], X[800:], y[800:]
+
+
+def fit(data, rounds=15, **params):
+    X, y, _, _ = data
+    params = {"objective": "binary:logistic", "max_depth": 4, "nthread": 1, **params}
+    return xgb.train(params, xgb.DMatrix(X, y), rounds)
+
+
+def loaded(bst):
+    return xgb.Booster(model_file=bst.save_raw("json"))
+
+
+def test_eta_and_lambda_recovered(data):
+    X, y, Xv, yv = data
+    model = loaded(fit(data, eta=0.3, reg_lambda=5.0))
+    prep = _prepare(model, X, y, Xv, yv, None, None, None, 2**20)  # inferred here
+    assert not prep.model.leaf_params_unknown
+    assert prep.model.split_score.l2 == pytest.approx(5.0, rel=1e-4)
+    assert prep.model.forest.trees[0].shrinkage == pytest.approx(0.3, rel=1e-4)
+    read = ax.read_model(model)
+    assert read.leaf_params_unknown
+    fit_ = infer_leaf_params(read, prep.objective, prep.train)
+    assert fit_.shrinkage == pytest.approx(0.3, rel=1e-4)
+    assert fit_.l2 == pytest.approx(5.0, rel=1e-4)
+
+
+def test_pruning_a_loaded_model_equals_pruning_the_live_one(data):
+    X, y, Xv, yv = data
+    live = fit(data, eta=0.05, reg_lambda=2.0, rounds=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning: the inferred values fit
+        from_file = uc.prune(loaded(live), X, y, Xv, yv, random_state=0)
+    expected = uc.prune(live, X, y, Xv, yv, random_state=0)
+    d = xgb.DMatrix(Xv)
+    np.testing.assert_allclose(from_file.predict(d, output_margin=True),
+                               expected.predict(d, output_margin=True), atol=1e-5)
+    leaves = [t.n_leaves for t in ax.read_model(expected).forest.trees]
+    assert [t.n_leaves for t in ax.read_model(from_file).forest.trees] == leaves
+    assert sum(leaves) < sum(t.n_leaves for t in ax.read_model(live).forest.trees)
+    # the defaults the loaded Booster reports (eta 0.3, lambda 1) are not the model's
+    read = ax.read_model(loaded(live), params={"eta": 0.3, "lambda": 1.0})
+    assert any("do not reproduce" in m for m in read.warnings)
+
+
+def test_importance_of_a_loaded_model_matches_the_host(data):
+    X, y, Xv, yv = data
+    live = fit(data, eta=0.1, reg_lambda=10.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = uc.unbiased_importance(loaded(live), X, y, Xv, yv, random_state=0)
+    expected = uc.unbiased_importance(live, X, y, Xv, yv, random_state=0)
+    np.testing.assert_allclose(report.splits["biased_gain"], report.splits["host_gain"],
+                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(report.splits["unbiased_gain"],
+                               expected.splits["unbiased_gain"], rtol=1e-6, atol=1e-8)
+    # without training rows only B depends on lambda: a warning says so, U is computed
+    with pytest.warns(UserWarning, match="biased_gain uses lambda=1"):
+        uc.unbiased_importance(loaded(live), None, None, Xv, yv, random_state=0)
+    with pytest.raises(ValueError, match="without training rows"):
+        uc.prune(loaded(live), None, None, Xv, yv, random_state=0)
+
+
+@pytest.mark.parametrize("params", [{"alpha": 2.0}, {"max_delta_step": 0.1}],
+                         ids=["alpha", "max_delta_step"])
+def test_l1_or_max_delta_step_cannot_be_identified(data, params):
+    X, y, Xv, yv = data
+    model = loaded(fit(data, eta=0.1, **params))
+    with pytest.raises(ValueError, match="cannot be inferred.*max_delta_step.*--param eta="):
+        uc.prune(model, X, y, Xv, yv, random_state=0)
+    with pytest.warns(UserWarning, match="cannot be inferred"):
+        uc.unbiased_importance(model, X, y, Xv, yv, random_state=0)
+    # with the parameters given, pruning works
+    model.set_param({"eta": 0.1, **params})
+    uc.prune(model, X, y, Xv, yv, random_state=0)
+
+
+def test_command_line_prunes_a_model_file_without_param(data, tmp_path):
+    X, y, Xv, yv = data
+    live = fit(data, eta=0.05, reg_lambda=2.0, rounds=30)
+    live.save_model(tmp_path / "model.json")
+    names = [f"f{i}" for i in range(X.shape[1])]
+    for name, (A, b) in {"train": (X, y), "valid": (Xv, yv)}.items():
+        frame = pd.DataFrame(A, columns=names).assign(y=b)
+        frame.to_csv(tmp_path / f"{name}.csv", index=False, float_format="%.9g")
+    res = subprocess.run(
+        [sys.executable, "-m", "unbiased_criteria.cli", "prune", "model.json", "--train",
+         "train.csv", "--valid", "valid.csv", "--label", "y", "--seed", "0", "--output",
+         "pruned.json"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "warning" not in res.stderr
+    expected = uc.prune(live, X, y, Xv, yv, random_state=0)
+    got = xgb.Booster(model_file=str(tmp_path / "pruned.json"))
+    d = xgb.DMatrix(Xv)
+    np.testing.assert_allclose(got.predict(d, output_margin=True),
+                               expected.predict(d, output_margin=True), atol=1e-5)

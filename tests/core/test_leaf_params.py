@@ -1,0 +1,49 @@
+"""fit_leaf_params: the learning rate and L2 recovered from leaf values, or a clear refusal."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from unbiased_criteria.gains import SplitScore, leaf_weight
+from unbiased_criteria.leaf_params import LeafParamsError, fit_leaf_params
+
+
+def leaves(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    H = rng.uniform(5.0, 300.0, n)
+    G = rng.normal(size=n) * np.sqrt(H) * 3
+    return G, H
+
+
+def test_recovers_eta_and_lambda_from_float32_leaves():
+    G, H = leaves()
+    # XGBoost: float32 weight, float32 product with eta
+    w = leaf_weight(G, H, SplitScore(l2=5.0, weight_float32=True))
+    value = (np.float32(0.3) * w.astype(np.float32)).astype(np.float64)
+    fit = fit_leaf_params(value, G, H)
+    assert fit.shrinkage == pytest.approx(0.3, rel=1e-4)
+    assert fit.l2 == pytest.approx(5.0, rel=1e-4)
+    assert fit.n_leaves == G.size and fit.misfit < 1e-5
+
+
+@pytest.mark.parametrize("score", [SplitScore(l1=2.0, l2=1.0),
+                                   SplitScore(l2=1.0, max_delta_step=0.05)],
+                         ids=["l1", "max_delta_step"])
+def test_l1_or_clipped_leaves_are_refused(score):
+    G, H = leaves()
+    value = 0.1 * leaf_weight(G, H, score)
+    with pytest.raises(LeafParamsError, match="alpha.*max_delta_step"):
+        fit_leaf_params(value, G, H)
+
+
+def test_constant_hessians_cannot_tell_eta_from_lambda():
+    G, _ = leaves()
+    H = np.full(G.size, 50.0)
+    with pytest.raises(LeafParamsError, match="cannot be told apart"):
+        fit_leaf_params(-0.1 * G / (H + 1.0), G, H)
+
+
+def test_too_few_leaves():
+    with pytest.raises(LeafParamsError, match="only 2 leaves"):
+        fit_leaf_params([0.1, -0.2], [-1.0, 2.0], [3.0, 4.0])

@@ -1,0 +1,138 @@
+"""Labels as the user has them (a classifier's classes_), and no silent nothing: too few
+held-out rows, zero trees, zero weights, bad memory_budget / threshold are said so."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import unbiased_criteria as uc
+from unbiased_criteria.datasets import paper_example
+
+lgb = pytest.importorskip("lightgbm")
+xgb = pytest.importorskip("xgboost")
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = paper_example(600, random_state=0)
+    Xv, yv = paper_example(600, random_state=1)
+    return X, y, Xv, yv
+
+
+def classes(y, names):
+    """Labels ``names[bin]`` from y's terciles (3 names) or its median (2 names)."""
+    cuts = np.quantile(y, np.linspace(0, 1, len(names) + 1)[1:-1])
+    return np.asarray(names, dtype=object)[np.digitize(y, cuts)]
+
+
+def same_report(a, b):
+    pd.testing.assert_frame_equal(a.splits, b.splits)
+    np.testing.assert_array_equal(a.jackknife, b.jackknife)
+
+
+@pytest.mark.parametrize("names", [["No", "Yes"], ["a", "b", "c"], [1, 2], [10, 20, 30]],
+                         ids=["binary-str", "multi-str", "binary-int", "multi-int"])
+def test_lightgbm_classifier_labels_go_through_classes(data, names):
+    X, y, Xv, yv = data
+    ys, yvs = classes(y, names), classes(yv, names)
+    if isinstance(names[0], int):
+        ys, yvs = ys.astype(np.int64), yvs.astype(np.int64)
+    clf = lgb.LGBMClassifier(n_estimators=5, num_leaves=7, verbose=-1).fit(X, ys)
+    report = uc.unbiased_importance(clf, X, ys, Xv, pd.Series(yvs), random_state=0)
+    # the Booster was trained on the indices of classes_
+    codes = {c: i for i, c in enumerate(clf.classes_)}
+    enc = np.array([codes[v] for v in ys]), np.array([codes[v] for v in yvs])
+    same_report(report, uc.unbiased_importance(clf.booster_, X, enc[0], Xv, enc[1],
+                                               random_state=0))
+    pruned = uc.prune(clf, X, ys, Xv, yvs, random_state=0)
+    expected = uc.prune(clf.booster_, X, enc[0], Xv, enc[1], random_state=0)
+    np.testing.assert_allclose(pruned.predict_proba(Xv), expected.predict(Xv).reshape(
+        len(Xv), -1) if len(names) > 2 else np.column_stack([1 - expected.predict(Xv),
+                                                              expected.predict(Xv)]))
+
+
+@pytest.mark.parametrize("n_class", [2, 3])
+def test_xgboost_classifier_labels_go_through_classes(data, n_class):
+    X, y, Xv, yv = data
+    names = list(range(n_class))
+    ys, yvs = classes(y, names).astype(np.int64), classes(yv, names).astype(np.int64)
+    clf = xgb.XGBClassifier(n_estimators=5, max_depth=3, nthread=1,
+                            enable_categorical=True).fit(X, ys)
+    report = uc.unbiased_importance(clf, X, ys, Xv, yvs, random_state=0)
+    same_report(report, uc.unbiased_importance(clf.get_booster(), X, ys, Xv, yvs,
+                                               random_state=0))
+    with pytest.raises(ValueError, match=r"y_valid holds labels .*\(7\).*classes_ are \[0, 1"):
+        uc.unbiased_importance(clf, X, ys, Xv, np.where(yvs == 0, 7, yvs))
+
+
+def test_unseen_labels_are_named(data):
+    X, y, Xv, yv = data
+    ys, yvs = classes(y, ["No", "Yes"]), classes(yv, ["No", "Yes"])
+    clf = lgb.LGBMClassifier(n_estimators=3, verbose=-1).fit(X, ys)
+    bad = yvs.copy()
+    bad[:3] = "Maybe"
+    with pytest.raises(ValueError, match=r"y_valid holds labels .*'Maybe'.*\['No', 'Yes'\]"):
+        uc.unbiased_importance(clf, X, ys, Xv, bad)
+    with pytest.raises(ValueError, match="y_train holds labels"):
+        uc.prune(clf, X, np.where(ys == "No", "no", ys), Xv, yvs)
+    assert (bad[:3] == "Maybe").all() and bad.dtype == object  # not modified
+
+
+def test_too_few_held_out_rows_are_said(data):
+    X, y, Xv, yv = data
+    model = lgb.train({"objective": "regression", "verbose": -1, "num_leaves": 4,
+                       "min_data_in_leaf": 5}, lgb.Dataset(X, y), 10)
+    with pytest.warns(UserWarning, match=r"30 of 30 splits have fewer than min_k=5 held-out "
+                                         r"rows in a child \(of 3 held-out rows\).*needs about"):
+        report = uc.unbiased_importance(model, X, y, Xv[:3], yv[:3], random_state=0)
+    with pytest.raises(ValueError, match="no split had usable evidence"):
+        report.select()
+    with pytest.warns(UserWarning, match="30 of 30 splits"):
+        uc.prune(model, X, y, Xv[:3], yv[:3], random_state=0)
+    # some trees with usable splits, some without: one jackknife row per split
+    with pytest.warns(UserWarning, match="splits have fewer than min_k"):
+        report = uc.unbiased_importance(model, X, y, Xv[:15], yv[:15], random_state=0)
+    assert report.jackknife.shape == (len(report.splits), 20)
+    assert np.isfinite(report.to_frame()["std_error"]).all()
+    report.select()
+    # enough rows: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        uc.unbiased_importance(model, X, y, Xv, yv, random_state=0)
+
+
+def test_zero_trees_and_zero_weights(data):
+    X, y, Xv, yv = data
+    empty = xgb.train({"base_score": 0.0}, xgb.DMatrix(X, y, enable_categorical=True), 0)
+    with pytest.warns(UserWarning, match="the model has no trees"):
+        report = uc.unbiased_importance(empty, X, y, Xv, yv)
+    assert len(report.splits) == 0
+    with pytest.raises(ValueError, match="the model has no splits"):
+        report.select()
+    model = lgb.train({"objective": "regression", "verbose": -1}, lgb.Dataset(X, y), 3)
+    with pytest.raises(ValueError, match="valid_weight is 0 for every row"):
+        uc.unbiased_importance(model, X, y, Xv, yv, valid_weight=np.zeros(len(yv)))
+    with pytest.raises(ValueError, match="train_weight is 0 for every row"):
+        uc.prune(model, X, y, Xv, yv, train_weight=np.zeros(len(y)))
+
+
+@pytest.mark.parametrize("budget", [0, -1, float("nan"), "1GB", True])
+def test_memory_budget_must_be_positive(data, budget):
+    X, y, Xv, yv = data
+    model = lgb.train({"objective": "regression", "verbose": -1}, lgb.Dataset(X, y), 2)
+    with pytest.raises(ValueError, match="memory_budget must be a positive number"):
+        uc.unbiased_importance(model, X, y, Xv, yv, memory_budget=budget)
+    with pytest.raises(ValueError, match="memory_budget"):
+        uc.prune(model, X, y, Xv, yv, memory_budget=budget)
+
+
+@pytest.mark.parametrize("threshold", [float("nan"), None, "0"])
+def test_threshold_must_be_a_number(data, threshold):
+    X, y, Xv, yv = data
+    model = lgb.train({"objective": "regression", "verbose": -1}, lgb.Dataset(X, y), 2)
+    with pytest.raises(ValueError, match="threshold must be a number"):
+        uc.prune(model, X, y, Xv, yv, threshold=threshold)
