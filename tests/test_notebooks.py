@@ -1,11 +1,14 @@
 """The comparison notebooks run top to bottom in small mode, offline, writing no files.
 
 Each notebook is executed with nbclient in a fresh kernel with ``UC_NOTEBOOK_SIZE=small``
-(about 30 s each on two cores). The committed copies must carry the outputs of a full-size run.
+(about 30 s each on two cores). The committed copies must carry the outputs of a full-size run,
+and the README's figures (``notebooks/figures/``) must be their headline figures;
+``python tests/test_notebooks.py`` rewrites those from the committed outputs.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 from pathlib import Path
 
@@ -16,6 +19,7 @@ nbclient = pytest.importorskip("nbclient", reason="needs the `notebooks` extra")
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
+FIGURES = NOTEBOOKS / "figures"
 NAMES = [
     "01_bias_of_gain_importance.ipynb",
     "02_null_and_cardinality.ipynb",
@@ -79,3 +83,27 @@ def test_committed_notebook_carries_full_run(name):
     text = "".join(o.get("text", "") for o in _outputs(nb, "stream"))
     assert "size=full" in text
     assert (NOTEBOOKS / name).stat().st_size < 2_000_000
+
+
+def headline_png(nb) -> bytes:
+    """The figure of the notebook's one code cell tagged ``headline``."""
+    cells = [c for c in nb.cells if "headline" in c.metadata.get("tags", [])]
+    assert len(cells) == 1, "exactly one cell must be tagged 'headline'"
+    pngs = [o["data"]["image/png"] for o in cells[0].get("outputs", [])
+            if "image/png" in o.get("data", {})]
+    assert pngs, "the headline cell drew no figure"
+    return base64.b64decode(pngs[0])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_readme_figure_is_the_headline_figure(name):
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    assert (FIGURES / f"{Path(name).stem}.png").read_bytes() == headline_png(nb)
+
+
+if __name__ == "__main__":
+    FIGURES.mkdir(exist_ok=True)
+    for name in NAMES:
+        out = FIGURES / f"{Path(name).stem}.png"
+        out.write_bytes(headline_png(nbformat.read(NOTEBOOKS / name, as_version=4)))
+        print("wrote", out)
