@@ -1,11 +1,11 @@
-"""Host adapters: one module per host (lightgbm, xgboost), imported lazily.
+"""Host adapters: one module per host (lightgbm, xgboost, sklearn), imported lazily.
 
 Installed as ``unbiased_criteria.adapters``. Importing this package imports no host.
 """
 
 import importlib
 
-__all__ = ["lightgbm", "xgboost"]
+__all__ = ["lightgbm", "xgboost", "sklearn"]
 
 
 def __getattr__(name):

@@ -109,7 +109,7 @@ def test_missing_host_is_one_clear_error(monkeypatch, files):
     monkeypatch.setattr(model_files.importlib.util, "find_spec", without_lightgbm)
     with pytest.raises(InputError, match=r"^needs lightgbm \(pip install lightgbm\)$"):
         model_files.host_adapter("lightgbm")
-    assert model_files.installed_hosts() == ["xgboost"]
+    assert [h for h in model_files.installed_hosts() if h != "sklearn"] == ["xgboost"]
     with pytest.raises(InputError, match=r"not a model file .*other kinds need lightgbm"):
         model_files.load_model_file(files["text"], "model m")
     assert model_files.load_model_file(files["json"], "m").host == "xgboost"

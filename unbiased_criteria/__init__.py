@@ -1,4 +1,5 @@
-"""Unbiased split gains for LightGBM and XGBoost (Zhang et al., IJCAI 2023).
+"""Unbiased split gains for LightGBM, XGBoost and scikit-learn's HistGradientBoosting (Zhang et
+al., IJCAI 2023).
 
 >>> import unbiased_criteria as uc
 >>> report = uc.unbiased_importance(model, X_train, y_train, X_valid, y_valid)  # doctest: +SKIP
@@ -16,5 +17,19 @@ __all__ = [
     "ImportanceReport",
     "UnsupportedModelError",
     "adapters",
+    "UnbiasedGBMRegressor",
+    "UnbiasedGBMClassifier",
 ]
-__version__ = "0.1.0"
+
+
+#: the native grower's scikit-learn estimators live with the adapters (scikit-learn is a host
+#: to the core); reached by module name on first use
+_NATIVE_ESTIMATORS = "unbiased_criteria.adapters.gbm_estimators"
+
+
+def __getattr__(name):
+    if name in ("UnbiasedGBMRegressor", "UnbiasedGBMClassifier"):
+        import importlib
+
+        return getattr(importlib.import_module(_NATIVE_ESTIMATORS), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,9 +12,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .dumps import Dump, as_dump
 from .importance import GainOptions, TreeScores, holdout_halves, jackknife_blocks, score_tree
 from .leaf_params import LeafParamsError, infer_leaf_params, with_leaf_params
 from .model import Model
+from .model_files import ADAPTERS
 from .objectives import Objective
 from .pruning import prune_tree
 from .replay import ReplayResult, RowSet, TreeStep, replay, resolve_bias
@@ -25,23 +27,28 @@ __all__ = ["unbiased_importance", "prune", "adapter_for"]
 
 log = logging.getLogger(__name__)
 
-# host package -> adapter module; looked up by name so the core never imports a host
+# host package -> adapter package, from the one registry of hosts; looked up by name so the
+# core never imports a host
 _ADAPTERS = {
-    "lightgbm": "unbiased_criteria.adapters.lightgbm",
-    "xgboost": "unbiased_criteria.adapters.xgboost",
+    package: model_file.rsplit(".", 1)[0] for package, _, model_file in ADAPTERS.values()
 }
 
 DEFAULT_MEMORY_BUDGET = 512 * 2**20
 
 
 def adapter_for(model: Any) -> ModuleType:
-    """The adapter module of ``model``'s host, found from its class (and base classes)."""
+    """The adapter module of ``model``'s host, found from its class (and base classes); for a
+    dumped model (:class:`~unbiased_criteria.dumps.Dump`), its host's ``dump`` module."""
+    if isinstance(model, Dump):
+        return importlib.import_module(_ADAPTERS[model.host] + ".dump")
     for cls in type(model).__mro__:
         root = cls.__module__.split(".")[0]
         if root in _ADAPTERS:
             return importlib.import_module(_ADAPTERS[root])
     raise TypeError(
-        "model must be a lightgbm.Booster / LGBMModel or an xgboost.Booster / XGBModel, "
+        "model must be a lightgbm.Booster / LGBMModel, an xgboost.Booster / XGBModel, a "
+        "fitted scikit-learn HistGradientBoostingRegressor / Classifier or a dumped model "
+        "(dump_model() / get_dump(dump_format='json') JSON), "
         f"got {type(model).__module__}.{type(model).__name__}"
     )
 
@@ -57,7 +64,8 @@ class _Prepared:
 
 _PARAMS_ADVICE = (
     "pass them (and alpha, max_delta_step if the model used them) with "
-    "booster.set_param({'eta': ..., 'lambda': ...}) before the call, or "
+    "booster.set_param({'eta': ..., 'lambda': ...}) before the call (host_params= for a "
+    "dumped model), or "
     "--param eta=... --param lambda=... on the command line"
 )
 
@@ -97,12 +105,13 @@ def _leaf_params(read: Model, obj: Objective, train: RowSet | None, needed_for: 
 
 def _prepare(
     model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
-    memory_budget, needed_for: str = "importance",
+    memory_budget, needed_for: str = "importance", host_params=None,
 ) -> _Prepared:
     if (isinstance(memory_budget, bool) or not isinstance(memory_budget, (int, float, np.number))
             or not memory_budget > 0):
         raise ValueError(f"memory_budget must be a positive number of bytes, got "
                          f"{memory_budget!r}")
+    model = as_dump(model, host_params)
     adapter = adapter_for(model)
     read = adapter.read_model(model)
     if objective is not None:
@@ -240,12 +249,19 @@ def unbiased_importance(
     n_blocks: int = 20,
     progress: bool = False,
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    host_params: dict | None = None,
 ) -> ImportanceReport:
     """Unbiased (and biased) gain of every split of a trained model, and per feature.
 
     Parameters
     ----------
-    model : lightgbm.Booster, lightgbm.LGBMModel, xgboost.Booster or xgboost.XGBModel
+    model : lightgbm.Booster, lightgbm.LGBMModel, xgboost.Booster, xgboost.XGBModel, a fitted
+        sklearn.ensemble.HistGradientBoostingRegressor / HistGradientBoostingClassifier, or a
+        dump
+        A dumped model is LightGBM ``dump_model()`` or XGBoost ``get_dump(dump_format="json",
+        with_stats=True)`` output: the parsed dict / list, a JSON string or a file path
+        (recognised by content). Its rows are routed by the library's own copy of the host's
+        rules.
     X_train, y_train : array-like or None
         Rows that give the gradient sums G (normally the training rows). ``None`` for both
         selects the validation-only mode: the held-out rows are split in two random halves,
@@ -278,6 +294,12 @@ def unbiased_importance(
         Show a progress bar over trees.
     memory_budget : int
         Bytes allowed for one chunk of leaf ids.
+    host_params : dict, optional
+        Dumped models only: what the dump does not store. XGBoost: ``base_score`` (required;
+        output space, as XGBoost's parameter), ``objective`` (default ``reg:squarederror``,
+        with a warning), ``num_class``, ``eta`` and ``lambda`` (inferred from the leaves
+        when absent), ``feature_names`` / ``n_features``. LightGBM: ``lambda_l2`` (inferred
+        when absent), ``lambda_l1``, ``max_delta_step``, ``cat_l2``, objective parameters.
 
     Returns
     -------
@@ -289,12 +311,14 @@ def unbiased_importance(
     UserWarning
         When more than half the splits have fewer than ``min_k`` held-out rows in a child,
         when the model has no trees, and when an XGBoost model's eta and lambda are not stored
-        and cannot be inferred (only ``biased_gain`` depends on them).
+        and cannot be inferred (only ``biased_gain`` depends on them). For a dumped model: when
+        rows lie within the printed precision of a threshold (``report.rows_near_threshold``
+        counts them), and when a parameter the dump lacks takes the host's default.
     """
     options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
                           cross_fit=cross_fit, n_blocks=n_blocks)
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
-                    objective, memory_budget)
+                    objective, memory_budget, host_params=host_params)
     forest = prep.model.forest
     halves = holdout_halves(prep.valid.n_rows, options) if prep.train is None else None
     blocks = jackknife_blocks(prep.valid.n_rows, options)
@@ -320,8 +344,16 @@ def unbiased_importance(
         _warn_unusable(np.concatenate([r["usable"] for r in records]), np.concatenate(shares),
                        options.min_k, prep.valid.n_rows)
     jack = np.concatenate(replicates) if replicates else None
-    return ImportanceReport(_records_frame(records, forest.feature_names),
-                            forest.feature_names, host=prep.model.host, jackknife=jack)
+    report = ImportanceReport(_records_frame(records, forest.feature_names),
+                              forest.feature_names, host=prep.model.host, jackknife=jack)
+    report.rows_near_threshold = _near_threshold(prep)
+    return report
+
+
+def _near_threshold(prep: _Prepared) -> dict[str, int]:
+    """Rows within the printed precision of a threshold (dumped models), per row set."""
+    sets = {"X_train": prep.train, "X_valid": prep.valid}
+    return {k: s.router.near_threshold for k, s in sets.items() if s is not None}
 
 
 def prune(
@@ -342,6 +374,7 @@ def prune(
     cross_fit: bool = True,
     progress: bool = False,
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    host_params: dict | None = None,
 ):
     """Remove every split whose unbiased gain is <= ``threshold``, top-down.
 
@@ -353,7 +386,7 @@ def prune(
     Parameters
     ----------
     model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
-    n_draws, min_k, random_state, cross_fit, progress, memory_budget
+    n_draws, min_k, random_state, cross_fit, progress, memory_budget, host_params
         As in :func:`unbiased_importance` (``X_train = y_train = None``: validation-only mode,
         G and the new leaf values from one half of the held-out rows).
     threshold : float
@@ -368,13 +401,16 @@ def prune(
     Returns
     -------
     A new model of the same type as ``model`` (Booster or fitted estimator); ``model`` is not
-    changed.
+    changed. A dumped model gives a dump of the same format holding the pruned trees: a dict
+    (LightGBM) or list of tree dicts (XGBoost) for a parsed dump, a JSON string for a JSON
+    string or a file.
     """
     result = prune_forest(
         model, X_train, y_train, X_valid, y_valid, threshold=threshold,
         refit_leaves=refit_leaves, train_weight=train_weight, valid_weight=valid_weight,
         objective=objective, n_draws=n_draws, min_k=min_k, random_state=random_state,
         cross_fit=cross_fit, progress=progress, memory_budget=memory_budget,
+        host_params=host_params,
     )
     return result.adapter.write_model(model, result.forest)
 
@@ -391,7 +427,7 @@ class PruneResult:
 def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
                  refit_leaves=False, train_weight=None, valid_weight=None, objective=None,
                  n_draws=1, min_k=5, random_state=None, cross_fit=True, progress=False,
-                 memory_budget=DEFAULT_MEMORY_BUDGET) -> PruneResult:
+                 memory_budget=DEFAULT_MEMORY_BUDGET, host_params=None) -> PruneResult:
     """:func:`prune` without writing: the pruned IR forest and the replayed scores."""
     if threshold is None:  # the hooks' "no pruning"; here there would be nothing to do
         raise ValueError("threshold must be a number (-inf keeps every split), got None")
@@ -399,7 +435,7 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
                           cross_fit=cross_fit, prune_threshold=threshold,
                           argument_names={"prune_threshold": "threshold"})
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
-                    objective, memory_budget, needed_for="prune")
+                    objective, memory_budget, needed_for="prune", host_params=host_params)
     if prep.objective.renews_leaves:
         raise ValueError(
             f"pruning {prep.objective.name} models is not supported: the host renews their "

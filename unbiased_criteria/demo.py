@@ -18,8 +18,8 @@ from .model_files import fit_example
 from .report import ImportanceReport
 from .trees import make_tree
 
-__all__ = ["CLAIMS", "DEMO_SETTINGS", "UNPRINTED_CLAIMS", "DemoRun", "demo_claims", "demo_run",
-           "noise_split_demo"]
+__all__ = ["CLAIMS", "DEMO_HOSTS", "DEMO_SETTINGS", "UNPRINTED_CLAIMS", "DemoRun", "demo_claims",
+           "demo_run", "noise_split_demo"]
 
 # 10000 rows and 30 shallow trees: enough rows for X1's effect of 0.1 to show on one seed,
 # few enough trees for the model not to overfit X1 itself (at 2000 rows and 100 trees of 31
@@ -27,6 +27,8 @@ __all__ = ["CLAIMS", "DEMO_SETTINGS", "UNPRINTED_CLAIMS", "DemoRun", "demo_claim
 # One thread: as fast on 10000 rows, the same numbers on every machine, and no OpenMP threads
 # spinning for a core when the machine is busy.
 DEMO_SETTINGS = {"rows": 10000, "trees": 30, "learning_rate": 0.1, "leaves": 15, "depth": 4}
+#: the hosts the demo runs (when installed): those whose claims were measured
+DEMO_HOSTS = ("lightgbm", "xgboost")
 
 # claim key -> sentence printed by the demo ({host} is filled in); each held in at least 95%
 # of 100 seeds for both hosts (benchmarks/results/demo_claims.json)

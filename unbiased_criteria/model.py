@@ -48,7 +48,7 @@ class Model:
     split_score : SplitScore
         The host's regularisation, to recompute its gains and leaf values.
     host : str
-        ``"lightgbm"`` or ``"xgboost"``.
+        ``"lightgbm"``, ``"xgboost"`` or ``"sklearn"``.
     bias_from_labels : bool
         The host folded an init score into the first iteration's trees (``Tree.bias``) that
         must be recomputed from the training labels with ``objective.init_score``; their
@@ -80,12 +80,15 @@ class Router:
 
     ``leaf_nodes(start, stop)`` returns the IR leaf node id of every row in trees
     ``start..stop-1`` as an int32 array ``(n_rows, stop - start)``; ``chunk`` is the number of
-    trees per call that keeps that array within the memory budget.
+    trees per call that keeps that array within the memory budget. ``near_threshold``: rows
+    with a value within the printed precision of a threshold (dumped models only, where the
+    model the dump came from may route them differently).
     """
 
     n_rows: int
     leaf_nodes: Callable[[int, int], np.ndarray]
     chunk: int
+    near_threshold: int = 0
 
     def chunks(self, n_trees: int):
         """Yield ``(start, stop, leaf_nodes)`` over all trees, ``chunk`` trees at a time."""

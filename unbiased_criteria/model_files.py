@@ -56,6 +56,7 @@ __all__ = [
 ADAPTERS: dict[str, tuple[str, str, str]] = {
     "lightgbm": ("lightgbm", "lightgbm", "unbiased_criteria.adapters.lightgbm.model_file"),
     "xgboost": ("xgboost", "xgboost", "unbiased_criteria.adapters.xgboost.model_file"),
+    "sklearn": ("sklearn", "scikit-learn", "unbiased_criteria.adapters.sklearn.model_file"),
 }
 
 
@@ -70,7 +71,7 @@ class ModelBytes:
         What to call the file in messages (``"model path/to/file"``).
     trusted : bool
         The user vouches for the file: formats that can run code when loaded (pickle) may be
-        read. No format read today needs it.
+        read. A scikit-learn estimator's pickle or joblib file needs it.
     """
 
     data: bytes = field(repr=False)
@@ -115,12 +116,16 @@ class Schema:
     stored_name : callable or None
         How the host turns a data column's name into the feature name it stores (LightGBM
         replaces spaces by ``_``); None when it keeps names as they are.
+    text_labels : bool
+        The model encodes its labels itself, text included (a scikit-learn classifier's
+        ``classes_``); otherwise labels must be numbers.
     """
 
     n_features: int
     names: list[str] | None
     categorical: dict[int, list | None]
     stored_name: Callable[[str], str] | None = field(default=None, repr=False)
+    text_labels: bool = False
 
 
 def host_adapter(host: str) -> ModuleType:

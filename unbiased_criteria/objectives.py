@@ -6,6 +6,9 @@ store them so). ``precision`` is the arithmetic the host uses in between: ``"flo
 (LightGBM: double scores, double maths, float32 result) or ``"float32"`` (XGBoost: float32
 margins and maths). Multiclass objectives take ``F`` of shape ``(n, K)`` and return ``(n, K)``.
 
+:class:`Float64Objective` wraps any of them with scikit-learn's arithmetic instead (float64
+labels and maths, one final float32 cast).
+
 Names are canonical; adapters translate the hosts' names (``"regression"``,
 ``"reg:squarederror"``...) into them.
 """
@@ -13,12 +16,12 @@ Names are canonical; adapters translate the hosts' names (``"regression"``,
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
-__all__ = ["Objective", "CustomObjective", "make_objective", "OBJECTIVES"]
+__all__ = ["Objective", "CustomObjective", "Float64Objective", "make_objective", "OBJECTIVES"]
 
 Precision = Literal["float64", "float32"]
 
@@ -516,6 +519,76 @@ class CustomObjective(Objective):
         h = np.asarray(h, dtype=np.float32).reshape(np.shape(raw))
         _check_finite(f"custom ({getattr(self.func, '__name__', 'callable')})", g, h)
         return g, h
+
+
+@dataclass(frozen=True)
+class Float64Objective(Objective):
+    """An objective computed as scikit-learn's HistGradientBoosting computes it.
+
+    Float64 labels, raw scores and weights, float64 maths, weights multiplied last, one final
+    cast to float32 (the other objectives read labels as float32 first, as LightGBM and
+    XGBoost store them: that would shift a residual ``raw - y`` by up to ``|y| * 6e-8``).
+    At ``raw == y`` scikit-learn's ``absolute_error`` gradient is -1 (not 0) and its
+    ``quantile`` gradient ``-q`` (not ``1 - q``).
+
+    Parameters
+    ----------
+    base : Objective
+        The core objective (label checks, init score, loss and inverse link come from it).
+    """
+
+    base: Objective = field(default_factory=SquaredError)
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.base.name
+
+    @property
+    def n_outputs(self) -> int:  # type: ignore[override]
+        return self.base.n_outputs
+
+    @property
+    def renews_leaves(self) -> bool:  # type: ignore[override]
+        return self.base.renews_leaves
+
+    def grad_hess(self, y, raw, weight=None):
+        """Float32 gradient and hessian: float64 maths on float64 labels, then weights.
+
+        Raises ``ValueError`` as :meth:`Objective.grad_hess` does on non-finite values.
+        """
+        y = np.asarray(y, dtype=np.float64)
+        raw = np.asarray(raw, dtype=np.float64)
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            g, h = self._unweighted(y, raw)
+            if weight is not None:
+                w = np.asarray(weight, dtype=np.float64)
+                w = w[:, None] if g.ndim == 2 else w
+                g, h = g * w, h * w
+        g, h = g.astype(np.float32), h.astype(np.float32)
+        _check_finite(self.name, g, h)
+        return g, h
+
+    def _unweighted(self, y, raw):
+        base = self.base
+        if base.name == "absolute_error":
+            return np.where(raw > y, 1.0, -1.0), np.ones_like(raw)
+        if base.name == "quantile":
+            q = base.alpha
+            return np.where(y >= raw, -q, 1.0 - q), np.ones_like(raw)
+        return base._grad_hess(y, raw, None)
+
+    def check_labels(self, y, argument):
+        self.base.check_labels(y, argument)
+
+    def init_score(self, y, weight=None):
+        return self.base.init_score(y, weight)
+
+    def loss(self, y, raw):
+        return self.base.loss(y, raw)
+
+    def predict(self, raw):
+        return self.base.predict(raw)
+
 
 
 OBJECTIVES: dict[str, type[Objective]] = {

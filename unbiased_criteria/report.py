@@ -28,11 +28,16 @@ class ImportanceReport:
         ``k < min_k`` or where every drawn held-out row of the node or a child has zero
         hessian, e.g. zero weight: ``0/0`` is no evidence).
     feature_names : list of str
+    rows_near_threshold : dict of str to int
+        Dumped models: rows of ``X_train`` / ``X_valid`` with a value within the printed
+        precision of a threshold (the original model may route them differently); empty
+        where it does not apply.
     """
 
     def __init__(self, splits: pd.DataFrame, feature_names, *, host: str = "",
                  jackknife: np.ndarray | None = None):
         self.splits = splits
+        self.rows_near_threshold: dict[str, int] = {}
         self.feature_names = list(feature_names)
         self.host = host
         # (n_splits, n_blocks): each split's U with one block of held-out rows left out

@@ -15,7 +15,7 @@ on the installed version, 4.7.0 when this was written). What is used, and why:
 * ``LGBMModel._Booster``: a fitted estimator's Booster object itself (:func:`estimator_booster`);
 * ``LGBMModel._process_params``: overridden by the estimators to drop their own parameters;
 * ``LGBMModel.fit`` calling the global ``train``: the estimators run a copy of it with our
-  ``train`` (:func:`unbiased_criteria.adapters._sklearn.with_train` checks it);
+  ``train`` (:func:`unbiased_criteria.adapters._estimators.with_train` checks it);
 * ``lightgbm.basic.EvalResult`` where it exists (a NamedTuple; older 4.x pass plain tuples):
   the type of callbacks' ``evaluation_result_list`` entries (:data:`EVAL_RESULT`).
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import lightgbm
 import numpy as np
-from unbiased_criteria.adapters._sklearn import IMPORTANCE_DOC, TrainingImportance, with_train
+from unbiased_criteria.adapters._estimators import IMPORTANCE_DOC, TrainingImportance, with_train
 from unbiased_criteria.adapters.lightgbm.compat import check_estimator_layout
 from unbiased_criteria.adapters.lightgbm.training import train
 

@@ -1,9 +1,11 @@
 """LightGBM model files for the command line (the interface of
-:mod:`unbiased_criteria.model_files`): text models in, text models out, and the demo's model.
+:mod:`unbiased_criteria.model_files`): text models in, text models out, and the demo's model;
+``dump_model()`` JSON in, a dump of the pruned trees out (:mod:`.dump`).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import warnings
 from typing import Any
@@ -12,6 +14,7 @@ import lightgbm
 import pandas as pd
 from unbiased_criteria.adapters.lightgbm.text_model import check_model_text
 
+from unbiased_criteria.dumps import Dump, parse_dump_bytes, recognise_dump_text
 from unbiased_criteria.errors import InputError
 from unbiased_criteria.model_files import ModelBytes, ModelFile, Schema
 
@@ -26,7 +29,8 @@ __all__ = [
     "fit_example",
 ]
 
-MODEL_FILE_KINDS = "a LightGBM text model, which starts with 'tree'"
+MODEL_FILE_KINDS = ("a LightGBM text model, which starts with 'tree', or dump_model() JSON "
+                    "('name': 'tree' and 'tree_info')")
 _OTHER_SUFFIXES = (".json", ".ubj")  # suffixes users give to XGBoost files
 
 
@@ -36,13 +40,19 @@ def _first_line(err: BaseException) -> str:
 
 
 def recognise_model_file(data: bytes) -> bool:
-    """A LightGBM text model starts with ``tree`` on a line of its own."""
-    return data.startswith((b"tree\n", b"tree\r\n"))
+    """A LightGBM text model starts with ``tree`` on a line of its own; a ``dump_model()``
+    JSON is a dict with ``"name": "tree"`` and ``"tree_info"``."""
+    return data.startswith((b"tree\n", b"tree\r\n")) or \
+        recognise_dump_text(data) == "lightgbm"
 
 
 def load_model_file(file: ModelBytes) -> ModelFile:
     """A ``lightgbm.Booster`` from a text model, checked first (LightGBM aborts the process on
-    some corrupt files)."""
+    some corrupt files); a :class:`~unbiased_criteria.dumps.Dump` from ``dump_model()`` JSON
+    (format ``"dump"``)."""
+    if recognise_dump_text(file.data) == "lightgbm":
+        return ModelFile(parse_dump_bytes(file.data, file.source), "lightgbm", "dump",
+                         file.source)
     try:
         text = file.data.decode("utf-8")
         check_model_text(text)
@@ -54,9 +64,25 @@ def load_model_file(file: ModelBytes) -> ModelFile:
     return ModelFile(booster, "lightgbm", "text", file.source)
 
 
-def feature_schema(model: lightgbm.Booster) -> Schema:
+def _dump_schema(dump: Dump) -> Schema:
+    content = dump.content
+    names = [str(n) for n in content["feature_names"]]
+    default = names == [f"Column_{i}" for i in range(len(names))]
+    infos = content.get("feature_infos", {})
+    cat = [i for i, name in enumerate(names) if infos.get(name, {}).get("values")]
+    lists = content.get("pandas_categorical") or []
+    categorical: dict[int, list | None] = {i: None for i in cat}
+    if lists and len(lists) == len(cat):
+        categorical = {i: list(c) for i, c in zip(cat, lists)}
+    return Schema(len(names), None if default else names, categorical,
+                  stored_name=lambda name: name.replace(" ", "_"))
+
+
+def feature_schema(model: lightgbm.Booster | Dump) -> Schema:
     """Names (None when LightGBM made them up), count and categorical features with the pandas
     categories the model stores."""
+    if isinstance(model, Dump):
+        return _dump_schema(model)
     text = model.model_to_string(num_iteration=-1)
     names = [str(n) for n in model.feature_name()]
     n = len(names)
@@ -88,23 +114,33 @@ def feature_schema(model: lightgbm.Booster) -> Schema:
                   stored_name=lambda name: name.replace(" ", "_"))
 
 
-def set_training_params(model: lightgbm.Booster, params: dict[str, str]) -> None:
-    """LightGBM text models store their training parameters: none can be set."""
+def set_training_params(model: lightgbm.Booster | Dump, params: dict[str, str]) -> None:
+    """LightGBM text models store their training parameters: none can be set. A dump lacks
+    them: they become its ``host_params`` (``lambda_l2``, ``cat_l2``...)."""
+    if isinstance(model, Dump):
+        model.host_params.update(params)
+        return
     if params:
         raise InputError("LightGBM model files store their training parameters; only XGBoost "
                          "models take them")
 
 
 def output_format(suffix: str, input_format: str) -> str:
-    """Always ``"text"`` (with a warning for a suffix of another host's format)."""
+    """``"dump"`` for a dump, else ``"text"`` (with a warning for a suffix of another host's
+    format)."""
+    if input_format == "dump":
+        return "dump"
     if suffix in _OTHER_SUFFIXES:
         warnings.warn(f"a LightGBM model is written as a LightGBM text model, not as "
                       f"{suffix}", UserWarning, stacklevel=2)
     return "text"
 
 
-def serialise_model(model: lightgbm.Booster, fmt: str) -> bytes:
-    """The text model of every iteration."""
+def serialise_model(model: Any, fmt: str) -> bytes:
+    """The text model of every iteration; a dump (what pruning a dump gives) as JSON."""
+    if fmt == "dump":
+        text = model if isinstance(model, str) else json.dumps(model, ensure_ascii=False)
+        return text.encode("utf-8")
     if fmt != "text":
         raise InputError(f"format: LightGBM writes 'text' models, got {fmt!r}")
     return model.model_to_string(num_iteration=-1).encode("utf-8")

@@ -32,7 +32,7 @@ from unbiased_criteria.adapters.lightgbm.text_model import check_model_text
 from unbiased_criteria.model import Model, UnsupportedModelError
 from unbiased_criteria.trees import MISSING_NAN, MISSING_NONE, MISSING_ZERO, make_tree
 
-__all__ = ["read_model", "parse_tree", "categorical_options", "replay_warnings"]
+__all__ = ["read_model", "model_from_dump", "parse_tree", "categorical_options", "replay_warnings"]
 
 _MISSING_CODE = {"None": MISSING_NONE, "Zero": MISSING_ZERO, "NaN": MISSING_NAN}
 
@@ -230,7 +230,15 @@ def read_model(model: lightgbm.Booster | lightgbm.LGBMModel) -> Model:
     # a Booster built from corrupt text can crash dump_model(): check the text first
     check_model_text(text)
     dump = booster.dump_model(num_iteration=-1)
-    params = parse_parameters(text)
+    return model_from_dump(dump, parse_parameters(text), text=text,
+                           best_iteration=int(getattr(booster, "best_iteration", 0) or 0))
+
+
+def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
+                    best_iteration: int = 0) -> Model:
+    """The IR of a ``dump_model()`` dict, with the ``parameters:`` block ``params``
+    (``{}`` for a bare dump: LightGBM's defaults; the learning rate then comes from the
+    trees' ``shrinkage``). ``text`` is the text model, if any (the writer needs it)."""
     obj_line = dump.get("objective")  # absent for a custom objective
     objective_name = None
     if obj_line is not None:
@@ -242,7 +250,7 @@ def read_model(model: lightgbm.Booster | lightgbm.LGBMModel) -> Model:
     source = LightGBMSource(
         text=text, params=params, objective=objective_name,
         n_leaves=np.array([int(t["num_leaves"]) for t in infos], dtype=np.int64),
-        best_iteration=int(getattr(booster, "best_iteration", 0) or 0),
+        best_iteration=best_iteration,
     )
     _check_supported(dump, source, text)
 

@@ -8,6 +8,8 @@ writing it back gives the same text, byte for byte.
 from __future__ import annotations
 
 import copy
+import dataclasses
+import json
 import re
 from collections.abc import Callable
 
@@ -19,7 +21,7 @@ from unbiased_criteria.adapters.lightgbm.source import RULES, LightGBMSource
 
 from unbiased_criteria.trees import Forest, Tree
 
-__all__ = ["model_text", "write_model", "split_text"]
+__all__ = ["model_text", "write_model", "split_text", "booster_from_forest", "NATIVE_OBJECTIVES"]
 
 
 def _g(x: float) -> str:
@@ -211,3 +213,71 @@ def write_model(
         return booster
     # a copy of the estimator whose booster is the new one (the old one is not copied)
     return copy.deepcopy(model, memo={id(estimator_booster(model)): booster})
+
+
+#: canonical objective of a natively grown forest -> LightGBM's objective line
+NATIVE_OBJECTIVES = {
+    "squared_error": lambda K: "regression",
+    "binary_logistic": lambda K: "binary sigmoid:1",
+    "multiclass_softmax": lambda K: f"multiclass num_class:{K}",
+    "poisson": lambda K: "poisson",
+}
+
+
+def _native_header(forest: Forest, objective_line: str, names: list[str]) -> str:
+    K = forest.n_outputs
+    return (
+        "tree\nversion=v4\n"
+        f"num_class={K}\nnum_tree_per_iteration={K}\nlabel_index=0\n"
+        f"max_feature_idx={forest.n_features - 1}\n"
+        f"objective={objective_line}\n"
+        f"feature_names={' '.join(names)}\n"
+        f"feature_infos={' '.join(['none'] * forest.n_features)}\n"
+        "tree_sizes=\n\n"
+    )
+
+
+def booster_from_forest(forest: Forest, objective: str,
+                        pandas_categorical: list | None = None) -> lightgbm.Booster:
+    """A LightGBM Booster holding ``forest``, made without a LightGBM model to copy.
+
+    For forests grown outside LightGBM (:mod:`unbiased_criteria.gbm`): the header (objective,
+    feature names) is written from the arguments, ``forest.base_score`` is folded into the
+    first iteration's trees as LightGBM folds its init score (``Tree.bias``), and the model
+    predicts ``forest.raw_score`` (LightGBM's own transform on top).
+
+    Parameters
+    ----------
+    forest : Forest
+        Trees with LightGBM's decision rules, iteration-major, ``n_outputs`` per iteration;
+        at least one iteration.
+    objective : str
+        Canonical objective name: one of ``NATIVE_OBJECTIVES``.
+    pandas_categorical : list of lists, optional
+        The categories of each pandas categorical column, in column order (LightGBM's
+        ``pandas_categorical``): a DataFrame passed to ``predict`` is coded with them.
+    """
+    if objective not in NATIVE_OBJECTIVES:
+        raise ValueError(
+            f"objective must be one of {sorted(NATIVE_OBJECTIVES)}, got {objective!r}")
+    K = forest.n_outputs
+    if forest.n_trees == 0 or forest.n_trees % K:
+        raise ValueError(f"forest needs a positive multiple of {K} trees, has {forest.n_trees}")
+    trees = list(forest.trees)
+    for k in range(K):  # LightGBM folds the init score into the first iteration (AddBias)
+        base = float(forest.base_score[k])
+        if base != 0.0:
+            t = trees[k]
+            value = np.where(t.is_leaf, t.value + base, t.value)
+            trees[k] = dataclasses.replace(t, value=value, bias=t.bias + base)
+    # LightGBM replaces whitespace in feature names by underscores
+    names = [re.sub(r"\s", "_", str(name)) for name in forest.feature_names]
+    header = _native_header(forest, NATIVE_OBJECTIVES[objective](K), names)
+    params = f"parameters:\n[boosting: gbdt]\n[objective: {objective}]\nend of parameters\n"
+    cats = json.dumps(pandas_categorical, ensure_ascii=False) if pandas_categorical else "null"
+    trailer = ("end of trees\n\nfeature_importances:\n\n" + params
+               + f"\npandas_categorical:{cats}\n")
+    source = LightGBMSource(text=header + trailer, params={}, objective=objective,
+                            n_leaves=np.zeros(0, dtype=np.int64))
+    text = model_text(source, dataclasses.replace(forest, trees=tuple(trees)))
+    return lightgbm.Booster(model_str=text)

@@ -13,7 +13,7 @@ the installed version, 3.2.0 when this was written). What is used, and why:
 * ``XGBModel._more_tags``: extended for scikit-learn < 1.6 (1.6+ reads ``__sklearn_tags__``);
   :func:`host_more_tags` gives XGBoost's, or none where XGBoost no longer has them;
 * ``XGBModel.fit`` calling the global ``train``: the estimators run a copy of it with our
-  ``train`` (:func:`unbiased_criteria.adapters._sklearn.with_train` checks it).
+  ``train`` (:func:`unbiased_criteria.adapters._estimators.with_train` checks it).
 
 A missing name raises :class:`~unbiased_criteria.adapters._compat.HostVersionError`.
 """

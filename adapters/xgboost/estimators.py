@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import xgboost
 from sklearn.exceptions import NotFittedError
+from unbiased_criteria.adapters._estimators import IMPORTANCE_DOC, TrainingImportance, with_train
 from unbiased_criteria.adapters._record import detach_record
-from unbiased_criteria.adapters._sklearn import IMPORTANCE_DOC, TrainingImportance, with_train
 from unbiased_criteria.adapters.xgboost.compat import check_estimator_layout, host_more_tags
 from unbiased_criteria.adapters.xgboost.training import train
 

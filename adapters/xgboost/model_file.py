@@ -1,9 +1,11 @@
 """XGBoost model files for the command line (the interface of
-:mod:`unbiased_criteria.model_files`): JSON and UBJ models in and out, and the demo's model.
+:mod:`unbiased_criteria.model_files`): JSON and UBJ models in and out, and the demo's model;
+``get_dump(dump_format="json")`` JSON in, a dump of the pruned trees out (:mod:`.dump`).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import warnings
 from typing import Any
@@ -11,6 +13,7 @@ from typing import Any
 import pandas as pd
 import xgboost
 
+from unbiased_criteria.dumps import Dump, parse_dump_bytes, recognise_dump_text
 from unbiased_criteria.errors import InputError
 from unbiased_criteria.model_files import ModelBytes, ModelFile, Schema
 
@@ -25,7 +28,8 @@ __all__ = [
     "fit_example",
 ]
 
-MODEL_FILE_KINDS = "an XGBoost JSON or UBJ model, which starts with '{'"
+MODEL_FILE_KINDS = ("an XGBoost JSON or UBJ model, which starts with '{', or a JSON dump "
+                    "(dump_format='json': a list of trees with 'nodeid')")
 #: output suffix -> format written (any other suffix: the input's format)
 SUFFIX_FORMATS = {".json": "json", ".ubj": "ubj"}
 
@@ -39,12 +43,17 @@ def _reason(err: BaseException) -> str:
 
 
 def recognise_model_file(data: bytes) -> bool:
-    """JSON and UBJ models both start with ``{`` (JSON then a quote, UBJ binary markers)."""
-    return data.lstrip().startswith(b"{")
+    """JSON and UBJ models both start with ``{`` (JSON then a quote, UBJ binary markers); a
+    JSON dump is a list of trees with ``nodeid``."""
+    return data.lstrip().startswith(b"{") or recognise_dump_text(data) == "xgboost"
 
 
 def load_model_file(file: ModelBytes) -> ModelFile:
-    """An ``xgboost.Booster`` from a JSON or UBJ model, whatever the file's suffix."""
+    """An ``xgboost.Booster`` from a JSON or UBJ model, whatever the file's suffix; a
+    :class:`~unbiased_criteria.dumps.Dump` from a JSON dump (format ``"dump"``)."""
+    if recognise_dump_text(file.data) == "xgboost":
+        return ModelFile(parse_dump_bytes(file.data, file.source), "xgboost", "dump",
+                         file.source)
     fmt = "json" if re.match(rb"\s*\{\s*[\"}]", file.data) else "ubj"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # XGBoost's warnings about old formats
@@ -79,9 +88,19 @@ def _stored_categories(booster: xgboost.Booster, n: int) -> list[list | None]:
     return [None if arr is None else list(arr.to_pylist()) for _, arr in pairs]
 
 
-def feature_schema(model: xgboost.Booster) -> Schema:
+def _dump_schema(dump: Dump) -> Schema:
+    from unbiased_criteria.adapters.xgboost.dump import dump_schema
+
+    names, categorical = dump_schema(dump)
+    default = names == [f"f{i}" for i in range(len(names))]
+    return Schema(len(names), None if default else names, {i: None for i in categorical})
+
+
+def feature_schema(model: xgboost.Booster | Dump) -> Schema:
     """Names, count and categorical features (``feature_types == "c"``) with the categories
-    the model stores."""
+    the model stores (a dump stores none: its categorical columns hold the codes)."""
+    if isinstance(model, Dump):
+        return _dump_schema(model)
     n = int(model.num_features())
     names = model.feature_names
     types = model.feature_types or []
@@ -91,8 +110,12 @@ def feature_schema(model: xgboost.Booster) -> Schema:
     return Schema(n, None if not names else [str(s) for s in names], categorical)
 
 
-def set_training_params(model: xgboost.Booster, params: dict[str, str]) -> None:
-    """``Booster.set_param``: eta, lambda, alpha... which model files do not store."""
+def set_training_params(model: xgboost.Booster | Dump, params: dict[str, str]) -> None:
+    """``Booster.set_param``: eta, lambda, alpha... which model files do not store; a dump's
+    ``host_params`` (``objective``, ``base_score``, ``feature_names``...)."""
+    if isinstance(model, Dump):
+        model.host_params.update(params)
+        return
     if not params:
         return
     try:
@@ -102,12 +125,20 @@ def set_training_params(model: xgboost.Booster, params: dict[str, str]) -> None:
 
 
 def output_format(suffix: str, input_format: str) -> str:
-    """``json`` or ``ubj`` by the suffix, else the input's format."""
+    """``json`` or ``ubj`` by the suffix, else the input's format; a dump gives a dump."""
+    if input_format == "dump":
+        if suffix == ".ubj":
+            warnings.warn("a pruned XGBoost dump is written as a JSON dump, not as UBJ",
+                          UserWarning, stacklevel=2)
+        return "dump"
     return SUFFIX_FORMATS.get(suffix, input_format)
 
 
-def serialise_model(model: xgboost.Booster, fmt: str) -> bytes:
-    """``Booster.save_raw(fmt)``."""
+def serialise_model(model: Any, fmt: str) -> bytes:
+    """``Booster.save_raw(fmt)``; a dump (what pruning a dump gives) as JSON."""
+    if fmt == "dump":
+        text = model if isinstance(model, str) else json.dumps(model, ensure_ascii=False)
+        return text.encode("utf-8")
     if fmt not in SUFFIX_FORMATS.values():
         raise InputError(f"format: XGBoost writes 'json' or 'ubj' models, got {fmt!r}")
     return bytes(model.save_raw(fmt))

@@ -10,6 +10,7 @@ parameters: the written one gets its template's configuration back.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from collections.abc import Mapping
 
@@ -159,3 +160,77 @@ def write_model(model: xgboost.Booster | xgboost.XGBModel, forest: Forest):
         return new
     # a copy of the estimator (fitted attributes included) around the new Booster
     return copy.deepcopy(model, memo={id(bst): new})
+
+
+#: canonical objective of a natively grown forest -> XGBoost's objective
+NATIVE_OBJECTIVES = {
+    "squared_error": "reg:squarederror",
+    "binary_logistic": "binary:logistic",
+    "multiclass_softmax": "multi:softprob",
+    "poisson": "count:poisson",
+}
+
+
+def _to_xgboost_rules(tree: Tree) -> Tree:
+    """A tree with LightGBM's rules (``v <= t``, float32 thresholds; category set left, NaN
+    and other values right) under XGBoost's: ``v < t'`` with ``t'`` the next float32 above
+    ``t`` (the same rule on the float32 values XGBoost reads); a categorical node's children
+    swap (XGBoost sends its set right) and NaN defaults to the new left child (the others')."""
+    if tree.rules.operator != "<=" or tree.rules.categories_go != "left":
+        raise ValueError(f"expected LightGBM's decision rules, got {tree.rules}")
+    inner = tree.internal_nodes
+    cat = tree.categorical & ~tree.is_leaf
+    numeric = inner[~cat[inner]]
+    t32 = tree.threshold.astype(np.float32)
+    if np.any(t32[numeric] != tree.threshold[numeric]):
+        raise ValueError("thresholds must be float32 values to convert '<=' into '<' exactly")
+    up = np.nextafter(t32, np.float32(np.inf)).astype(np.float64)
+    threshold = np.where(tree.is_leaf | cat, np.nan, up)
+    left = np.where(cat, tree.right, tree.left)
+    right = np.where(cat, tree.left, tree.right)
+    default_left = np.where(cat, True, tree.default_left)
+    arrays = {"threshold": threshold, "left": left.astype(np.int32),
+              "right": right.astype(np.int32), "default_left": default_left}
+    for a in arrays.values():
+        a.setflags(write=False)
+    return dataclasses.replace(tree, rules=RULES, **arrays)
+
+
+def booster_from_forest(forest: Forest, objective: str, categorical=None) -> xgboost.Booster:
+    """An XGBoost Booster holding ``forest``, made without an XGBoost model to copy.
+
+    For forests grown outside XGBoost (:mod:`unbiased_criteria.gbm`). Trees with the
+    ``v <= t`` rule (the native grower's, float32 thresholds) are converted to XGBoost's
+    ``v < t'``; XGBoost reads features as float32, so the rows go where they went.
+    ``forest.base_score`` (a margin) becomes the model's ``base_score``.
+
+    Parameters
+    ----------
+    forest : Forest
+        Numeric trees, iteration-major, ``n_outputs`` per iteration.
+    objective : str
+        Canonical objective name: one of ``NATIVE_OBJECTIVES``.
+    categorical : bool array (n_features,), optional
+        Categorical features (XGBoost feature type ``"c"``; predict with
+        ``DMatrix(..., feature_types=..., enable_categorical=True)`` or pandas categoricals).
+    """
+    if objective not in NATIVE_OBJECTIVES:
+        raise ValueError(
+            f"objective must be one of {sorted(NATIVE_OBJECTIVES)}, got {objective!r}")
+    K = forest.n_outputs
+    params = {"objective": NATIVE_OBJECTIVES[objective]}
+    label = np.zeros(max(K, 2))
+    if K > 1:
+        params["num_class"] = K
+        label = np.arange(K, dtype=np.float64)
+    elif objective == "binary_logistic":
+        label = np.array([0.0, 1.0])
+    # a template with no trees: XGBoost's own learner configuration for this objective
+    data = xgboost.DMatrix(np.zeros((label.size, forest.n_features)), label=label,
+                           feature_names=list(forest.feature_names))
+    template = xgboost.train(params, data, num_boost_round=0)
+    trees = [_to_xgboost_rules(t) if t.rules != RULES else t for t in forest.trees]
+    js = model_json(json.loads(template.save_raw("json")), forest.with_trees(trees))
+    if categorical is not None and np.any(categorical):
+        js["learner"]["feature_types"] = ["c" if c else "float" for c in categorical]
+    return _load_with_config(js, template)

@@ -7,7 +7,7 @@ import pytest
 lgb = pytest.importorskip("lightgbm")
 xgb = pytest.importorskip("xgboost")
 
-from unbiased_criteria.adapters import _sklearn  # noqa: E402
+from unbiased_criteria.adapters import _estimators  # noqa: E402
 from unbiased_criteria.adapters._compat import HostVersionError, private  # noqa: E402
 from unbiased_criteria.adapters.lightgbm import compat as lgb_compat  # noqa: E402
 from unbiased_criteria.adapters.xgboost import compat as xgb_compat  # noqa: E402
@@ -141,7 +141,7 @@ def test_xgboost_more_tags_without_the_hosts():
 
 def test_hosts_fit_calls_train_in_the_installed_versions():
     for fit in (lgb.LGBMModel.fit, xgb.XGBRegressor.fit, xgb.XGBClassifier.fit):
-        _sklearn.with_train(fit, lambda *a, **k: None)  # no error
+        _estimators.with_train(fit, lambda *a, **k: None)  # no error
 
 
 def test_with_train_refuses_a_fit_that_does_not_call_train():
@@ -149,6 +149,6 @@ def test_with_train_refuses_a_fit_that_does_not_call_train():
         return self
 
     with pytest.raises(HostVersionError, match="does not call train"):
-        _sklearn.with_train(fit, lambda *a, **k: None)
+        _estimators.with_train(fit, lambda *a, **k: None)
     with pytest.raises(HostVersionError, match="does not call train"):
-        _sklearn.with_train(np.add, lambda *a, **k: None)  # not a Python function
+        _estimators.with_train(np.add, lambda *a, **k: None)  # not a Python function

@@ -73,7 +73,8 @@ def core_modules() -> list[Path]:
 def test_static_scan_no_core_module_imports_a_host():
     """Every module under unbiased_criteria/ (cli included), whether or not a test imports it:
     no host import anywhere in the file, and no adapter module but through the name-based
-    dispatch (``api._ADAPTERS``, ``model_files.ADAPTERS``), which uses variables."""
+    dispatch (``model_files.ADAPTERS``, from which ``api._ADAPTERS`` is derived), which uses
+    variables."""
     modules = core_modules()
     assert CORE / "cli" / "__init__.py" in modules and CORE / "model_files.py" in modules
     found = [hit for path in modules

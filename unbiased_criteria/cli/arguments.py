@@ -20,7 +20,12 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     """MODEL, the data files and the API's options, shared by the commands that score a model."""
     p.add_argument("model", metavar="MODEL",
                    help="LightGBM text model, XGBoost JSON or UBJ model (format read from "
-                        "the file's content)")
+                        "the file's content), or with --trust-pickle a pickle or joblib file "
+                        "of a fitted scikit-learn HistGradientBoosting estimator")
+    p.add_argument("--trust-pickle", action="store_true",
+                   help="accept a pickle or joblib MODEL file (a fitted scikit-learn "
+                        "HistGradientBoostingRegressor or Classifier). Loading a pickle runs "
+                        "code from the file: use this only for files you trust")
     p.add_argument("--train", metavar="FILE",
                    help="training rows (CSV or Parquet); leave out for the validation-only "
                         "mode (held-out rows split in two halves)")
@@ -78,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     """
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Unbiased split gain and feature importance for LightGBM and XGBoost.",
+        description="Unbiased split gain and feature importance for LightGBM, XGBoost and "
+                    "scikit-learn's HistGradientBoosting.",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -103,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
         "prune", help="remove the splits whose unbiased gain is <= a threshold",
         description="Prune MODEL top-down: every split whose unbiased gain is <= THRESHOLD "
                     "becomes a leaf. Writes a model of the same host (LightGBM text; XGBoost "
-                    "JSON or UBJ by the output suffix .json/.ubj, else the input's format).",
+                    "JSON or UBJ by the output suffix .json/.ubj, else the input's format; a "
+                    "pickle for a scikit-learn estimator).",
     )
     add_model_arguments(pr)
     pr.add_argument("--threshold", type=float, default=0.0, metavar="T",

@@ -52,7 +52,7 @@ def _apply_params(mf: ModelFile, params: list[tuple[str, str]]) -> None:
 def load_inputs(args) -> Inputs:
     """Load ``args.model``, apply ``--param`` and read ``--train`` / ``--valid`` in the model's
     feature order and types."""
-    mf = load_model(args.model)
+    mf = load_model(args.model, trusted=args.trust_pickle)
     _apply_params(mf, args.param)
     schema = model_schema(mf)
     train: tuple = (None, None, None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import model_files
-from ..demo import CLAIMS, DEMO_SETTINGS, demo_run, noise_split_demo
+from ..demo import CLAIMS, DEMO_HOSTS, DEMO_SETTINGS, demo_run, noise_split_demo
 from .output import save_plot
 
 __all__ = ["cmd_demo"]
@@ -21,7 +21,7 @@ def _demo_plot_path(path: str, host: str, n_hosts: int) -> str:
 
 def cmd_demo(args) -> int:
     """``unbiased-criteria demo``: the paper's example on generated data."""
-    hosts = model_files.installed_hosts()
+    hosts = [h for h in model_files.installed_hosts() if h in DEMO_HOSTS]
     if args.core or not hosts:
         if not args.core:
             print("(neither lightgbm nor xgboost is installed: showing the core demo; "

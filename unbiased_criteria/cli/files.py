@@ -243,7 +243,8 @@ def prepare_data(frame: pd.DataFrame, schema: Schema, label: str, weight: str | 
                 f"{option} {path}: no {kind} column {col!r} (columns: {short(list(frame))})"
             )
     y = frame[label]
-    if _is_text(y) or isinstance(y.dtype, pd.CategoricalDtype):
+    text_labels = _is_text(y) or isinstance(y.dtype, pd.CategoricalDtype)
+    if text_labels and not schema.text_labels:
         raise InputError(f"{option} {path}: label column {label!r} must hold numbers")
     w = None
     if weight is not None:
@@ -272,4 +273,4 @@ def prepare_data(frame: pd.DataFrame, schema: Schema, label: str, weight: str | 
                 ) from None
         elif s.dtype == bool:
             X[column] = s.astype(np.float64)
-    return X, y.to_numpy(dtype=np.float64), w
+    return X, y.to_numpy(dtype=object if text_labels else np.float64), w

@@ -1,0 +1,338 @@
+"""scikit-learn estimators around the native grower: ``UnbiasedGBMRegressor``,
+``UnbiasedGBMClassifier`` (the paper's UnbiasedGBM, exported to LightGBM and XGBoost).
+
+scikit-learn is an optional dependency (and a host to the core): the estimators live with the
+adapters, and ``unbiased_criteria`` exports them lazily by module name.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from unbiased_criteria.gains import SplitScore
+from unbiased_criteria.gbm import GBMParams, fit_gbm
+from unbiased_criteria.grower import GrowerParams
+from unbiased_criteria.metrics import get_metric
+from unbiased_criteria.objectives import make_objective
+from unbiased_criteria.report import ImportanceReport
+
+__all__ = ["UnbiasedGBMRegressor", "UnbiasedGBMClassifier"]
+
+#: LightGBM objective names the regressor accepts -> canonical name
+_REGRESSION = {"regression": "squared_error", "l2": "squared_error",
+               "squared_error": "squared_error", "poisson": "poisson"}
+#: default evaluation metric per canonical objective
+_METRIC = {"squared_error": "l2", "poisson": "poisson", "binary_logistic": "binary_logloss",
+           "multiclass_softmax": "multi_logloss"}
+
+
+def _category_codes(X, categories: dict | None):
+    """``X`` with its pandas categorical columns replaced by their codes (NaN for missing or
+    unseen values), and the categories of each such column; with ``categories`` given (at
+    predict time) a categorical column is coded with the training run's categories."""
+    if not isinstance(X, pd.DataFrame):
+        return X, {}
+    found = {c: list(dt.categories) for c, dt in X.dtypes.items()
+             if isinstance(dt, pd.CategoricalDtype)}
+    if not found:
+        return X, {}
+    X = X.copy()
+    for col in found:
+        cats = found[col] if categories is None else categories.get(col, found[col])
+        codes = pd.Categorical(X[col], categories=cats).codes.astype(np.float64)
+        X[col] = np.where(codes < 0, np.nan, codes)
+    return X, found
+
+
+class _UnbiasedGBM(BaseEstimator):
+    """Shared fitting, prediction, importance and export."""
+
+    def __init__(
+        self,
+        *,
+        objective: str | None = None,
+        n_estimators: int = 100,
+        learning_rate: float = 0.1,
+        num_leaves: int = 31,
+        max_depth: int = -1,
+        min_child_samples: int = 20,
+        min_child_weight: float = 1e-3,
+        min_split_gain: float = 0.0,
+        reg_alpha: float = 0.0,
+        reg_lambda: float = 0.0,
+        max_delta_step: float = 0.0,
+        max_bin: int = 255,
+        ratios: tuple = (1, 1, 1),
+        redraw: bool = True,
+        criterion: str = "unbiased",
+        min_k: int = 5,
+        early_stopping_rounds: int | None = None,
+        n_blocks: int = 0,
+        random_state=None,
+        n_jobs: int | None = None,
+    ):
+        self.objective = objective
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.max_depth = max_depth
+        self.min_child_samples = min_child_samples
+        self.min_child_weight = min_child_weight
+        self.min_split_gain = min_split_gain
+        self.reg_alpha = reg_alpha
+        self.reg_lambda = reg_lambda
+        self.max_delta_step = max_delta_step
+        self.max_bin = max_bin
+        self.ratios = ratios
+        self.redraw = redraw
+        self.criterion = criterion
+        self.min_k = min_k
+        self.early_stopping_rounds = early_stopping_rounds
+        self.n_blocks = n_blocks
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    # -- fitting -------------------------------------------------------------------------
+    def _params(self) -> GBMParams:
+        if self.criterion not in ("unbiased", "biased"):
+            raise ValueError(
+                f"criterion: expected 'unbiased' or 'biased', got {self.criterion!r}")
+        for name in ("num_leaves", "min_child_samples", "min_k"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+                raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+        if self.num_leaves < 2:
+            raise ValueError(f"num_leaves: expected at least 2, got {self.num_leaves!r}")
+        score = SplitScore(l1=float(self.reg_alpha), l2=float(self.reg_lambda),
+                           max_delta_step=float(self.max_delta_step))
+        grower = GrowerParams(
+            num_leaves=int(self.num_leaves), max_depth=int(self.max_depth),
+            min_child_samples=int(self.min_child_samples),
+            min_child_weight=float(self.min_child_weight),
+            min_split_gain=float(self.min_split_gain), score=score,
+            criterion=self.criterion, min_k=int(self.min_k),
+        )
+        return GBMParams(
+            n_estimators=int(self.n_estimators), learning_rate=float(self.learning_rate),
+            max_bin=self.max_bin, ratios=tuple(self.ratios), redraw=bool(self.redraw),
+            grower=grower, early_stopping_rounds=self.early_stopping_rounds,
+            n_blocks=int(self.n_blocks),
+        )
+
+    @staticmethod
+    def _categorical_index(X, pandas_categories: dict, categorical_feature) -> list[int]:
+        """Indices of the categorical features: pandas categorical columns, plus
+        ``categorical_feature`` (indices or column names; ``"auto"``: none more)."""
+        names = list(X.columns) if isinstance(X, pd.DataFrame) else None
+        index = [names.index(c) for c in pandas_categories] if names is not None else []
+        if isinstance(categorical_feature, str) and categorical_feature == "auto":
+            return index
+        for item in categorical_feature:
+            if isinstance(item, str):
+                if names is None or item not in names:
+                    raise ValueError(f"categorical_feature: no column named {item!r}")
+                item = names.index(item)
+            index.append(int(item))
+        return sorted(set(index))
+
+    def _fit(self, X, y_encoded, objective, objective_name, sample_weight, eval_set,
+             eval_sample_weight, eval_metric, encode, cat_index):
+        names = getattr(self, "feature_names_in_", None)
+        X = np.asarray(X, dtype=np.float64)
+        weight = None if sample_weight is None else _check_sample_weight(sample_weight, X)
+        evals = []
+        for i, (ex, ey) in enumerate(eval_set or ()):
+            ex, _ = _category_codes(ex, self._categories)
+            ex = validate_data(self, ex, reset=False, ensure_all_finite="allow-nan",
+                               dtype=np.float64)
+            ew = None if eval_sample_weight is None else np.asarray(eval_sample_weight[i])
+            evals.append((f"valid_{i}", ex, encode(np.asarray(ey)), ew))
+        metric = get_metric(eval_metric or _METRIC[objective_name])
+        result = fit_gbm(
+            X, y_encoded, objective, self._params(), weight=weight,
+            feature_names=None if names is None else [str(v) for v in names],
+            eval_sets=evals, metric=metric, random_state=self.random_state,
+            categorical=cat_index,
+        )
+        self._result = result
+        self._objective = objective
+        self._objective_name = objective_name
+        self.n_estimators_ = result.best_iteration
+        self.best_iteration_ = result.best_iteration
+        self.evals_result_ = result.evals
+        return self
+
+    # -- prediction ----------------------------------------------------------------------
+    def _raw(self, X) -> np.ndarray:
+        check_is_fitted(self, "_result")
+        X, _ = _category_codes(X, getattr(self, "_categories", {}))
+        X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan", dtype=np.float64)
+        # the grower binned float32 values: predict on the same
+        X = X.astype(np.float32).astype(np.float64)
+        return self._result.forest.raw_score(X)
+
+    # -- importance ----------------------------------------------------------------------
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Per feature, the sum of the unbiased gain ``U`` on D1' over every candidate scored.
+
+        At every node searched, each feature's best threshold (found on D) is scored with
+        ``U`` on D1' before anything is decided, and every such ``U`` is summed, chosen or not
+        and split or not. ``U`` on D1' is unbiased for the candidate's gain on new data
+        whatever is done with it afterwards, so a feature unrelated to ``y`` sums to <= 0 in
+        expectation. The splits' own ``U`` on D2' is not used: D2' decided them (the
+        winner's curse), and neither is D1' ``U`` of the chosen candidates alone (D1' chose
+        them). NaN for ``criterion="biased"`` (nothing is measured on held-out rows).
+        """
+        check_is_fitted(self, "_result")
+        p = self.n_features_in_
+        if self.criterion == "biased":
+            return np.full(p, np.nan)
+        c = self._result.candidates
+        if len(c) == 0:
+            return np.zeros(p)
+        return np.bincount(c["feature"].to_numpy(dtype=np.int64),
+                           weights=c["unbiased_gain"].to_numpy(), minlength=p)
+
+    @property
+    def importance_report_(self) -> ImportanceReport:
+        """Every candidate scored on D1' as an :class:`ImportanceReport` row.
+
+        ``unbiased_gain``: U on D1'; ``biased_gain``: B on D; ``chosen``: the node's candidate
+        of largest U on D1'; ``decision_gain``: its U on D2'; ``split``: whether the node
+        split on it. ``to_frame()`` sums per feature (``feature_importances_``);
+        ``std_error`` is a block jackknife over the training rows (``n_blocks`` blocks fixed
+        for the run, each replicate leaving one block out of every D1' ratio), so
+        ``select()`` works; NaN with ``n_blocks < 2``.
+        """
+        check_is_fitted(self, "_result")
+        c = self._result.candidates.copy()
+        names = list(self._result.forest.feature_names)
+        if len(c) == 0:
+            c = pd.DataFrame({"feature_index": np.zeros(0, dtype=np.int64),
+                              "unbiased_gain": [], "biased_gain": [], "host_gain": [],
+                              "usable": np.zeros(0, dtype=bool)})
+            return ImportanceReport(c, names, host="native", jackknife=self._result.jackknife)
+        threshold = np.full(len(c), np.nan)
+        feature, bin_ = c["feature"].to_numpy(dtype=np.int64), c["bin"].to_numpy(dtype=np.int64)
+        for f in np.unique(feature):  # one lookup per feature
+            at = feature == f
+            threshold[at] = self._result.binner.bounds[f][bin_[at]]
+        c = c.rename(columns={"feature": "feature_index"})
+        c.insert(c.columns.get_loc("feature_index"), "feature",
+                 [names[i] for i in c["feature_index"]])
+        c["threshold"] = threshold
+        c["host_gain"] = np.nan
+        return ImportanceReport(c, names, host="native", jackknife=self._result.jackknife)
+
+    # -- export --------------------------------------------------------------------------
+    def to_lightgbm(self):
+        """The model as a ``lightgbm.Booster`` (served and saved by LightGBM alone)."""
+        check_is_fitted(self, "_result")
+        from unbiased_criteria.adapters.lightgbm.writer import booster_from_forest
+
+        cats = [list(c) for c in self._categories.values()] or None
+        return booster_from_forest(self._result.forest, self._objective_name, cats)
+
+    def to_xgboost(self):
+        """The model as an ``xgboost.Booster`` (served and saved by XGBoost alone)."""
+        check_is_fitted(self, "_result")
+        from unbiased_criteria.adapters.xgboost.writer import booster_from_forest
+
+        return booster_from_forest(self._result.forest, self._objective_name,
+                                   self._result.binner.categorical)
+
+
+class UnbiasedGBMRegressor(RegressorMixin, _UnbiasedGBM):
+    """Gradient boosting with the paper's unbiased split rule (Zhang, Zhang and Li, 2023).
+
+    Every tree grows on the sub-training rows D (thresholds), chooses each node's feature
+    by the unbiased gain on D1' and splits only if that gain on D2' is > 0; leaf values are
+    the Newton steps of all training rows. Parameters as LightGBM's ``LGBMRegressor`` where
+    they mean the same; ``objective`` ``"regression"`` (default) or ``"poisson"``.
+
+    Other parameters: ``ratios`` (|D| : |D1'| : |D2'|, or |D| : |D1'| with D2' = D1'),
+    ``redraw`` (a new split of the rows every iteration), ``criterion`` (``"biased"``: an
+    ordinary histogram GBDT on all rows), ``min_k`` (fewest drawn validation rows per child
+    for a usable U), ``early_stopping_rounds`` (on the last ``eval_set``), ``n_blocks``
+    (jackknife blocks for the importance's standard errors; 0: none). ``n_jobs`` is accepted
+    for compatibility and unused (numpy). ``fit(..., categorical_feature=[...])`` names
+    columns of integer codes to split by category sets (pandas categoricals are found alone).
+    """
+
+    def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None,
+            eval_metric=None, categorical_feature="auto"):
+        X, self._categories = _category_codes(X, None)
+        cat_index = self._categorical_index(X, self._categories, categorical_feature)
+        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64,
+                             y_numeric=True)
+        name = _REGRESSION.get(self.objective or "regression")
+        if name is None:
+            raise ValueError(
+                f"objective: expected one of {sorted(_REGRESSION)} or None, "
+                f"got {self.objective!r}")
+        objective = make_objective(name)
+        return self._fit(X, y, objective, name, sample_weight, eval_set, eval_sample_weight,
+                         eval_metric, lambda v: v, cat_index)
+
+    def predict(self, X) -> np.ndarray:
+        raw = self._raw(X)
+        return self._objective.predict(raw[:, 0])
+
+
+class UnbiasedGBMClassifier(ClassifierMixin, _UnbiasedGBM):
+    """Classification with the paper's unbiased split rule (binary or multiclass log loss).
+
+    See :class:`UnbiasedGBMRegressor` for the rule and the parameters; ``objective`` is
+    inferred (``"binary"`` for two classes, ``"multiclass"`` for more).
+    """
+
+    def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None,
+            eval_metric=None, categorical_feature="auto"):
+        X, self._categories = _category_codes(X, None)
+        cat_index = self._categorical_index(X, self._categories, categorical_feature)
+        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64)
+        check_classification_targets(y)
+        self.classes_, y_enc = np.unique(y, return_inverse=True)
+        K = self.classes_.size
+        if K < 2:
+            raise ValueError(f"y: expected at least 2 classes, got {K} class")
+        if self.objective not in (None, "binary", "multiclass"):
+            raise ValueError(
+                f"objective: expected 'binary', 'multiclass' or None, got {self.objective!r}")
+        if K == 2:
+            name, objective = "binary_logistic", make_objective("binary_logistic")
+        else:
+            name, objective = "multiclass_softmax", make_objective("multiclass_softmax",
+                                                                   n_classes=K)
+        self.n_classes_ = K
+
+        def encode(labels):
+            idx = np.searchsorted(self.classes_, labels)
+            idx = np.minimum(idx, K - 1)
+            if np.any(self.classes_[idx] != labels):
+                raise ValueError("eval_set: labels not seen in y")
+            return idx.astype(np.float64)
+
+        return self._fit(X, y_enc.astype(np.float64), objective, name, sample_weight, eval_set,
+                         eval_sample_weight, eval_metric, encode, cat_index)
+
+    def predict_proba(self, X) -> np.ndarray:
+        raw = self._raw(X)
+        if self.n_classes_ == 2:
+            p = self._objective.predict(raw[:, 0])
+            return np.stack([1 - p, p], axis=1)
+        return self._objective.predict(raw)
+
+    def predict(self, X) -> np.ndarray:
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]

@@ -1,0 +1,188 @@
+"""LightGBM ``Booster.dump_model()`` JSON without a Booster: read, route, write back.
+
+The adapter protocol of :mod:`unbiased_criteria.model` for a
+:class:`~unbiased_criteria.dumps.Dump`: the reader is the Booster's own
+(:func:`~unbiased_criteria.adapters.lightgbm.reader.model_from_dump`), with the parameters the
+dump does not store taken from ``host_params`` (LightGBM's defaults otherwise, with a warning
+where they matter); rows are routed by the IR's rules; the writer gives a dump again.
+
+A dump stores the trees (thresholds and leaf values to 17 digits, the learning rate as each
+tree's ``shrinkage``), the objective and the parameters its name line prints (``sigmoid``,
+``num_class``), and the categories of pandas columns. It lacks the ``parameters:`` block:
+``lambda_l2`` (inferred from the leaves and the training rows when not passed), ``lambda_l1``,
+``max_delta_step``, ``cat_l2``, ``max_cat_to_onehot`` and objective parameters such as
+``tweedie_variance_power``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import numpy as np
+from unbiased_criteria.adapters.lightgbm.objectives import make_objective as _make_objective
+from unbiased_criteria.adapters.lightgbm.reader import model_from_dump
+from unbiased_criteria.adapters.lightgbm.source import RULES
+
+from unbiased_criteria.dumps import Dump, as_dump
+from unbiased_criteria.errors import InputError
+from unbiased_criteria.ir_router import dense_features, make_ir_router
+from unbiased_criteria.model import Model, Router
+from unbiased_criteria.trees import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Forest, Tree
+
+__all__ = ["read_model", "make_router", "make_objective", "write_model", "dump_tree"]
+
+_MISSING_NAME = {MISSING_NONE: "None", MISSING_ZERO: "Zero", MISSING_NAN: "NaN"}
+#: objective parameters a dump does not print, by LightGBM objective, with their defaults
+_OBJECTIVE_PARAMS = {
+    "binary": {"scale_pos_weight": "1"}, "poisson": {"poisson_max_delta_step": "0.7"},
+    "tweedie": {"tweedie_variance_power": "1.5"}, "huber": {"alpha": "0.9"},
+    "fair": {"fair_c": "1"}, "quantile": {"alpha": "0.9"},
+}
+
+
+def _params(dump: Dump) -> tuple[dict[str, str], list[str]]:
+    """The ``parameters:`` block a dump lacks: its objective line's ``key:value`` tokens and
+    ``host_params``; and a warning for each default assumed where it matters."""
+    content = dump.content
+    line = str(content.get("objective", "")).split()
+    params = dict(tok.split(":", 1) for tok in line[1:] if ":" in tok)
+    for key, value in dump.host_params.items():
+        params[str(key)] = "1" if value is True else "0" if value is False else str(value)
+    if "learning_rate" in params:
+        raise InputError("host_params: a LightGBM dump stores its learning rate as each "
+                         "tree's shrinkage; do not pass learning_rate")
+    notes = []
+    for key, default in _OBJECTIVE_PARAMS.get(line[0] if line else "", {}).items():
+        if key not in params:
+            notes.append(f"the dump does not store {key}: LightGBM's default {default} is "
+                         f"assumed; pass host_params={{'{key}': ...}} if the model used "
+                         "another")
+    has_categories = any(info.get("values") for info in content.get("feature_infos",
+                                                                   {}).values())
+    if has_categories and "cat_l2" not in params:
+        notes.append("the dump does not store cat_l2 and max_cat_to_onehot: LightGBM's "
+                     "defaults (10, 4) are assumed for categorical splits (their biased "
+                     "gain, pruned leaves); pass host_params={'cat_l2': ..., "
+                     "'max_cat_to_onehot': ...}")
+    return params, notes
+
+
+def read_model(model: Any) -> Model:
+    """The IR of a LightGBM dump (a :class:`~unbiased_criteria.dumps.Dump` or anything
+    :func:`~unbiased_criteria.dumps.as_dump` recognises).
+
+    Without ``lambda_l2`` in ``host_params``, ``Model.leaf_params_unknown`` is set: the core
+    infers the L2 penalty (and the learning rate) from the leaves and the training rows.
+    """
+    dump = as_dump(model)
+    if not isinstance(dump, Dump) or dump.host != "lightgbm":
+        raise TypeError("model must be a LightGBM dump_model() dict, JSON string or file")
+    params, notes = _params(dump)
+    try:
+        read = model_from_dump(dump.content, params)
+    except (KeyError, TypeError, IndexError) as err:
+        raise InputError(f"not a valid LightGBM dump_model() JSON: missing or bad field "
+                         f"{err}") from None
+    unknown = "lambda_l2" not in params and read.forest.n_trees > 0
+    return Model(forest=read.forest, objective=read.objective, split_score=read.split_score,
+                 host="lightgbm", bias_from_labels=read.bias_from_labels,
+                 leaf_params_unknown=unknown, warnings=read.warnings + tuple(notes),
+                 source=read.source)
+
+
+def make_objective(spec, read: Model):
+    """As :func:`unbiased_criteria.adapters.lightgbm.make_objective`."""
+    return _make_objective(spec, read)
+
+
+def _categories(dump: Dump) -> dict[int, list]:
+    """Feature index -> the pandas categories LightGBM stored (``pandas_categorical``)."""
+    content = dump.content
+    lists = content.get("pandas_categorical") or []
+    infos = content.get("feature_infos", {})
+    cat = [i for i, name in enumerate(content["feature_names"])
+           if infos.get(name, {}).get("values")]
+    return dict(zip(cat, lists)) if len(lists) == len(cat) else {}
+
+
+def make_router(model: Any, read: Model, X: Any, argument: str,
+                memory_budget: int = 512 * 2**20) -> Router:
+    """Route ``X`` by the IR's rules (LightGBM compares float64 values; absent sparse entries
+    are 0; pandas category columns map through the dump's ``pandas_categorical``)."""
+    dump = as_dump(model)
+    dense = dense_features(X, read.forest, argument, feature_dtype=np.float64,
+                           sparse_missing=False, categories=_categories(dump),
+                           stored_name=lambda name: name.replace(" ", "_"),
+                           memory_budget=memory_budget)
+    return make_ir_router(read.forest, dense, memory_budget=memory_budget)
+
+
+def dump_tree(tree: Tree) -> dict:
+    """One IR tree as ``tree_structure`` of ``dump_model()`` (internal nodes numbered in id
+    order as ``split_index``, leaves as ``leaf_index``)."""
+    if tree.rules != RULES:
+        raise ValueError("the tree does not use LightGBM's decision rules")
+    inner = tree.internal_nodes
+    leaves = np.flatnonzero(tree.is_leaf)
+    rank = np.zeros(tree.n_nodes, dtype=np.int64)
+    rank[inner] = np.arange(inner.size)
+    rank[leaves] = np.arange(leaves.size)
+    nodes: list[dict] = []
+    for i in range(tree.n_nodes):
+        if tree.is_leaf[i]:
+            node = {"leaf_index": int(rank[i]), "leaf_value": float(tree.value[i])}
+            if leaves.size > 1:
+                node["leaf_weight"] = float(np.nan_to_num(tree.host_hessian[i]))
+                node["leaf_count"] = int(max(tree.host_count[i], 0))
+        else:
+            cat = bool(tree.categorical[i])
+            node = {
+                "split_index": int(rank[i]), "split_feature": int(tree.feature[i]),
+                "split_gain": float(np.nan_to_num(tree.host_gain[i])),
+                "threshold": ("||".join(str(int(c)) for c in tree.category_set(i)) if cat
+                              else float(tree.threshold[i])),
+                "decision_type": "==" if cat else "<=",
+                "default_left": bool(tree.default_left[i]),
+                "missing_type": _MISSING_NAME[int(tree.missing[i])],
+                "internal_value": float(np.nan_to_num(tree.value[i])),
+                "internal_weight": float(np.nan_to_num(tree.host_hessian[i])),
+                "internal_count": int(max(tree.host_count[i], 0)),
+            }
+        nodes.append(node)
+    for i in inner:
+        nodes[i]["left_child"] = nodes[tree.left[i]]
+        nodes[i]["right_child"] = nodes[tree.right[i]]
+    return nodes[0]
+
+
+def write_model(model: Any, forest: Forest) -> Any:
+    """A LightGBM dump of ``forest``'s trees, in the form ``model`` came in: a dict for a
+    dict, a JSON string for a JSON string or a file. Everything else is ``model``'s."""
+    dump = as_dump(model)
+    content = copy.deepcopy(dump.content)
+    old = content["tree_info"]
+    if len(old) != forest.n_trees:
+        raise ValueError(f"forest has {forest.n_trees} trees, the dump {len(old)}")
+    content["tree_info"] = [
+        {**{k: v for k, v in info.items() if k != "tree_structure"},
+         "num_leaves": tree.n_leaves,
+         "num_cat": int(tree.categorical[tree.internal_nodes].sum()),
+         "tree_structure": dump_tree(tree)}
+        for info, tree in zip(old, forest.trees)
+    ]
+    gains: dict[str, float] = {}
+    for tree in forest.trees:
+        inner = tree.internal_nodes
+        for f, g in zip(tree.feature[inner], np.nan_to_num(tree.host_gain[inner])):
+            if g > 0:
+                name = content["feature_names"][f]
+                gains[name] = gains.get(name, 0) + 1
+    if "feature_importances" in content:
+        content["feature_importances"] = gains
+    if dump.form == "json":
+        return json.dumps(content, ensure_ascii=False)
+    return content
+
+

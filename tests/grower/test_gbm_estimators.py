@@ -1,0 +1,343 @@
+"""UnbiasedGBMRegressor / UnbiasedGBMClassifier: export to the hosts, the paper's claims on
+the grower (Monte Carlo, fixed seeds), importance, early stopping, bad input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("sklearn")
+import unbiased_criteria as uc  # noqa: E402
+from unbiased_criteria.datasets import paper_example  # noqa: E402
+
+
+def _data(kind, n=2000, seed=0, nan=0.1):
+    rng = np.random.default_rng(seed)
+    # float32-exact features: the hosts read float32 (XGBoost) and the grower bins float32
+    X = rng.normal(size=(n, 5)).astype(np.float32).astype(np.float64)
+    X[:, 4] = rng.integers(0, 4, n)
+    signal = X[:, 0] + 0.5 * (X[:, 4] == 2)
+    X[rng.random((n, 5)) < nan] = np.nan
+    noise = rng.normal(size=n)
+    if kind == "regression":
+        return X, signal + noise
+    if kind == "binary":
+        return X, np.where(signal + noise > 0, "yes", "no")
+    return X, np.digitize(signal + noise, [-1.0, 1.0])
+
+
+def _estimator(kind, **kw):
+    cls = uc.UnbiasedGBMRegressor if kind == "regression" else uc.UnbiasedGBMClassifier
+    return cls(n_estimators=15, num_leaves=15, random_state=0, **kw)
+
+
+def _raw(est, X):
+    return est._raw(X)
+
+
+@pytest.mark.parametrize("kind", ["regression", "binary", "multiclass"])
+@pytest.mark.parametrize("criterion", ["unbiased", "biased"])
+def test_exported_lightgbm_predicts_as_the_grower(kind, criterion, tmp_path):
+    lgb = pytest.importorskip("lightgbm")
+    X, y = _data(kind)
+    est = _estimator(kind, criterion=criterion).fit(X, y)
+    assert sum(t.n_leaves for t in est._result.forest.trees) > len(est._result.forest.trees)
+    booster = est.to_lightgbm()
+    raw = booster.predict(X, raw_score=True).reshape(X.shape[0], -1)
+    np.testing.assert_allclose(raw, _raw(est, X), rtol=0, atol=1e-9)
+    # served by LightGBM alone: its own file round trip, and its own transform
+    path = tmp_path / "model.txt"
+    booster.save_model(str(path))
+    again = lgb.Booster(model_file=str(path))
+    pred = again.predict(X)
+    if kind == "regression":
+        np.testing.assert_allclose(pred, est.predict(X), rtol=0, atol=1e-9)
+    else:
+        proba = est.predict_proba(X)
+        np.testing.assert_allclose(pred.reshape(X.shape[0], -1),
+                                   proba[:, 1:] if kind == "binary" else proba, atol=1e-9)
+
+
+@pytest.mark.parametrize("kind", ["regression", "binary", "multiclass"])
+def test_exported_xgboost_predicts_as_the_grower(kind, tmp_path):
+    xgb = pytest.importorskip("xgboost")
+    X, y = _data(kind)
+    est = _estimator(kind).fit(X, y)
+    booster = est.to_xgboost()
+    path = tmp_path / "model.json"
+    booster.save_model(str(path))
+    again = xgb.Booster(model_file=str(path))
+    dm = xgb.DMatrix(X, feature_names=[f"Column_{j}" for j in range(X.shape[1])])
+    margin = again.predict(dm, output_margin=True).reshape(X.shape[0], -1)
+    np.testing.assert_allclose(margin, _raw(est, X), rtol=0, atol=1e-6)
+
+
+def test_export_keeps_dataframe_feature_names():
+    lgb = pytest.importorskip("lightgbm")
+    X, y = _data("regression", nan=0.0)
+    frame = pd.DataFrame(X, columns=["größe", "b", "c", "d", "e"])
+    est = uc.UnbiasedGBMRegressor(n_estimators=3, random_state=0).fit(frame, y)
+    assert isinstance(est.to_lightgbm(), lgb.Booster)
+    assert est.to_lightgbm().feature_name() == ["größe", "b", "c", "d", "e"]
+    assert list(est.importance_report_.to_frame().index) == ["größe", "b", "c", "d", "e"]
+
+
+def test_null_data_makes_almost_no_splits():
+    """y independent of X: 10 trees of at most 15 splits. A Monte Carlo of 30 seeds (this
+    design) gave 10.3 splits per run (sd 5.8, max 28) for the unbiased rule against 150 (every
+    tree full) for the ordinary one; the bound 40 per run is well outside that spread."""
+    splits = []
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        n = 1500
+        X = np.column_stack([rng.integers(0, 2, n), rng.integers(0, 10, n),
+                             rng.normal(size=n), rng.normal(size=n)]).astype(float)
+        y = rng.normal(size=n)
+        est = uc.UnbiasedGBMRegressor(n_estimators=10, num_leaves=16, random_state=seed)
+        est.fit(X, y)
+        splits.append(sum(t.n_leaves - 1 for t in est._result.forest.trees))
+    assert max(splits) <= 40 and np.mean(splits) <= 20
+
+
+def test_paper_example_first_split_is_x1():
+    """y = 0.1 X1 + N(0, 1), 10000 rows: the first tree's root splits on X1. A Monte Carlo
+    gave 30 of 30 seeds (5000 rows: 24 of 30, 3 with no split); required: 18 of 20."""
+    roots = []
+    for seed in range(20):
+        X, y = paper_example(10000, random_state=seed, as_frame=False)
+        tree = uc.UnbiasedGBMRegressor(n_estimators=1, random_state=seed).fit(
+            X, y)._result.forest.trees[0]
+        roots.append(tree.feature[0] if tree.n_leaves > 1 else -1)
+    assert np.sum(np.array(roots) == 0) >= 18
+
+
+def test_noise_importance_not_positive_in_expectation():
+    """Null data, one tree of 16 leaves, 60 seeds: every feature's mean importance is at most
+    2 standard errors above 0 (a Monte Carlo of 100 seeds gave -0.2, -0.8, -1.4, +0.1 with
+    SE 0.2-0.5 for a binary, a 10-level and two continuous features)."""
+    imp = []
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        n = 1500
+        X = np.column_stack([rng.integers(0, 2, n), rng.integers(0, 10, n),
+                             rng.normal(size=n), rng.normal(size=n)]).astype(float)
+        est = uc.UnbiasedGBMRegressor(n_estimators=1, num_leaves=16, random_state=seed)
+        imp.append(est.fit(X, rng.normal(size=n)).feature_importances_)
+    imp = np.array(imp)
+    se = imp.std(axis=0, ddof=1) / np.sqrt(len(imp))
+    assert np.all(imp.mean(axis=0) <= 2 * se)
+
+
+def test_importance_ranks_the_signal_first_and_report_matches():
+    X, y = paper_example(10000, random_state=1, as_frame=False)
+    est = uc.UnbiasedGBMRegressor(n_estimators=20, random_state=1).fit(X, y)
+    imp = est.feature_importances_
+    assert np.argmax(imp) == 0 and imp[0] > 0
+    frame = est.importance_report_.to_frame()
+    np.testing.assert_allclose(frame["unbiased_gain"].to_numpy(), imp)
+    splits = est.importance_report_.splits
+    assert {"feature", "threshold", "chosen", "decision_gain", "split"} <= set(splits.columns)
+    # every split the model made is in the report, decided by U > 0 on D2'
+    made = sum(t.n_leaves - 1 for t in est._result.forest.trees)
+    assert splits["split"].sum() == made
+    assert (splits.loc[splits["split"], "decision_gain"] > 0).all()
+
+
+def test_early_stopping_keeps_the_best_iteration():
+    X, y = _data("regression", n=3000, nan=0.0)
+    Xv, yv = _data("regression", n=2000, seed=1, nan=0.0)
+    est = uc.UnbiasedGBMRegressor(n_estimators=300, learning_rate=0.3,
+                                  early_stopping_rounds=5, random_state=0)
+    est.fit(X, y, eval_set=[(Xv, yv)])
+    hist = est.evals_result_["valid_0"]
+    assert est.best_iteration_ < len(hist) < 300
+    assert est.best_iteration_ == int(np.argmin(hist)) + 1
+    assert len(est._result.forest.trees) == est.best_iteration_
+
+
+def test_ratios_shared_validation_and_sample_weight():
+    X, y = _data("regression", nan=0.0)
+    w = np.random.default_rng(0).uniform(0.5, 2.0, size=y.size)
+    est = uc.UnbiasedGBMRegressor(n_estimators=5, ratios=(1, 1), random_state=0)
+    est.fit(X, y, sample_weight=w)
+    assert np.isfinite(est.predict(X)).all()
+    assert est.feature_importances_[0] == est.feature_importances_.max()
+
+
+def test_check_estimator():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    for est in (uc.UnbiasedGBMRegressor(n_estimators=10),
+                uc.UnbiasedGBMClassifier(n_estimators=10)):
+        failed = [r for r in check_estimator(est, on_fail=None) if r["status"] == "failed"]
+        assert not failed, [(r["check_name"], str(r["exception"])[:200]) for r in failed]
+
+
+def test_bad_input():
+    X, y = _data("regression", n=200, nan=0.0)
+    with pytest.raises(ValueError, match="ratios"):
+        uc.UnbiasedGBMRegressor(ratios=(1, 0, 1)).fit(X, y)
+    with pytest.raises(ValueError, match="criterion"):
+        uc.UnbiasedGBMRegressor(criterion="gini").fit(X, y)
+    with pytest.raises(ValueError, match="objective"):
+        uc.UnbiasedGBMRegressor(objective="quantile").fit(X, y)
+    bad = X.copy()
+    bad[0, 1] = -1.0
+    with pytest.raises(ValueError, match="categorical feature 1 must hold non-negative integer"):
+        uc.UnbiasedGBMRegressor().fit(bad, y, categorical_feature=[1])
+    with pytest.raises(ValueError, match="categorical_feature: no column named 'z'"):
+        uc.UnbiasedGBMRegressor().fit(pd.DataFrame(X).rename(columns=str), y,
+                                      categorical_feature=["z"])
+
+
+def test_import_does_not_need_scikit_learn():
+    code = ("import sys, unbiased_criteria as uc; assert 'sklearn' not in sys.modules; "
+            "uc.UnbiasedGBMRegressor; assert 'sklearn' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_poisson_exports_predict_as_the_grower():
+    lgb = pytest.importorskip("lightgbm")
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(2000, 3)).astype(np.float32).astype(np.float64)
+    y = rng.poisson(np.exp(0.5 * X[:, 0]))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    est = uc.UnbiasedGBMRegressor(objective="poisson", n_estimators=10, random_state=0).fit(X, y)
+    raw = _raw(est, X)[:, 0]
+    assert isinstance(est.to_lightgbm(), lgb.Booster)
+    np.testing.assert_allclose(est.to_lightgbm().predict(X, raw_score=True), raw, atol=1e-9)
+    dm = xgb.DMatrix(X, feature_names=[f"Column_{j}" for j in range(3)])
+    np.testing.assert_allclose(est.to_xgboost().predict(dm, output_margin=True), raw, atol=1e-6)
+    np.testing.assert_allclose(est.predict(X), np.exp(raw))
+
+
+def _categorical_data(n=4000, seed=5):
+    rng = np.random.default_rng(seed)
+    c = rng.integers(0, 12, n).astype(float)  # many-vs-many (more than 4 categories)
+    c2 = rng.integers(0, 3, n).astype(float)  # one-vs-rest
+    y = rng.normal(size=12)[c.astype(int)] + 0.5 * (c2 == 1) + 0.5 * rng.normal(size=n)
+    c[rng.random(n) < 0.1] = np.nan
+    X = np.column_stack([rng.normal(size=n).astype(np.float32).astype(np.float64), c, c2])
+    return X, y
+
+
+@pytest.mark.parametrize("kind", ["regression", "multiclass"])
+def test_categorical_splits_export_to_both_hosts(kind):
+    lgb = pytest.importorskip("lightgbm")
+    xgb = pytest.importorskip("xgboost")
+    X, y = _categorical_data()
+    if kind == "multiclass":
+        y = np.digitize(y, [-0.5, 0.5])
+    est = _estimator(kind).fit(X, y, categorical_feature=[1, 2])
+    trees = est._result.forest.trees
+    cat_nodes = sum(int((t.categorical & ~t.is_leaf).sum()) for t in trees)
+    assert cat_nodes > len(trees)  # category-set splits on both kinds of feature
+    sizes = {len(t.category_set(v)) for t in trees for v in t.internal_nodes if t.categorical[v]}
+    assert max(sizes) > 1
+    raw = _raw(est, X)
+    booster = est.to_lightgbm()
+    assert isinstance(booster, lgb.Booster)
+    np.testing.assert_allclose(booster.predict(X, raw_score=True).reshape(X.shape[0], -1), raw,
+                               rtol=0, atol=1e-9)
+    dm = xgb.DMatrix(X, feature_types=["q", "c", "c"], enable_categorical=True,
+                     feature_names=[f"Column_{j}" for j in range(3)])
+    np.testing.assert_allclose(
+        est.to_xgboost().predict(dm, output_margin=True).reshape(X.shape[0], -1), raw,
+        rtol=0, atol=1e-6)
+
+
+def test_pandas_categoricals_are_coded_with_the_training_categories():
+    lgb = pytest.importorskip("lightgbm")
+    X, y = _categorical_data()
+    names = {0.0: "a", 1.0: "b", 2.0: "c"}
+    frame = pd.DataFrame({"x": X[:, 0], "c": pd.Categorical(X[:, 1]),
+                          "c2": pd.Categorical([names[v] for v in X[:, 2]])})
+    est = uc.UnbiasedGBMRegressor(n_estimators=10, random_state=0).fit(frame, y)
+    assert est._result.binner.categorical.tolist() == [False, True, True]
+    # the same rows with the categories listed in another order predict the same
+    shuffled = frame.assign(c2=frame["c2"].cat.reorder_categories(["c", "a", "b"]))
+    np.testing.assert_array_equal(est.predict(shuffled), est.predict(frame))
+    booster = est.to_lightgbm()
+    assert isinstance(booster, lgb.Booster)
+    np.testing.assert_allclose(booster.predict(frame), est.predict(frame), rtol=0, atol=1e-9)
+
+
+def test_leaves_are_newton_steps_of_all_training_rows():
+    """Tree 0's leaves: lr * leaf_weight(G, H) over every training row in the leaf (D, D1'
+    and D2' together), with L1, L2 and max_delta_step."""
+    from unbiased_criteria.gains import SplitScore, leaf_weight
+    from unbiased_criteria.objectives import make_objective
+    from unbiased_criteria.trees import route_rows
+
+    X, y = _data("binary", nan=0.05)
+    est = uc.UnbiasedGBMClassifier(n_estimators=1, learning_rate=0.3, reg_alpha=0.5,
+                                   reg_lambda=2.0, max_delta_step=0.8, random_state=0)
+    est.fit(X, y)
+    tree = est._result.forest.trees[0]
+    assert tree.n_leaves > 2
+    yb = (y == "yes").astype(np.float64)
+    obj = make_objective("binary_logistic")
+    g, h = obj.grad_hess(yb, np.full(yb.size, obj.init_score(yb)[0]))
+    leaf = route_rows(tree, X.astype(np.float32).astype(np.float64))
+    G = np.bincount(leaf, g.astype(np.float64), minlength=tree.n_nodes)
+    H = np.bincount(leaf, h.astype(np.float64), minlength=tree.n_nodes)
+    want = 0.3 * leaf_weight(G, H, SplitScore(l1=0.5, l2=2.0, max_delta_step=0.8))
+    np.testing.assert_allclose(tree.value[tree.is_leaf], want[tree.is_leaf], rtol=1e-12)
+
+
+def test_leaf_budget_depth_and_rows_per_leaf():
+    X, y = _data("regression", n=6000, nan=0.0)
+    est = uc.UnbiasedGBMRegressor(n_estimators=5, num_leaves=7, max_depth=2,
+                                  min_child_samples=50, criterion="biased", random_state=0)
+    est.fit(X, y)
+    for tree in est._result.forest.trees:
+        assert tree.n_leaves <= 4 and tree.max_depth <= 2
+        assert tree.host_count[tree.is_leaf].min() >= 50
+    est = uc.UnbiasedGBMRegressor(n_estimators=3, num_leaves=7, min_child_samples=50,
+                                  criterion="biased", random_state=0).fit(X, y)
+    assert max(t.n_leaves for t in est._result.forest.trees) == 7
+
+
+@pytest.mark.parametrize("kind", ["regression", "binary"])
+def test_importance_standard_errors_and_select(kind):
+    """n_blocks=20: finite positive standard errors for the features with candidates, and
+    select() picks the strong signal of a clear case and no pure-noise column."""
+    rng = np.random.default_rng(7)
+    n = 6000
+    X = rng.normal(size=(n, 4))
+    signal = X[:, 0] + rng.normal(size=n)
+    y = signal if kind == "regression" else (signal > 0).astype(int)
+    est = _estimator(kind, n_blocks=20).fit(X, y)
+    report = est.importance_report_
+    se = report.std_error()
+    assert np.all(np.isfinite(se)) and np.all(se > 0)
+    assert report.select() == ["Column_0"]
+    assert _estimator(kind).fit(X, y).importance_report_.std_error().isna().all()
+
+
+def test_standard_errors_calibrated_on_null_data():
+    """One tree on null data, 100 seeds x 4 features: U / SE has mean ~0 and sd ~1 (measured
+    0.03/-0.04/-0.08/-0.10 and 0.92-1.14), and select() picks about alpha of the noise
+    features (measured 0.055 at 0.05). Bounds: |mean| < 0.3 (3 SE of a mean over 100) and
+    sd in [0.8, 1.25] per feature; share selected <= 0.1."""
+    z, picked = [], 0
+    for seed in range(100):
+        rng = np.random.default_rng(1000 + seed)
+        n = 2000
+        X = np.column_stack([rng.integers(0, 2, n), rng.integers(0, 10, n),
+                             rng.normal(size=n), rng.normal(size=n)]).astype(float)
+        est = uc.UnbiasedGBMRegressor(n_estimators=1, num_leaves=16, n_blocks=20,
+                                      random_state=seed).fit(X, rng.normal(size=n))
+        report = est.importance_report_
+        frame = report.to_frame()
+        z.append((frame["unbiased_gain"] / frame["std_error"]).to_numpy())
+        picked += len(report.select())
+    z = np.array(z)
+    assert np.all(np.abs(z.mean(axis=0)) < 0.3)
+    assert np.all((z.std(axis=0) > 0.8) & (z.std(axis=0) < 1.25))
+    assert picked / z.size <= 0.1

@@ -1,0 +1,363 @@
+"""Dumped models (LightGBM dump_model(), XGBoost get_dump JSON) scored without a Booster:
+the report equals the Booster's (same draws), pruning gives a dump of the pruned trees."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import unbiased_criteria as uc
+
+lgb = pytest.importorskip("lightgbm")
+
+COLS = ["tree", "node", "feature_index", "n_train", "n_valid", "k", "biased_gain",
+        "unbiased_gain", "host_gain", "usable"]
+
+
+def _frame(n: int, seed: int):
+    """Features a, b with NaN rows that behave like high a / low b values (so the hosts send
+    missing values right at some nodes, left at others) and a categorical c."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    X[: n // 10, 0] = np.nan
+    X[n // 10: n // 5, 1] = np.nan
+    c = pd.Categorical(rng.integers(0, 8, n))
+    df = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "c": c})
+    y = (np.where(np.isnan(X[:, 0]), 2.0, 0.5 * X[:, 0])
+         + np.where(np.isnan(X[:, 1]), -2.0, X[:, 1]) + 1.5 * (c.codes % 2)
+         + rng.normal(size=n))
+    return df, y
+
+
+def _same(r1, r2, tol=1e-9):
+    a, b = r1.splits[COLS].to_numpy(float), r2.splits[COLS].to_numpy(float)
+    assert a.shape == b.shape and a.shape[0] > 0
+    np.testing.assert_allclose(a, b, rtol=0, atol=tol)
+
+
+def _walk(node):
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(node.get("children", []))
+        stack.extend(node[k] for k in ("left_child", "right_child") if k in node)
+
+
+def _default_sides(dump):
+    return {n["default_left"] for t in dump["tree_info"] for n in _walk(t["tree_structure"])
+            if "default_left" in n}
+
+
+def _lgb(params, df, y, rounds=5):
+    base = {"verbose": -1, "num_leaves": 6, "min_data_per_group": 5, "cat_smooth": 1,
+            "learning_rate": 0.1, "num_threads": 1}
+    return lgb.train({**base, **params}, lgb.Dataset(df, y), rounds)
+
+
+@pytest.mark.parametrize("form", ["dict", "json", "file"])
+def test_lightgbm_dump_report_equals_booster(form, tmp_path):
+    df, y = _frame(600, 0)
+    b = _lgb({"objective": "regression", "lambda_l2": 2.0}, df[:300], y[:300])
+    d = b.dump_model()
+    model = {"dict": d, "json": json.dumps(d)}.get(form)
+    if form == "file":
+        model = tmp_path / "model.json"
+        model.write_text(json.dumps(d))
+    args = (df[:300], y[:300], df[300:], y[300:])
+    r1 = uc.unbiased_importance(b, *args, random_state=0)
+    r2 = uc.unbiased_importance(model, *args, random_state=0,
+                                host_params={"lambda_l2": 2.0, "cat_l2": 10})
+    _same(r1, r2)
+    assert r2.rows_near_threshold == {"X_train": 0, "X_valid": 0}
+    # categorical splits and splits on the feature with NaN (both default sides) are covered
+    assert r1.splits["categorical"].any() and (r1.splits["feature"] == "a").any()
+    assert _default_sides(b.dump_model()) == {True, False}
+
+
+def test_lightgbm_dump_infers_l2_and_warns_defaults():
+    df, y = _frame(600, 1)
+    b = _lgb({"objective": "regression", "lambda_l2": 5.0}, df[:300], y[:300])
+    args = (df[:300], y[:300], df[300:], y[300:])
+    r1 = uc.unbiased_importance(b, *args, random_state=3)
+    with pytest.warns(UserWarning, match="cat_l2"):
+        r2 = uc.unbiased_importance(b.dump_model(), *args, random_state=3)
+    # inferred from the leaves and replayed G, H: B within float precision of the host's
+    np.testing.assert_allclose(r2.splits["biased_gain"], r1.splits["biased_gain"], rtol=1e-6)
+    np.testing.assert_allclose(r2.splits["unbiased_gain"], r1.splits["unbiased_gain"],
+                               rtol=0, atol=1e-9)
+
+
+def test_lightgbm_dump_multiclass_and_objective_params():
+    df, y = _frame(900, 2)
+    yc = np.digitize(y, [-0.5, 0.8])
+    b = _lgb({"objective": "multiclass", "num_class": 3}, df[:450], yc[:450], rounds=3)
+    args = (df[:450], yc[:450], df[450:], yc[450:])
+    _same(uc.unbiased_importance(b, *args, random_state=1),
+          uc.unbiased_importance(b.dump_model(), *args, random_state=1,
+                                 host_params={"lambda_l2": 0, "cat_l2": 10}))
+    yt = np.exp(y / 3)
+    bt = _lgb({"objective": "tweedie", "tweedie_variance_power": 1.2}, df[:450], yt[:450])
+    args = (df[:450], yt[:450], df[450:], yt[450:])
+    with pytest.warns(UserWarning, match="tweedie_variance_power"):
+        uc.unbiased_importance(bt.dump_model(), *args, random_state=1,
+                               host_params={"lambda_l2": 0, "cat_l2": 10})
+    _same(uc.unbiased_importance(bt, *args, random_state=1),
+          uc.unbiased_importance(bt.dump_model(), *args, random_state=1,
+                                 host_params={"lambda_l2": 0, "cat_l2": 10,
+                                              "tweedie_variance_power": 1.2}))
+
+
+def test_bad_dumps_one_clear_error(tmp_path):
+    df, y = _frame(200, 3)
+    args = (df[:100], y[:100], df[100:], y[100:])
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"name": "tree", "tree_info": [oops')
+    with pytest.raises(ValueError, match="not a valid JSON dump"):
+        uc.unbiased_importance(str(bad), *args)
+    with pytest.raises(ValueError, match="no such file"):
+        uc.unbiased_importance(str(tmp_path / "absent.json"), *args)
+    with pytest.raises(ValueError, match="not a valid LightGBM dump_model"):
+        uc.unbiased_importance({"name": "tree", "tree_info": [{}]}, *args)
+    with pytest.raises(ValueError, match="host_params is for dumped models"):
+        uc.unbiased_importance(_lgb({"objective": "regression"}, df[:100], y[:100]), *args,
+                               host_params={"eta": 0.1})
+
+
+# --- XGBoost get_dump JSON -------------------------------------------------------------------
+
+def _xgb(params, df, y, rounds=4):
+    xgb = pytest.importorskip("xgboost")
+    base = {"eta": 0.3, "max_depth": 3, "tree_method": "hist", "max_cat_to_onehot": 1,
+            "lambda": 2.0, "nthread": 1}
+    return xgb.train({**base, **params}, xgb.DMatrix(df, y, enable_categorical=True), rounds)
+
+
+def _xgb_params(booster, **extra):
+    """What the dump lacks, as the Booster's own configuration gives it."""
+    cfg = json.loads(booster.save_config())["learner"]
+    base = json.loads(cfg["learner_model_param"]["base_score"])
+    return {"objective": cfg["objective"]["name"],
+            "base_score": base if len(base) > 1 else base[0],
+            "feature_names": booster.feature_names, **extra}
+
+
+@pytest.mark.parametrize("objective", ["reg:squarederror", "binary:logistic",
+                                       "multi:softprob"])
+def test_xgboost_dump_report_equals_booster(objective):
+    df, y = _frame(800, 4)
+    extra = {}
+    if objective == "binary:logistic":
+        y = (y > 0.5).astype(float)
+    elif objective == "multi:softprob":
+        y = np.digitize(y, [-0.5, 0.8]).astype(float)
+        extra = {"num_class": 3}
+    b = _xgb({"objective": objective, **extra}, df[:400], y[:400], rounds=3)
+    dump = b.get_dump(dump_format="json", with_stats=True)   # JSON strings, as returned
+    args = (df[:400], y[:400], df[400:], y[400:])
+    r1 = uc.unbiased_importance(b, *args, random_state=0)
+    r2 = uc.unbiased_importance(dump, *args, random_state=0,
+                                host_params=_xgb_params(b, eta=0.3, reg_lambda=2.0, **extra))
+    _same(r1, r2)
+    assert r2.rows_near_threshold == {"X_train": 0, "X_valid": 0}
+    assert r1.splits["categorical"].any() and (r1.splits["feature"] == "a").any()
+    # missing values go to "yes" at some nodes and to "no" at others
+    nodes = [json.loads(t) for t in dump]
+    assert {n["missing"] == n["yes"] for t in nodes for n in _walk(t) if "yes" in n} == \
+        {True, False}
+
+
+def test_xgboost_dump_infers_eta_lambda():
+    df, y = _frame(800, 5)
+    b = _xgb({"objective": "reg:squarederror", "eta": 0.2}, df[:400], y[:400])
+    args = (df[:400], y[:400], df[400:], y[400:])
+    r1 = uc.unbiased_importance(b, *args, random_state=0)
+    r2 = uc.unbiased_importance(b.get_dump(dump_format="json", with_stats=True), *args,
+                                random_state=0, host_params=_xgb_params(b))
+    np.testing.assert_allclose(r2.splits["unbiased_gain"], r1.splits["unbiased_gain"],
+                               rtol=0, atol=1e-9)
+    np.testing.assert_allclose(r2.splits["biased_gain"], r1.splits["biased_gain"], rtol=1e-5)
+
+
+def _round_thresholds(tree: dict, digits: int) -> dict:
+    out = dict(tree)
+    if "children" in out:
+        if not isinstance(out["split_condition"], list):
+            out["split_condition"] = float(f"{out['split_condition']:.{digits}g}")
+        out["children"] = [_round_thresholds(c, digits) for c in out["children"]]
+    return out
+
+
+def test_xgboost_dump_printed_precision_warns_and_counts():
+    df, y = _frame(800, 6)
+    b = _xgb({"objective": "reg:squarederror"}, df[:400], y[:400])
+    trees = [_round_thresholds(json.loads(t), 5)
+             for t in b.get_dump(dump_format="json", with_stats=True)]
+    hp = _xgb_params(b, eta=0.3, reg_lambda=2.0)
+    # hist thresholds are training values: training rows lie on them, and may route
+    # differently from the Booster
+    with pytest.warns(UserWarning, match="rows of X_train have a value within the printed"):
+        r0 = uc.unbiased_importance(trees, df[:400], y[:400], df[400:], y[400:],
+                                    random_state=0, host_params=hp)
+    assert r0.rows_near_threshold["X_train"] > 0
+    # validation-only mode, no held-out row within 5 digits of a threshold: the same report
+    r1 = uc.unbiased_importance(b, None, None, df[400:], y[400:], random_state=0)
+    r2 = uc.unbiased_importance(trees, None, None, df[400:], y[400:], random_state=0,
+                                host_params=hp)
+    assert r2.rows_near_threshold == {"X_valid": 0}
+    _same(r1, r2)
+    # a held-out row at a threshold the dump printed to 5 digits
+    model = json.loads(b.save_raw("json"))["learner"]["gradient_booster"]["model"]
+    t0 = model["trees"][0]
+    node = next(i for i, (f, c) in enumerate(zip(t0["split_indices"], t0["left_children"]))
+                if c >= 0 and f == 1)
+    Xv = df[400:].copy()
+    Xv.iloc[0, 1] = float(np.float32(t0["split_conditions"][node]))
+    if float(f"{Xv.iloc[0, 1]:.5g}") == Xv.iloc[0, 1]:
+        pytest.skip("the threshold prints exactly with 5 digits")
+    with pytest.warns(UserWarning, match="1 rows of X_valid have a value within the printed"):
+        r3 = uc.unbiased_importance(trees, None, None, Xv, y[400:], random_state=0,
+                                    host_params=hp)
+    assert r3.rows_near_threshold == {"X_valid": 1}
+    # the same dump printed to 9 digits (XGBoost's own) determines every float32 threshold
+    exact = uc.unbiased_importance(b.get_dump(dump_format="json", with_stats=True), None,
+                                   None, Xv, y[400:], random_state=0, host_params=hp)
+    assert exact.rows_near_threshold == {"X_valid": 0}
+
+
+def test_xgboost_dump_requires_what_it_lacks():
+    df, y = _frame(300, 7)
+    b = _xgb({"objective": "reg:squarederror"}, df[:150], y[:150], rounds=2)
+    dump = b.get_dump(dump_format="json", with_stats=True)
+    args = (df[:150], y[:150], df[150:], y[150:])
+    with pytest.raises(ValueError, match="does not store its objective and base_score"):
+        uc.unbiased_importance(dump, *args)
+    with pytest.raises(ValueError, match="names its features"):
+        uc.unbiased_importance(dump, *args, host_params={"objective": "reg:squarederror",
+                                                         "base_score": 0.5})
+    with pytest.raises(ValueError, match="needs num_class"):
+        uc.unbiased_importance(dump, *args, host_params=_xgb_params(
+            b, objective="multi:softprob"))
+    broken = json.loads(dump[0])
+    broken["children"][0]["nodeid"] = 0
+    with pytest.raises(ValueError, match="tree 0 repeats"):
+        uc.unbiased_importance([broken], *args, host_params=_xgb_params(b))
+
+
+def test_dumps_route_sparse_rows_as_the_hosts():
+    """Absent sparse entries: missing for XGBoost, 0 for LightGBM."""
+    from scipy import sparse
+
+    rng = np.random.default_rng(11)
+    X = sparse.random(800, 4, density=0.3, random_state=11, format="csr")
+    y = X.toarray()[:, 0] * 2 + rng.normal(size=800)
+    args = (X[:400], y[:400], X[400:], y[400:])
+    bx = _xgb({"objective": "reg:squarederror"}, X[:400], y[:400], rounds=3)
+    hp = {**_xgb_params(bx, eta=0.3, reg_lambda=2.0), "feature_names": None, "n_features": 4}
+    _same(uc.unbiased_importance(bx, *args, random_state=0),
+          uc.unbiased_importance(bx.get_dump(dump_format="json", with_stats=True), *args,
+                                 random_state=0, host_params=hp))
+    bl = _lgb({"objective": "regression"}, X[:400], y[:400], rounds=3)
+    _same(uc.unbiased_importance(bl, *args, random_state=0),
+          uc.unbiased_importance(bl.dump_model(), *args, random_state=0,
+                                 host_params={"lambda_l2": 0}))
+
+
+def test_dump_router_within_a_small_memory_budget():
+    """Rows read and routed a slice at a time, trees a chunk at a time: the same report."""
+    df, y = _frame(3000, 12)
+    b = _lgb({"objective": "regression"}, df[:1500], y[:1500], rounds=6)
+    args = (df[:1500], y[:1500], df[1500:], y[1500:])
+    hp = {"lambda_l2": 0, "cat_l2": 10}
+    small = uc.unbiased_importance(b.dump_model(), *args, random_state=0, host_params=hp,
+                                   memory_budget=2**15)   # 256-row slices, 1 tree per call
+    _same(uc.unbiased_importance(b, *args, random_state=0), small)
+
+
+# --- pruning a dump --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("form", ["dict", "json", "file"])
+def test_prune_lightgbm_dump_gives_the_pruned_boosters_dump(form, tmp_path):
+    df, y = _frame(600, 9)
+    b = _lgb({"objective": "regression", "lambda_l2": 1.0}, df[:300], y[:300], rounds=8)
+    d = b.dump_model()
+    model = {"dict": d, "json": json.dumps(d)}.get(form)
+    if form == "file":
+        model = tmp_path / "model.json"
+        model.write_text(json.dumps(d))
+    args = (df[:300], y[:300], df[300:], y[300:])
+    pruned_booster = uc.prune(b, *args, random_state=0)
+    pruned = uc.prune(model, *args, random_state=0, host_params={"lambda_l2": 1.0, "cat_l2": 10})
+    assert isinstance(pruned, dict if form == "dict" else str)
+    content = pruned if form == "dict" else json.loads(pruned)
+    assert content["tree_info"] == pruned_booster.dump_model()["tree_info"]
+    assert sum(t["num_leaves"] for t in content["tree_info"]) < \
+        sum(t["num_leaves"] for t in d["tree_info"])
+    assert d == b.dump_model()  # the caller's dump is not modified
+
+
+def test_prune_xgboost_dump_gives_the_pruned_boosters_dump():
+    df, y = _frame(800, 8)
+    b = _xgb({"objective": "reg:squarederror"}, df[:400], y[:400])
+    dump = b.get_dump(dump_format="json", with_stats=True)
+    hp = _xgb_params(b, eta=0.3, reg_lambda=2.0)
+    args = (df[:400], y[:400], df[400:], y[400:])
+    pruned_booster = uc.prune(b, *args, random_state=0)
+    pruned = uc.prune(dump, *args, random_state=0, host_params=hp)
+    assert isinstance(pruned, list) and isinstance(pruned[0], str)   # as get_dump gives
+    ref = [json.loads(t) for t in pruned_booster.get_dump(dump_format="json",
+                                                          with_stats=True)]
+    assert [json.loads(t) for t in pruned] == ref
+    assert sum(t.count('"leaf"') for t in pruned) < sum(t.count('"leaf"') for t in dump)
+    # the pruned dump is a dump again: its report matches the pruned Booster's
+    _same(uc.unbiased_importance(pruned_booster, *args, random_state=1),
+          uc.unbiased_importance(pruned, *args, random_state=1, host_params=hp))
+
+
+# --- the command line ------------------------------------------------------------------------
+
+def test_cli_reads_and_prunes_dumps(tmp_path, capsys):
+    from unbiased_criteria.cli import main
+
+    df, y = _frame(600, 10)
+    X = df[["a", "b", "c"]]
+    data = df.assign(y=y)
+    data[:300].to_csv(tmp_path / "train.csv", index=False)
+    data[300:].to_csv(tmp_path / "valid.csv", index=False)
+    b = _lgb({"objective": "regression", "lambda_l2": 2.0}, X[:300], y[:300])
+    (tmp_path / "lgb.json").write_text(json.dumps(b.dump_model()))
+    bx = _xgb({"objective": "reg:squarederror"}, X[:300], y[:300])
+    bx.dump_model(str(tmp_path / "xgb.json"), dump_format="json", with_stats=True)
+    hp = _xgb_params(bx)
+    rows = ["--train", str(tmp_path / "train.csv"), "--valid", str(tmp_path / "valid.csv"),
+            "--label", "y", "--seed", "0", "--format", "json"]
+    lgb_params = ["--param", "lambda_l2=2", "--param", "cat_l2=10"]
+    xgb_params = ["--param", 'feature_names=["a", "b", "c"]', "--param",
+                  "objective=reg:squarederror", "--param", f"base_score={hp['base_score']!r}",
+                  "--param", "eta=0.3", "--param", "lambda=2"]
+    args = (X[:300], y[:300], X[300:], y[300:])
+    for model, params, booster in (("lgb.json", lgb_params, b), ("xgb.json", xgb_params, bx)):
+        capsys.readouterr()
+        assert main(["importance", str(tmp_path / model), *rows, *params, "--splits"]) == 0
+        splits = pd.read_json(io.StringIO(capsys.readouterr().out))
+        ref = uc.unbiased_importance(booster, *args, random_state=0).splits
+        np.testing.assert_allclose(splits["unbiased_gain"], ref["unbiased_gain"], atol=1e-9)
+        out = tmp_path / f"pruned-{model}"
+        assert main(["prune", str(tmp_path / model), *rows[:-2], *params,
+                     "--output", str(out)]) == 0
+        pruned_booster = uc.prune(booster, *args, random_state=0)
+        if model == "lgb.json":
+            assert json.loads(out.read_text())["tree_info"] == \
+                pruned_booster.dump_model()["tree_info"]
+        else:
+            assert json.loads(out.read_text()) == [
+                json.loads(t) for t in pruned_booster.get_dump(dump_format="json",
+                                                               with_stats=True)]
+    # what the dump lacks: one line naming it, exit 2
+    capsys.readouterr()
+    assert main(["importance", str(tmp_path / "xgb.json"), *rows, *xgb_params[:2]]) == 2
+    assert "does not store its objective and base_score" in capsys.readouterr().err

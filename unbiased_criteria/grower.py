@@ -1,0 +1,523 @@
+"""The paper's tree: histogram-based leaf-wise growth with the unbiased split rule.
+
+Zhang, Zhang and Li (IJCAI 2023) split the training rows into a sub-training part D and two
+validation parts D1', D2'. At every node:
+
+1. each feature's best threshold is found on D (the host's gain B from D's histograms);
+2. among those candidates the feature is chosen by its unbiased gain U measured on D1';
+3. the split is made only if the chosen candidate's U measured on D2' is > 0.
+
+``U = G_L r_L + G_R r_R - G_I r_I`` with ``G`` from D and ratios ``r = sum(g') / (sum(h') +
+lam)`` over ``k = min(n'_L, n'_R)`` validation rows drawn without replacement from each of
+I, L and R (:mod:`unbiased_criteria.gains`); with equal hessians everywhere (squared error,
+no weights) all of a node's validation rows are used instead (unbiased, less noise).
+
+With ``criterion="biased"`` the grower is an ordinary histogram GBDT: every row is in D and a
+node takes the candidate of largest B, as LightGBM does (tested against LightGBM).
+
+Histograms of gradient, hessian and count are built by one ``np.bincount`` each over the
+(feature, bin) codes of a node's rows; a node's larger child gets its parent's histogram
+minus its sibling's, so each split costs the rows of the smaller child. The best threshold of
+every feature comes from cumulative sums over its bins, with NaN rows tried on either side.
+Growth is leaf-wise: the leaf whose chosen candidate has the largest selection gain (B or
+U on D1') is split next, until ``num_leaves`` leaves or no leaf can split.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from .binning import BinMapper
+from .gains import SplitScore, leaf_weight, node_score
+from .trees import MISSING_NAN, DecisionRules, Tree, make_tree
+
+__all__ = ["RULES", "GrowerParams", "RowSets", "GrownTree", "grow_tree", "feature_major"]
+
+#: the grower's trees send ``v <= threshold`` left (LightGBM's rules; the XGBoost writer
+#: converts thresholds for its ``<``)
+RULES = DecisionRules(operator="<=", categories_go="left", categorical_nan="other")
+
+
+@dataclass(frozen=True)
+class GrowerParams:
+    """How one tree grows (names as LightGBM's scikit-learn estimators').
+
+    ``min_child_samples`` and ``min_child_weight`` bound the rows and the hessian sum of D in
+    each child; ``min_split_gain`` bounds B on D. ``criterion="unbiased"`` applies the paper's
+    rule (steps 2 and 3 above), ``"biased"`` takes the candidate of largest B and splits
+    while ``B > min_split_gain``. ``min_k``: a candidate with ``k < min_k`` has no usable
+    evidence and cannot be chosen. ``lam``: L2 added to the ratios' denominators (default 0,
+    as the post-hoc estimator; with all rows used the three ratios have different row counts,
+    so ``lam > 0`` would shrink them differently and bias U).
+    ``stop_threshold``: split iff U on D2' exceeds it (the paper: 0).
+    ``max_cat_to_onehot``, ``max_cat_threshold``, ``cat_smooth``: the categorical search
+    (LightGBM's defaults and meaning; see ``_best_categorical``).
+    """
+
+    num_leaves: int = 31
+    max_depth: int = -1
+    min_child_samples: int = 20
+    min_child_weight: float = 1e-3
+    min_split_gain: float = 0.0
+    score: SplitScore = SplitScore()
+    criterion: Literal["unbiased", "biased"] = "unbiased"
+    min_k: int = 5
+    lam: float = 0.0
+    stop_threshold: float = 0.0
+    max_cat_to_onehot: int = 4
+    max_cat_threshold: int = 32
+    cat_smooth: float = 10.0
+
+
+@dataclass(frozen=True)
+class RowSets:
+    """Row indices of D, D1' and D2' (``select is decide`` when D1' = D2')."""
+
+    build: np.ndarray
+    select: np.ndarray | None = None
+    decide: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class GrownTree:
+    """A grown tree and what growing it measured.
+
+    Attributes
+    ----------
+    tree : Tree
+        Leaf values are the unshrunk Newton steps of all rows (``value`` at internal nodes
+        too); ``host_gain`` is B on D, ``host_hessian`` / ``host_count`` over all rows.
+    row_leaf : int array (n,)
+        Leaf node id of every training row (D, D1' and D2' together).
+    candidates : dict of arrays
+        One entry per candidate scored on D1' (every feature with a valid threshold at every
+        node searched): ``node``, ``feature``, ``bin`` (numeric: left iff bin <= it; -1 for
+        a category set), ``biased_gain`` (B on D), ``unbiased_gain`` (U on D1'), ``k``,
+        ``usable``, ``chosen``, ``decision_gain`` (U on D2' for the chosen one, NaN for the
+        rest), ``n_train`` (rows of D in the node), ``n_valid`` (rows of D1'), ``split``
+        (the node split on this candidate).
+    """
+
+    tree: Tree
+    row_leaf: np.ndarray
+    candidates: dict
+    #: (n_candidates, n_blocks): each candidate's U with one block of D1' rows left out
+    jackknife: np.ndarray | None = None
+
+
+def feature_major(codes: np.ndarray) -> np.ndarray:
+    """Bin codes (n, n_features) laid out feature-major (n_features, n): a node's rows of one
+    feature are then one gather, and each feature's histogram one bincount."""
+    return np.ascontiguousarray(codes.T)
+
+
+def _histogram(codes: np.ndarray, rows: np.ndarray, g, h, width: int) -> np.ndarray:
+    """(3, p * width): sums of g, h and row counts per (feature, bin) over ``rows``."""
+    p = codes.shape[0]
+    sub = codes[:, rows]
+    gr, hr = g[rows], h[rows]
+    out = np.empty((3, p, width))
+    for f in range(p):  # three bincounts per feature (faster than one over repeated weights)
+        out[0, f] = np.bincount(sub[f], gr, minlength=width)
+        out[1, f] = np.bincount(sub[f], hr, minlength=width)
+        out[2, f] = np.bincount(sub[f], minlength=width)
+    return out.reshape(3, -1)
+
+
+@dataclass
+class _Best:
+    """Each feature's best threshold at one node (arrays over features)."""
+
+    gain: np.ndarray  # B, -inf where no valid threshold
+    bin: np.ndarray  # numeric: left iff bin <= b; -1 for a categorical candidate
+    mask: np.ndarray  # (p, width) bool: the bins that go left (the NaN bin last)
+    GL: np.ndarray
+    HL: np.ndarray
+    nL: np.ndarray
+
+
+def _best_thresholds(hist: np.ndarray, p: int, width: int, n_bins: np.ndarray,
+                     G: float, H: float, n: float, params: GrowerParams) -> _Best:
+    """Best threshold per feature from cumulative sums, NaN rows tried on both sides."""
+    hist = hist.reshape(3, p, width)
+    cum = np.cumsum(hist[:, :, :-1], axis=2)  # (3, p, width-1): sums over bins <= b
+    nan = hist[:, :, -1:]  # (3, p, 1)
+    side = np.stack([cum, cum + nan], axis=1)  # (3, 2, p, width-1): NaN right / left
+    GL, HL, nL = side
+    GR, HR, nR = G - GL, H - HL, n - nL
+    score = params.score
+    gain = node_score(GL, HL, score) + node_score(GR, HR, score) - node_score(G, H, score)
+    valid = (
+        (np.arange(width - 1)[None, None, :] <= (n_bins - 2)[None, :, None])
+        & (nL >= params.min_child_samples) & (nR >= params.min_child_samples)
+        & (HL >= params.min_child_weight) & (HR >= params.min_child_weight)
+        & (gain > params.min_split_gain)
+    )
+    gain = np.where(valid, gain, -np.inf)
+    flat = gain.transpose(1, 0, 2).reshape(p, -1)  # per feature: (side, bin)
+    pick = np.argmax(flat, axis=1)
+    s, b = np.divmod(pick, width - 1)
+    f = np.arange(p)
+    mask = np.arange(width)[None, :] <= b[:, None]
+    mask[:, -1] = s.astype(bool)
+    return _Best(gain=flat[f, pick], bin=b, mask=mask,
+                 GL=GL[s, f, b], HL=HL[s, f, b], nL=nL[s, f, b])
+
+
+def _best_categorical(best: _Best, hist: np.ndarray, p: int, width: int, binner: BinMapper,
+                      G: float, H: float, n: float, params: GrowerParams) -> None:
+    """Replace the categorical features' entries of ``best`` by their best category sets.
+
+    A feature with at most ``max_cat_to_onehot`` categories tries each category against
+    the rest; with more, the categories seen in the node are sorted by
+    ``G / (H + cat_smooth)`` and every prefix of up to ``max_cat_threshold`` categories from
+    either end is tried (LightGBM's many-vs-many search). NaN goes with the rest.
+    """
+    hist = hist.reshape(3, p, width)
+    score = params.score
+    for f in np.flatnonzero(binner.categorical):
+        best.gain[f] = -np.inf  # the numeric search's result means nothing here
+        nb = int(binner.n_bins[f])
+        hf = hist[:, f, :nb]
+        if nb <= params.max_cat_to_onehot:
+            masks = np.eye(nb, dtype=bool)
+        else:
+            seen = np.flatnonzero(hf[2] > 0)
+            order = seen[np.argsort(hf[0, seen] / (hf[1, seen] + params.cat_smooth),
+                                    kind="stable")]
+            t = min(params.max_cat_threshold, seen.size - 1)
+            if t < 1:
+                continue
+            steps = np.arange(1, t + 1)
+            rank = np.full(nb, nb, dtype=np.int64)
+            rank[order] = np.arange(order.size)
+            rev = np.full(nb, nb, dtype=np.int64)
+            rev[order[::-1]] = np.arange(order.size)
+            masks = np.concatenate([rank[None, :] < steps[:, None],
+                                    rev[None, :] < steps[:, None]])
+        sums = masks.astype(np.float64) @ hf.T  # (candidates, 3)
+        GL, HL, nL = sums.T
+        GR, HR, nR = G - GL, H - HL, n - nL
+        gain = node_score(GL, HL, score) + node_score(GR, HR, score) - node_score(G, H, score)
+        valid = ((nL >= params.min_child_samples) & (nR >= params.min_child_samples)
+                 & (HL >= params.min_child_weight) & (HR >= params.min_child_weight)
+                 & (gain > params.min_split_gain))
+        gain = np.where(valid, gain, -np.inf)
+        j = int(np.argmax(gain))
+        best.gain[f], best.bin[f] = gain[j], -1
+        best.mask[f] = False
+        best.mask[f, :nb] = masks[j]
+        best.GL[f], best.HL[f], best.nL[f] = GL[j], HL[j], nL[j]
+
+
+def _goes_left(codes, rows, feats, masks) -> np.ndarray:
+    """(m, q) whether each of ``rows`` goes left at each candidate (``masks`` (q, width))."""
+    feats = np.asarray(feats)
+    # gather the node's rows first: indexing features first would copy every training row
+    x = (codes[feats[0], rows][None, :] if feats.size == 1 else codes[:, rows][feats]).T
+    return masks[np.arange(feats.size)[None, :], x]
+
+
+def _combine(sL, sR, sI, k, GL, GR, GI, params: GrowerParams, blocks=None):
+    """U = GL rL + GR rR - GI rI from the validation sums (3, q) of g, h and rows with a
+    non-zero hessian over L, R, I; (U, usable, jackknife).
+
+    ``blocks``: the same sums per block, ``(bL, bR, bI)`` each (3, q, B); the jackknife
+    replicate ``b`` (q, B) leaves block ``b`` out of every ratio, and is 0 where a ratio
+    loses every row with a non-zero hessian (as :func:`unbiased_criteria.gains.unbiased_gain`
+    does), and for unusable candidates.
+    """
+    q = sL.shape[1]
+
+    def ratio(s):
+        ok = s[2] > 0.5
+        return np.divide(s[0], s[1] + params.lam, out=np.zeros(s[0].shape), where=ok), ok
+
+    (rL, okL), (rR, okR), (rI, okI) = ratio(sL), ratio(sR), ratio(sI)
+    usable = (k >= max(params.min_k, 1)) & okL & okR & okI
+    U = np.where(usable, GL * rL + GR * rR - GI * rI, 0.0)
+    if blocks is None:
+        return U, usable, None
+    (oL, okL), (oR, okR), (oI, okI) = (ratio(s[:, :, None] - b)
+                                       for s, b in zip((sL, sR, sI), blocks))
+    ok = usable[:, None] & okL & okR & okI
+    jack = GL[:, None] * oL + GR[:, None] * oR - GI * oI
+    return U, usable, np.where(ok, jack, 0.0).reshape(q, -1)
+
+
+def _unbiased(codes, rows, feats, masks, g, h, GL, GR, GI,
+              rng, params: GrowerParams, all_rows: bool, blocks=None, n_blocks: int = 0):
+    """U of each candidate on the validation ``rows`` of a node; (U, k, usable, jackknife).
+
+    One shuffle of the node's rows serves every candidate: I's draw is the first k rows in
+    that order, L's (R's) the first k rows that go left (right). Each draw alone is uniform
+    without replacement, which is all E[U] = 0 needs (as in :mod:`unbiased_criteria.gains`).
+    ``blocks`` (block of every training row) adds the jackknife replicates.
+    """
+    q = len(feats)
+    m = rows.size
+    if m == 0 or q == 0:
+        jack = np.zeros((q, n_blocks)) if blocks is not None else None
+        return np.zeros(q), np.zeros(q, dtype=np.int64), np.zeros(q, dtype=bool), jack
+    order = rows[rng.permutation(m)]
+    left = _goes_left(codes, order, feats, masks)
+    gv = g[order].astype(np.float64)
+    hv = h[order].astype(np.float64)
+    hz = (hv != 0).astype(np.float64)
+    nL = left.sum(axis=0)
+    k = np.minimum(nL, m - nL)
+    vals = np.stack([gv, hv, hz])  # (3, m)
+    if all_rows:
+        takeL = left
+        takeR = ~left
+        kI = np.full(q, m)
+    else:
+        takeL = left & (np.cumsum(left, axis=0) <= k)
+        right = ~left
+        takeR = right & (np.cumsum(right, axis=0) <= k)
+        kI = k
+    sL, sR = vals @ takeL, vals @ takeR
+    cum = np.concatenate([np.zeros((3, 1)), np.cumsum(vals, axis=1)], axis=1)
+    sI = cum[:, kI]
+    by_block = None
+    if blocks is not None:
+        onehot = (blocks[order][:, None] == np.arange(n_blocks)).astype(np.float64)  # (m, B)
+        weighted = vals[:, :, None] * onehot[None]  # (3, m, B)
+        bL = np.einsum("vmb,mq->vqb", weighted, takeL.astype(np.float64))
+        bR = np.einsum("vmb,mq->vqb", weighted, takeR.astype(np.float64))
+        cumb = np.concatenate([np.zeros((3, 1, n_blocks)), np.cumsum(weighted, axis=1)], axis=1)
+        by_block = (bL, bR, cumb[:, kI, :])
+    U, usable, jack = _combine(sL, sR, sI, k, GL, GR, GI, params, by_block)
+    return U, k, usable, jack
+
+
+def _block_histogram(codes, rows, g, h, width, blocks, n_blocks) -> np.ndarray:
+    """(3, B, p, width): :func:`_histogram` of ``rows`` per jackknife block (B = 1 without
+    blocks)."""
+    if blocks is None:
+        return _histogram(codes, rows, g, h, width).reshape(3, 1, codes.shape[0], width)
+    p = codes.shape[0]
+    sub = codes[:, rows].astype(np.intp) + (blocks[rows] * width)[None, :]
+    gr, hr = g[rows], h[rows]
+    size = n_blocks * width
+    out = np.empty((3, p, n_blocks, width))
+    for f in range(p):
+        out[0, f] = np.bincount(sub[f], gr, minlength=size).reshape(n_blocks, width)
+        out[1, f] = np.bincount(sub[f], hr, minlength=size).reshape(n_blocks, width)
+        out[2, f] = np.bincount(sub[f], minlength=size).reshape(n_blocks, width)
+    return out.transpose(0, 2, 1, 3)
+
+
+def _unbiased_from_hist(hist_b, feats, masks, GL, GR, GI, params: GrowerParams,
+                        jackknife: bool):
+    """U of each candidate from the block histograms (3, B, p, width) of a node's validation
+    rows, every row used (equal hessians: no ratio bias to cancel); (U, k, usable, jack)."""
+    hb = hist_b[:, :, feats, :]  # (3, B, q, width)
+    bL = (hb * masks[None, None]).sum(axis=3).transpose(0, 2, 1)  # (3, q, B)
+    bI = np.broadcast_to(hb[:, :, :1, :].sum(axis=3).transpose(0, 2, 1), bL.shape)
+    bR = bI - bL
+    sL, sR, sI = bL.sum(axis=2), bR.sum(axis=2), bI.sum(axis=2)
+    nL = sL[2]
+    k = np.rint(np.minimum(nL, sI[2] - nL)).astype(np.int64)
+    U, usable, jack = _combine(sL, sR, sI, k, GL, GR, GI, params,
+                               (bL, bR, bI) if jackknife else None)
+    return U, k, usable, jack
+
+
+def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
+              binner: BinMapper, params: GrowerParams, rng: np.random.Generator,
+              blocks: np.ndarray | None = None, n_blocks: int = 0) -> GrownTree:
+    """Grow one tree on the binned training rows.
+
+    Parameters
+    ----------
+    codes : uint8 or uint16 array (n_features, n)
+        The training rows' bin codes, feature-major (:func:`feature_major`).
+    g, h : float arrays (n,)
+        Weighted gradients and hessians of every training row.
+    sets : RowSets
+        D, D1', D2' (D1' and D2' unused with ``criterion="biased"``).
+    binner : BinMapper
+    params : GrowerParams
+    rng : numpy.random.Generator
+        The k-draws' only source of randomness.
+    blocks, n_blocks : int array (n,), int
+        Optional jackknife block (0..n_blocks-1) of every training row: each candidate's U
+        on D1' is also computed with each block's rows left out (``GrownTree.jackknife``).
+    """
+    p, n = codes.shape
+    width = binner.width
+    unbiased = params.criterion == "unbiased"
+    shared = sets.select is sets.decide
+    all_rows = unbiased and h.size > 0 and bool(np.all(h == h[0]))
+    g64 = g.astype(np.float64)
+    h64 = h.astype(np.float64)
+
+    # per node: rows of D, D1', D2'; depth; histogram of D while a leaf
+    rows_of: list[tuple] = []
+    depth: list[int] = []
+    hist_of: dict[int, np.ndarray] = {}
+    stats: list[tuple[float, float, float]] = []  # G, H, n on D
+    split_of: dict[int, tuple] = {}  # node -> (priority, feature, bin, left mask, B)
+    left_of: dict[int, int] = {}
+    cand_parts: list[dict] = []
+
+    hist1_of: dict[int, np.ndarray] = {}  # block histograms of D1' (equal hessians only)
+    # with equal hessians the count histogram stands for "rows with a non-zero hessian"
+    h_nonzero = 1.0 if (h.size and h[0] != 0) else 0.0
+    nz_scale = np.array([1.0, 1.0, h_nonzero])[:, None, None, None]
+    jackknife = blocks is not None and n_blocks >= 2
+    if not jackknife:
+        blocks, n_blocks = None, 0
+    jack_parts: list[np.ndarray] = []
+
+    def add_node(rows, d, hist, hist1=None):
+        node = len(rows_of)
+        rows_of.append(rows)
+        depth.append(d)
+        hist_of[node] = hist
+        if hist1 is not None:
+            hist1_of[node] = hist1 * nz_scale
+        G, H, _ = hist.reshape(3, p, width)[:, 0, :].sum(axis=1)  # any feature's bins
+        stats.append((float(G), float(H), float(rows[0].size)))
+        return node
+
+    def search(node):
+        G, H, nD = stats[node]
+        if params.max_depth > 0 and depth[node] >= params.max_depth:
+            return
+        if nD < 2 * params.min_child_samples or H < 2 * params.min_child_weight:
+            return
+        best = _best_thresholds(hist_of[node], p, width, binner.n_bins, G, H, nD, params)
+        if binner.categorical.any():
+            _best_categorical(best, hist_of[node], p, width, binner, G, H, nD, params)
+        feats = np.flatnonzero(np.isfinite(best.gain))
+        if feats.size == 0:
+            return
+        if not unbiased:
+            f = int(feats[np.argmax(best.gain[feats])])
+            split_of[node] = (best.gain[f], f, int(best.bin[f]), best.mask[f], best.gain[f])
+            return
+        GL = best.GL[feats]
+        GR = G - GL
+        if all_rows:
+            U1, k1, ok1, jack = _unbiased_from_hist(hist1_of[node], feats, best.mask[feats],
+                                                    GL, GR, G, params, jackknife)
+        else:
+            U1, k1, ok1, jack = _unbiased(codes, rows_of[node][1], feats, best.mask[feats],
+                                          g, h, GL, GR, G, rng, params, all_rows,
+                                          blocks, n_blocks)
+        if jackknife:
+            jack_parts.append(jack)
+        chosen = np.zeros(feats.size, dtype=bool)
+        decision = np.full(feats.size, np.nan)
+        if ok1.any():
+            j = int(np.flatnonzero(ok1)[np.argmax(U1[ok1])])
+            chosen[j] = True
+            f = int(feats[j])
+            U2, _, ok2, _ = _unbiased(codes, rows_of[node][2], feats[j:j + 1], best.mask[f:f + 1],
+                                   g, h, GL[j:j + 1], GR[j:j + 1], G, rng, params, all_rows)
+            decision[j] = U2[0] if ok2[0] else np.nan
+            if ok2[0] and U2[0] > params.stop_threshold:
+                split_of[node] = (U1[j], f, int(best.bin[f]), best.mask[f], best.gain[f])
+        cand_parts.append(dict(
+            node=np.full(feats.size, node), feature=feats, bin=best.bin[feats],
+            biased_gain=best.gain[feats], unbiased_gain=U1, k=k1, usable=ok1, chosen=chosen,
+            decision_gain=decision, n_train=np.full(feats.size, int(nD)),
+            n_valid=np.full(feats.size, rows_of[node][1].size),
+        ))
+
+    empty = np.zeros(0, dtype=np.int64)
+    select = empty if sets.select is None else sets.select
+    root_rows = (sets.build, select, select if shared or sets.decide is None else sets.decide)
+    add_node(root_rows, 0, _histogram(codes, sets.build, g64, h64, width),
+             _block_histogram(codes, select, g64, h64, width, blocks, n_blocks)
+             if all_rows else None)
+    search(0)
+    n_leaves = 1
+    made: dict[int, tuple] = {}  # node -> (feature, bin, left mask, B)
+    while n_leaves < params.num_leaves and split_of:
+        node = max(split_of, key=lambda v: split_of[v][0])
+        _, f, b, mask, B = split_of.pop(node)
+        made[node] = (f, b, mask, B)
+        parent_hist = hist_of.pop(node)
+        parts = []
+        for i, rows in enumerate(rows_of[node]):
+            if i == 2 and shared:
+                parts.append(parts[1])
+                continue
+            go = mask[codes[f, rows]]
+            parts.append((rows[go], rows[~go]))
+        dl_rows, dr_rows = parts[0]
+        small_left = dl_rows.size <= dr_rows.size
+        small = _histogram(codes, dl_rows if small_left else dr_rows, g64, h64, width)
+        large = parent_hist - small
+        hists = (small, large) if small_left else (large, small)
+        hists1 = (None, None)
+        if all_rows:
+            parent1 = hist1_of.pop(node) / np.maximum(nz_scale, 1.0)
+            v_left, v_right = parts[1]
+            small1_left = v_left.size <= v_right.size
+            small1 = _block_histogram(codes, v_left if small1_left else v_right, g64, h64,
+                                      width, blocks, n_blocks)
+            hists1 = (small1, parent1 - small1) if small1_left else (parent1 - small1, small1)
+        children = [add_node(tuple(part[side] for part in parts), depth[node] + 1, hists[side],
+                             hists1[side]) for side in (0, 1)]
+        left_of[node] = children[0]
+        rows_of[node] = None  # the children hold the rows now
+        n_leaves += 1
+        for c in children:
+            search(c)
+    grown = _assemble(n, rows_of, left_of, made, g64, h64, binner, params, cand_parts)
+    if jackknife:
+        jack = np.concatenate(jack_parts) if jack_parts else np.zeros((0, n_blocks))
+        grown = GrownTree(grown.tree, grown.row_leaf, grown.candidates, jack)
+    return grown
+
+
+def _assemble(n, rows_of, left_of, made, g, h, binner, params, cand_parts) -> GrownTree:
+    """The IR tree (children adjacent, numbered as created) and every row's leaf."""
+    N = len(rows_of)
+    left = np.full(N, -1, dtype=np.int32)
+    right = np.full(N, -1, dtype=np.int32)
+    feature = np.full(N, -1, dtype=np.int32)
+    threshold = np.full(N, np.nan)
+    default_left = np.zeros(N, dtype=bool)
+    gain = np.full(N, np.nan)
+    categorical = np.zeros(N, dtype=bool)
+    cat_sets = {}
+    for node, (f, b, mask, B) in made.items():
+        left[node], right[node] = left_of[node], left_of[node] + 1
+        feature[node], gain[node] = f, B
+        if b >= 0:
+            threshold[node], default_left[node] = binner.threshold(f, b), mask[-1]
+        else:  # the categories in the set go left; NaN and every other value go right
+            categorical[node] = True
+            cat_sets[node] = binner.categories[f][mask[: binner.n_bins[f]]]
+    row_leaf = np.full(n, -1, dtype=np.int32)
+    for node, rows in enumerate(rows_of):
+        if rows is not None:  # a leaf
+            for part in rows:
+                row_leaf[part] = node
+    if (row_leaf < 0).any():
+        raise ValueError("sets must cover every training row (D, D1' and D2' together)")
+    shape = make_tree(left, right, feature, threshold, np.zeros(N), categorical=categorical,
+                      cat_sets=cat_sets, rules=RULES)
+    G, H = shape.node_sums(row_leaf, g), shape.node_sums(row_leaf, h)
+    count = np.rint(shape.node_sums(row_leaf)).astype(np.int64)
+    tree = make_tree(
+        left, right, feature, threshold, leaf_weight(G, H, params.score),
+        default_left=default_left, missing=np.full(N, MISSING_NAN, dtype=np.int8),
+        categorical=categorical, cat_sets=cat_sets,
+        host_gain=gain, host_hessian=H, host_count=count, rules=RULES,
+    )
+    keys = ("node", "feature", "bin", "biased_gain", "unbiased_gain", "k", "usable", "chosen",
+            "decision_gain", "n_train", "n_valid")
+    candidates = {key: (np.concatenate([c[key] for c in cand_parts]) if cand_parts
+                        else np.zeros(0)) for key in keys}
+    candidates["split"] = (candidates["chosen"].astype(bool)
+                           & np.isin(candidates["node"], list(made)))
+    return GrownTree(tree=tree, row_leaf=row_leaf, candidates=candidates)
