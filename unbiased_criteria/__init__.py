@@ -26,6 +26,7 @@ __all__ = [
     "UnbiasedGBMRegressor",
     "UnbiasedGBMClassifier",
 ]
+__version__ = "0.1.0"
 
 
 #: what needs scikit-learn (a host to the core) lives with the adapters, reached by module name
