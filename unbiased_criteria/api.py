@@ -12,10 +12,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .importance import GainOptions, TreeScores, holdout_halves, jackknife_blocks, score_tree
+from .importance import (
+    GainOptions,
+    TreeScores,
+    holdout_halves,
+    jackknife_blocks,
+    score_tree,
+    valid_ranking,
+)
 from .leaf_params import LeafParamsError, infer_leaf_params, with_leaf_params
 from .model import Model
 from .objectives import Objective
+from .parallel import OrderedPool, resolve_n_jobs
 from .pruning import prune_tree
 from .replay import ReplayResult, RowSet, TreeStep, replay, resolve_bias
 from .report import ImportanceReport
@@ -240,6 +248,7 @@ def unbiased_importance(
     n_blocks: int = 20,
     progress: bool = False,
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    n_jobs: int | None = None,
 ) -> ImportanceReport:
     """Unbiased (and biased) gain of every split of a trained model, and per feature.
 
@@ -273,6 +282,9 @@ def unbiased_importance(
         Show a progress bar over trees.
     memory_budget : int
         Bytes allowed for one chunk of leaf ids.
+    n_jobs : int or None
+        Threads scoring trees concurrently (None: every core, as the hosts use). The result
+        does not depend on it.
 
     Returns
     -------
@@ -286,31 +298,45 @@ def unbiased_importance(
         when the model has no trees, and when an XGBoost model's eta and lambda are not stored
         and cannot be inferred (only ``biased_gain`` depends on them).
     """
+    threads = resolve_n_jobs(n_jobs)
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
                     objective, memory_budget)
     options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
                           cross_fit=cross_fit, n_blocks=n_blocks)
     forest = prep.model.forest
+    # visitors see the held-out rows in one random order (the k-draws' ranking), so the
+    # halves and blocks, drawn on the rows' own order, are permuted alike
+    order = valid_ranking(prep.valid.n_rows, options)
     halves = holdout_halves(prep.valid.n_rows, options) if prep.train is None else None
+    halves = None if halves is None else halves[order]
     blocks = jackknife_blocks(prep.valid.n_rows, options)
+    blocks = None if blocks is None else blocks[order]
     records: list[dict] = []
     replicates: list[np.ndarray] = []
     shares: list[np.ndarray] = []
 
-    def visit(step: TreeStep):
-        if step.tree.n_leaves > 1:
-            scores = score_tree(step, prep.model.split_score, options, halves, blocks)
-            records.append(_split_records(step, scores, int(forest.tree_class[step.index])))
-            shares.append(_child_share(step, scores))
-            inner = step.tree.internal_nodes
-            if scores.jackknife is not None:
-                replicates.append(scores.jackknife[:, inner].T)
-            elif blocks is not None:  # no usable split: U is 0 with any block left out
-                replicates.append(np.zeros((inner.size, options.n_blocks)))
-        return None
+    def score(step: TreeStep):
+        return step, score_tree(step, prep.model.split_score, options, halves, blocks,
+                                ranked=True)
 
-    replay(prep.model, prep.objective, train=prep.train, valid=prep.valid, visit=visit,
-           progress=progress)
+    def collect(result):
+        step, scores = result
+        records.append(_split_records(step, scores, int(forest.tree_class[step.index])))
+        shares.append(_child_share(step, scores))
+        inner = step.tree.internal_nodes
+        if scores.jackknife is not None:
+            replicates.append(scores.jackknife[:, inner].T)
+        elif blocks is not None:  # no usable split: U is 0 with any block left out
+            replicates.append(np.zeros((inner.size, options.n_blocks)))
+
+    with OrderedPool(threads, collect) as pool:
+        def visit(step: TreeStep):
+            if step.tree.n_leaves > 1:
+                pool.submit(score, step)
+            return None
+
+        replay(prep.model, prep.objective, train=prep.train, valid=prep.valid, visit=visit,
+               progress=progress, valid_order=order)
     if records:
         _warn_unusable(np.concatenate([r["usable"] for r in records]), np.concatenate(shares),
                        options.min_k, prep.valid.n_rows)
@@ -400,20 +426,22 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
         )
     options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
                           cross_fit=cross_fit)
+    order = valid_ranking(prep.valid.n_rows, options)  # see unbiased_importance
     halves = holdout_halves(prep.valid.n_rows, options) if prep.train is None else None
+    halves = None if halves is None else halves[order]
     usable: list[np.ndarray] = []
     shares: list[np.ndarray] = []
 
     def visit(step: TreeStep):
         if step.tree.n_leaves == 1:
             return None
-        scores = score_tree(step, prep.model.split_score, options, halves)
+        scores = score_tree(step, prep.model.split_score, options, halves, ranked=True)
         usable.append(scores.usable[step.tree.internal_nodes])
         shares.append(_child_share(step, scores))
         return prune_tree(step.tree, scores, prep.model.split_score, threshold, refit_leaves)
 
     result = replay(prep.model, prep.objective, train=prep.train, valid=prep.valid,
-                    visit=visit, progress=progress)
+                    visit=visit, progress=progress, valid_order=order)
     if usable:
         _warn_unusable(np.concatenate(usable), np.concatenate(shares), options.min_k,
                        prep.valid.n_rows)
