@@ -311,8 +311,9 @@ def first_k_sums(
     random gather over the ``n`` rows; the passes over them, each sequential:
 
     1. rank cuts (where each request's ``k``-th row lies): one bincount of (leaf, bin) and its
-       key (two elementwise passes), then only the rows of the bins holding a ``k``-th row
-       are scanned (a gather from a bin table and a ``flatnonzero``: two passes);
+       key (two elementwise passes), a binary search over bins in (request, leaf) pairs, then
+       only the rows of the bins holding a ``k``-th row are scanned (a gather from a bin
+       table and a ``flatnonzero``: two passes);
     2. each row's cell (leaf, which cuts of the requests above its leaf it precedes, block):
        one gather from a small (leaf, bin) table by the key of step 1 (two elementwise passes
        more with blocks);
@@ -330,18 +331,36 @@ def first_k_sums(
         bins = np.repeat(np.arange(n_bins, dtype=np.intp), size)[:n]
     bins = bins.astype(np.intp, copy=False)
 
+    # (request, leaf under it) pairs, grouped by request; every request has one at least
+    below = tree.ancestors[node]
+    pair_req = np.repeat(np.arange(n_req), np.diff(below.indptr))
+    pair_leaf = below.indices.astype(np.int64)
+    is_leaf = tree.is_leaf[pair_leaf]
+    pair_req, pair_leaf = pair_req[is_leaf], pair_leaf[is_leaf]
+    starts = np.searchsorted(pair_req, np.arange(n_req))
+
     # 1. the bin of each request's k-th row, and how many of its rows rank before that bin
     key = leaf * n_bins + bins  # (leaf, bin)
-    hist = np.bincount(key, minlength=n_nodes * n_bins)
-    below = tree.ancestors[node]  # (n_req, n_nodes): 1 where a node is under the request
-    cum = np.cumsum(below @ hist.reshape(n_nodes, n_bins).astype(np.float64), axis=1)
-    crossing = np.argmax(cum >= k[:, None], axis=1)
-    before = np.where(crossing > 0, cum[np.arange(n_req), crossing - 1], 0.0)
+    upto = np.cumsum(np.bincount(key, minlength=n_nodes * n_bins).reshape(n_nodes, n_bins),
+                     axis=1)  # rows of each leaf in bins <= b
+
+    def count(b):  # rows of each request in bins <= b[request]
+        return np.add.reduceat(upto[pair_leaf, b[pair_req]], starts)
+
+    lo, hi = np.zeros(n_req, dtype=np.int64), np.full(n_req, n_bins - 1, dtype=np.int64)
+    while np.any(lo < hi):  # binary search: log2(n_bins) steps over (request, leaf) pairs
+        mid = (lo + hi) // 2
+        enough = count(mid) >= k
+        hi, lo = np.where(enough, mid, hi), np.where(enough, lo, mid + 1)
+    crossing = lo
+    before = np.where(crossing > 0, count(np.maximum(crossing - 1, 0)), 0)
     # the rows of the crossing bins, grouped by bin in position order
     wanted = np.zeros(n_bins, dtype=bool)
     wanted[crossing] = True
     scan = np.flatnonzero(wanted[bins])
-    scan = scan[np.argsort(bins[scan], kind="stable")]
+    slot = np.cumsum(wanted) - 1  # crossing bins numbered in order (small ints: radix sort)
+    slot = slot.astype(np.int16 if wanted.sum() < 2**15 else np.int32)
+    scan = scan[np.argsort(slot[bins[scan]], kind="stable")]
     scan_bin = bins[scan]
     lo = np.searchsorted(scan_bin, crossing)
     width = np.searchsorted(scan_bin, crossing, side="right") - lo
@@ -359,10 +378,6 @@ def first_k_sums(
     # 2. cells: a leaf's rows are split at the cuts of the requests above it (compacted)
     cuts, cut_of = np.unique(cut_key, return_inverse=True)
     m = cuts.size
-    pair_req = np.repeat(np.arange(n_req), np.diff(below.indptr))
-    pair_leaf = below.indices.astype(np.int64)
-    is_leaf = tree.is_leaf[pair_leaf]
-    pair_req, pair_leaf = pair_req[is_leaf], pair_leaf[is_leaf]
     relevant = np.zeros((n_nodes, m), dtype=bool)
     relevant[pair_leaf, cut_of[pair_req]] = True
     # seen[l, v]: how many of the first v cuts are leaf l's (a row's compact interval)
@@ -385,7 +400,6 @@ def first_k_sums(
     # 3. sums per cell; a (request, leaf) pair takes its leaf's cells up to the request's cut
     lo = first[pair_leaf]
     hi = lo + seen[pair_leaf, cut_of[pair_req]] + 1
-    starts = np.searchsorted(pair_req, np.arange(n_req))
     out = []
     for v in values:
         per_cell = np.bincount(cell, weights=v, minlength=n_cells * n_blocks)
