@@ -336,7 +336,7 @@ def unbiased_importance(
             return None
 
         replay(prep.model, prep.objective, train=prep.train, valid=prep.valid, visit=visit,
-               progress=progress, valid_order=order)
+               progress=progress, valid_order=order, prefetch=threads > 1)
     if records:
         _warn_unusable(np.concatenate([r["usable"] for r in records]), np.concatenate(shares),
                        options.min_k, prep.valid.n_rows)
@@ -363,6 +363,7 @@ def prune(
     cross_fit: bool = True,
     progress: bool = False,
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    n_jobs: int | None = None,
 ):
     """Remove every split whose unbiased gain is <= ``threshold``, top-down.
 
@@ -381,6 +382,10 @@ def prune(
         Splits with ``U <= threshold`` are removed (``-inf`` keeps every split).
     refit_leaves : bool
         Recompute every leaf of every tree the same way, not only the new ones.
+    n_jobs : int or None
+        Threads (None: every core). Trees are pruned in order (each is scored at the pruned
+        trees before it), so with more than one thread the host routes the next chunk of
+        trees while this one is pruned. The result does not depend on it.
 
     An XGBoost model whose eta and lambda are not stored (a Booster loaded from a file) gets
     them inferred from its leaves and the training rows; where they cannot be (L1,
@@ -395,7 +400,7 @@ def prune(
         model, X_train, y_train, X_valid, y_valid, threshold=threshold,
         refit_leaves=refit_leaves, train_weight=train_weight, valid_weight=valid_weight,
         objective=objective, n_draws=n_draws, min_k=min_k, random_state=random_state,
-        cross_fit=cross_fit, progress=progress, memory_budget=memory_budget,
+        cross_fit=cross_fit, progress=progress, memory_budget=memory_budget, n_jobs=n_jobs,
     )
     return result.adapter.write_model(model, result.forest)
 
@@ -412,11 +417,12 @@ class PruneResult:
 def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
                  refit_leaves=False, train_weight=None, valid_weight=None, objective=None,
                  n_draws=1, min_k=5, random_state=None, cross_fit=True, progress=False,
-                 memory_budget=DEFAULT_MEMORY_BUDGET) -> PruneResult:
+                 memory_budget=DEFAULT_MEMORY_BUDGET, n_jobs=None) -> PruneResult:
     """:func:`prune` without writing: the pruned IR forest and the replayed scores."""
     if not isinstance(threshold, (int, float, np.integer, np.floating)) or np.isnan(threshold):
         raise ValueError(f"threshold must be a number (-inf keeps every split), got "
                          f"{threshold!r}")
+    threads = resolve_n_jobs(n_jobs)
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
                     objective, memory_budget, needed_for="prune")
     if prep.objective.renews_leaves:
@@ -441,7 +447,7 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
         return prune_tree(step.tree, scores, prep.model.split_score, threshold, refit_leaves)
 
     result = replay(prep.model, prep.objective, train=prep.train, valid=prep.valid,
-                    visit=visit, progress=progress, valid_order=order)
+                    visit=visit, progress=progress, valid_order=order, prefetch=threads > 1)
     if usable:
         _warn_unusable(np.concatenate(usable), np.concatenate(shares), options.min_k,
                        prep.valid.n_rows)
