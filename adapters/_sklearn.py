@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
+from unbiased_criteria.adapters._compat import HostVersionError
 from unbiased_criteria.adapters._record import record_of
 
 __all__ = ["with_train", "TrainingImportance", "IMPORTANCE_DOC"]
@@ -29,10 +30,17 @@ def with_train(func: Callable, replacement: Callable) -> Callable:
     of the function (unwrapped from any decorator) with that one name rebound keeps every step
     of the host's ``fit`` without touching the host's module (no monkeypatching: other code and
     threads are unaffected).
+
+    This relies on the hosts' layout, known to hold for ``LGBMModel.fit`` in LightGBM 4.0 to
+    4.7 and ``XGBModel.fit`` (and its subclasses') in XGBoost 2.0 to 3.2 (see each adapter's
+    ``compat`` module): ``fit`` is a plain Python function (possibly decorated with
+    ``functools.wraps``) whose code names the global ``train``. Where it does not,
+    :class:`~unbiased_criteria.adapters._compat.HostVersionError` says so.
     """
     func = inspect.unwrap(func)
-    if "train" not in func.__code__.co_names:
-        raise RuntimeError(
+    code = getattr(func, "__code__", None)
+    if code is None or "train" not in code.co_names:
+        raise HostVersionError(
             f"this host version's {func.__qualname__} does not call train(); the Unbiased* "
             "estimators need an update"
         )
@@ -48,16 +56,18 @@ class TrainingImportance:
     """``feature_importances_`` and ``training_splits_`` from the fitted Booster's record.
 
     Mixed into the estimators before the host's model class; ``_not_fitted_error`` is the
-    host's exception for an unfitted estimator.
+    host's exception for an unfitted estimator, ``_host_booster()`` the fitted Booster (through
+    the host's public accessor).
     """
 
     _not_fitted_error: type[Exception]
+    _host_booster: Callable[[], object]
 
     def _training_record(self):
         if not self.__sklearn_is_fitted__():
             raise self._not_fitted_error(
                 "No feature_importances found. Need to call fit beforehand.")
-        record = record_of(self._Booster)
+        record = record_of(self._host_booster())
         if record is None:
             raise AttributeError(
                 "this model's Booster has no training record (it was loaded or copied, not "

@@ -274,11 +274,11 @@ def test_split_scatter_labels_the_top_features_and_greys_the_rest():
 
 
 def test_cli_says_where_it_wrote_the_plot(tmp_path, capsys):
-    from unbiased_criteria.cli import _save_plot
+    from unbiased_criteria.cli.output import save_plot
 
     path = tmp_path / "imp.png"
     open_before = set(plt.get_fignums())
-    _save_plot(many_features_report(30), str(path), "model.txt: unbiased vs biased gain")
+    save_plot(many_features_report(30), str(path), "model.txt: unbiased vs biased gain")
     captured = capsys.readouterr()
     assert captured.out == ""  # stdout may hold the table
     assert captured.err == f"unbiased-criteria: wrote plot to {path}\n"

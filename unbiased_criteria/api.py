@@ -271,8 +271,13 @@ def unbiased_importance(
     n_draws : int
         Independent k-draws whose ratios are averaged.
     min_k : int
-        Splits with fewer held-out rows than this in a child get U = 0 (``usable`` False).
-    random_state : int, numpy.random.SeedSequence or None
+        Splits with fewer held-out rows than this in a child get U = 0 (``usable`` False);
+        so do splits where every drawn held-out row of the node or a child has zero hessian
+        (e.g. zero weight: ``0/0`` is no evidence).
+    random_state : int, numpy Generator / RandomState / SeedSequence, or None
+        Seeds one stream per tree; None is 0, so results repeat (pass a Generator for fresh
+        draws). Every option is checked as the training hooks check it
+        (:class:`~unbiased_criteria.options.GainOptions`): ``ValueError`` naming it.
     cross_fit : bool
         Validation-only mode: average both assignments of the halves.
     n_blocks : int
@@ -299,10 +304,10 @@ def unbiased_importance(
         and cannot be inferred (only ``biased_gain`` depends on them).
     """
     threads = resolve_n_jobs(n_jobs)
-    prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
-                    objective, memory_budget)
     options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
                           cross_fit=cross_fit, n_blocks=n_blocks)
+    prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
+                    objective, memory_budget)
     forest = prep.model.forest
     # visitors see the held-out rows in one random order (the k-draws' ranking), so the
     # halves and blocks, drawn on the rows' own order, are permuted alike
@@ -419,10 +424,12 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
                  n_draws=1, min_k=5, random_state=None, cross_fit=True, progress=False,
                  memory_budget=DEFAULT_MEMORY_BUDGET, n_jobs=None) -> PruneResult:
     """:func:`prune` without writing: the pruned IR forest and the replayed scores."""
-    if not isinstance(threshold, (int, float, np.integer, np.floating)) or np.isnan(threshold):
-        raise ValueError(f"threshold must be a number (-inf keeps every split), got "
-                         f"{threshold!r}")
     threads = resolve_n_jobs(n_jobs)
+    if threshold is None:  # the hooks' "no pruning"; here there would be nothing to do
+        raise ValueError("threshold must be a number (-inf keeps every split), got None")
+    options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
+                          cross_fit=cross_fit, prune_threshold=threshold,
+                          argument_names={"prune_threshold": "threshold"})
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
                     objective, memory_budget, needed_for="prune")
     if prep.objective.renews_leaves:
@@ -430,8 +437,6 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
             f"pruning {prep.objective.name} models is not supported: the host renews their "
             "leaf values from residual percentiles"
         )
-    options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
-                          cross_fit=cross_fit)
     order = valid_ranking(prep.valid.n_rows, options)  # see unbiased_importance
     halves = holdout_halves(prep.valid.n_rows, options) if prep.train is None else None
     halves = None if halves is None else halves[order]
@@ -444,7 +449,8 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
         scores = score_tree(step, prep.model.split_score, options, halves, ranked=True)
         usable.append(scores.usable[step.tree.internal_nodes])
         shares.append(_child_share(step, scores))
-        return prune_tree(step.tree, scores, prep.model.split_score, threshold, refit_leaves)
+        return prune_tree(step.tree, scores, prep.model.split_score, options.prune_threshold,
+                          refit_leaves)
 
     result = replay(prep.model, prep.objective, train=prep.train, valid=prep.valid,
                     visit=visit, progress=progress, valid_order=order, prefetch=threads > 1)

@@ -77,6 +77,11 @@ class HoldoutPlan:
         if not 0.0 <= self.fraction < 1.0:
             raise ValueError(f"holdout_fraction must be in [0, 1), got {self.fraction!r}")
 
+    @classmethod
+    def of(cls, options: GainOptions) -> HoldoutPlan:
+        """The plan of ``options.holdout_fraction`` and ``options.redraw_holdout``."""
+        return cls(options.holdout_fraction, options.redraw_holdout)
+
     def mask(self, n: int, round_: int, options: GainOptions) -> np.ndarray:
         held = np.zeros(n, dtype=bool)
         held[self.held_rows(n, round_, options)] = True
@@ -131,9 +136,7 @@ def boost(
     split_score: SplitScore,
     init_score: np.ndarray,
     score_dtype=np.float64,
-    holdout: HoldoutPlan,
     options: GainOptions,
-    prune_threshold: float | None = 0.0,
     eval_sets: Sequence[EvalSet] = (),
     metrics: Sequence[Metric] = (),
     feval: Callable | None = None,
@@ -158,12 +161,12 @@ def boost(
         Raw score every row starts from.
     score_dtype : dtype
         Precision of the running scores (the host's).
-    holdout : HoldoutPlan
     options : GainOptions
-        ``n_blocks >= 2`` also records each split's jackknife replicates (blocks of training
-        rows fixed for the run).
-    prune_threshold : float or None
-        Collapse splits with ``U <= prune_threshold``; None switches pruning off.
+        Checked options of every hook: the held-out rows (``holdout_fraction``,
+        ``redraw_holdout``; :class:`HoldoutPlan`), ``prune_threshold`` (collapse splits with
+        ``U <= prune_threshold``; None switches scoring and pruning off), the unbiased gain's
+        options and the seed; ``n_blocks >= 2`` also records each split's jackknife
+        replicates (blocks of training rows fixed for the run).
     eval_sets : sequence of EvalSet
         Rows are held by the grower as sets 1, 2, ... in this order.
     metrics : sequence of Metric
@@ -180,6 +183,8 @@ def boost(
         tqdm progress bar over rounds.
     """
     n, K = y.shape[0], objective.n_outputs
+    holdout = HoldoutPlan.of(options)
+    prune_threshold = options.prune_threshold
     init = np.asarray(init_score, dtype=np.float64).reshape(K)
     raw = np.tile(init.astype(score_dtype), (n, 1))
     raw_eval = [np.tile(init.astype(score_dtype), (e.y.shape[0], 1)) for e in eval_sets]

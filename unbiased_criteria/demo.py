@@ -13,9 +13,13 @@ import numpy as np
 import pandas as pd
 
 from .datasets import paper_example
+from .gains import SplitScore, biased_gain, node_sums, tree_generator, unbiased_gain
+from .model_files import fit_example
 from .report import ImportanceReport
+from .trees import make_tree
 
-__all__ = ["CLAIMS", "DEMO_SETTINGS", "UNPRINTED_CLAIMS", "DemoRun", "demo_claims", "demo_run"]
+__all__ = ["CLAIMS", "DEMO_SETTINGS", "UNPRINTED_CLAIMS", "DemoRun", "demo_claims", "demo_run",
+           "noise_split_demo"]
 
 # 10000 rows and 30 shallow trees: enough rows for X1's effect of 0.1 to show on one seed,
 # few enough trees for the model not to overfit X1 itself (at 2000 rows and 100 trees of 31
@@ -49,23 +53,6 @@ class DemoRun:
     claims: dict[str, bool]
 
 
-def _train(host: str, X: pd.DataFrame, y: np.ndarray, seed: int):
-    s = DEMO_SETTINGS
-    if host == "lightgbm":
-        import lightgbm as lgb
-
-        params = {"objective": "regression", "learning_rate": s["learning_rate"],
-                  "num_leaves": s["leaves"], "verbose": -1, "seed": seed, "num_threads": 1}
-        return lgb.train(params, lgb.Dataset(X, y), num_boost_round=s["trees"])
-    if host == "xgboost":
-        import xgboost as xgb
-
-        params = {"objective": "reg:squarederror", "eta": s["learning_rate"],
-                  "max_depth": s["depth"], "seed": seed, "nthread": 1}
-        return xgb.train(params, xgb.DMatrix(X, y, enable_categorical=True), s["trees"])
-    raise ValueError(f"host: expected 'lightgbm' or 'xgboost', got {host!r}")
-
-
 def demo_table(report: ImportanceReport) -> pd.DataFrame:
     """Per feature: the host's gain share, the unbiased gain, its SE and its rank (1 = top)."""
     frame = report.to_frame()
@@ -96,13 +83,52 @@ def demo_run(host: str, seed: int = 0, rows: int | None = None) -> DemoRun:
     """Train ``host`` on the paper's example and score it on as many held-out rows.
 
     Training rows come from ``paper_example(rows, 2 * seed)``, held-out rows from
-    ``2 * seed + 1``; the model and the draws use ``seed``.
+    ``2 * seed + 1``; the model (the host's own training, through its adapter's
+    ``fit_example``) and the draws use ``seed``.
     """
     from .api import unbiased_importance
 
     n = DEMO_SETTINGS["rows"] if rows is None else rows
     X, y = paper_example(n, random_state=2 * seed)
     Xv, yv = paper_example(n, random_state=2 * seed + 1)
-    model = _train(host, X, y, seed)
+    model = fit_example(host, X, y, seed=seed, settings=DEMO_SETTINGS)
     report = unbiased_importance(model, X, y, Xv, yv, random_state=seed)
     return DemoRun(host, report, demo_table(report), demo_claims(report))
+
+
+def noise_split_demo(rows: int, replications: int, seed: int) -> pd.DataFrame:
+    """Best split of a pure-noise feature, many replications: mean B vs mean U.
+
+    The host-free demo: the best of 19 thresholds (by B on ``rows`` training rows) of a
+    20-level noise feature, scored by U on as many held-out rows.
+    """
+    n, levels, reps = rows, 20, replications
+    rows = []
+    for r in range(reps):
+        rng = tree_generator(seed, r)
+        x, y = rng.integers(0, levels, 2 * n), rng.standard_normal(2 * n)
+        g, h = -y, np.ones(2 * n)  # squared error at F = 0
+        tr, va = slice(0, n), slice(n, 2 * n)
+        # threshold chosen as the argmax of B on the training half
+        best, best_t = -np.inf, 0
+        for t in range(levels - 1):
+            left = x[tr] <= t
+            GL, HL = g[tr][left].sum(), left.sum()
+            GR, HR = g[tr][~left].sum(), (~left).sum()
+            if HL and HR:
+                b = GL**2 / HL + GR**2 / HR - g[tr].sum() ** 2 / n
+                if b > best:
+                    best, best_t = b, t
+        tree = make_tree([1, -1, -1], [2, -1, -1], [0, -1, -1], [best_t, np.nan, np.nan],
+                         [np.nan, 0.0, 0.0])
+        nodes_tr = np.where(x[tr] <= best_t, 1, 2)
+        nodes_va = np.where(x[va] <= best_t, 1, 2)
+        sums = node_sums(tree, nodes_tr, g[tr], h[tr])
+        u = unbiased_gain(tree, sums.G, nodes_va, g[va], h[va], rng=rng)
+        rows.append((biased_gain(tree, sums, SplitScore())[0], u.gain[0]))
+    arr = np.array(rows)
+    se = arr.std(axis=0, ddof=1) / np.sqrt(reps)
+    return pd.DataFrame(
+        {"mean": arr.mean(axis=0), "std_error": se, "mean / std_error": arr.mean(axis=0) / se},
+        index=pd.Index(["biased gain B", "unbiased gain U"], name="best split on noise"),
+    )

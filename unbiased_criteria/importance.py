@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .gains import NodeSums, SplitScore, biased_gain, node_sums, tree_generator, unbiased_gain
+from .options import GainOptions
 from .replay import TreeStep
 
 __all__ = [
@@ -18,36 +19,6 @@ __all__ = [
 _HALVES_KEY = 2**40
 _BLOCKS_KEY = 2**40 + 1
 _RANKING_KEY = 2**40 + 2
-
-
-@dataclass(frozen=True)
-class GainOptions:
-    """Options of the unbiased gain shared by importance, pruning and training hooks.
-
-    See :func:`unbiased_criteria.gains.unbiased_gain` for ``n_draws``, ``min_k``, ``lam`` and
-    ``shortcut``. ``random_state`` seeds one stream per tree. ``cross_fit`` (validation-only
-    mode) averages U over both assignments of the two halves. ``n_blocks > 1`` also computes,
-    for a block jackknife, U with each of ``n_blocks`` random blocks of held-out rows left out.
-    """
-
-    n_draws: int = 1
-    min_k: int = 5
-    random_state: np.random.SeedSequence | int | None = None
-    lam: float = 0.0
-    shortcut: bool = False
-    cross_fit: bool = True
-    n_blocks: int = 0
-
-    def __post_init__(self):
-        if not isinstance(self.random_state, np.random.SeedSequence):
-            seed = self.random_state
-            if isinstance(seed, np.random.Generator):
-                seed = int(seed.integers(2**63))
-            object.__setattr__(self, "random_state", np.random.SeedSequence(seed))
-        if int(self.n_draws) < 1:
-            raise ValueError(f"n_draws must be a positive integer, got {self.n_draws!r}")
-        if int(self.min_k) < 1:
-            raise ValueError(f"min_k must be a positive integer, got {self.min_k!r}")
 
 
 def holdout_halves(n: int, options: GainOptions) -> np.ndarray:

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import InputError
 from .gains import SplitScore
 from .objectives import Objective
 from .trees import Forest
@@ -28,8 +29,10 @@ from .trees import Forest
 __all__ = ["Model", "Router", "UnsupportedModelError"]
 
 
-class UnsupportedModelError(ValueError):
-    """The model uses a feature the library cannot score exactly (DART, linear trees...)."""
+class UnsupportedModelError(InputError):
+    """The model uses a feature the library cannot score exactly (DART, linear trees...).
+
+    An :class:`~unbiased_criteria.errors.InputError`, so a ``ValueError``."""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ inputs (every tree has its own random stream, the row ranking is shared read-onl
 
 from __future__ import annotations
 
+import numbers
 import os
 from collections import deque
 from collections.abc import Callable
@@ -24,10 +25,10 @@ def resolve_n_jobs(n_jobs: int | None) -> int:
             return max(1, len(os.sched_getaffinity(0)))
         except AttributeError:  # pragma: no cover - not on Linux
             return max(1, os.cpu_count() or 1)
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs < 1:
         raise ValueError(f"n_jobs must be a positive integer or None (all cores), got "
                          f"{n_jobs!r}")
-    return n_jobs
+    return int(n_jobs)
 
 
 class OrderedPool:

@@ -24,8 +24,9 @@ class ImportanceReport:
     splits : pandas.DataFrame
         One row per split: ``tree, node, depth, feature, threshold, n_train, n_valid, k,
         biased_gain, unbiased_gain, host_gain`` plus ``feature_index, sum_hessian,
-        host_hessian, host_count, usable`` (``usable`` is False where ``k < min_k`` and U was
-        set to 0).
+        host_hessian, host_count, usable`` (``usable`` is False, and U set to 0, where
+        ``k < min_k`` or where every drawn held-out row of the node or a child has zero
+        hessian, e.g. zero weight: ``0/0`` is no evidence).
     feature_names : list of str
     """
 
@@ -73,7 +74,7 @@ class ImportanceReport:
 
         if len(self.splits) == 0:
             raise ValueError("select() has nothing to test: the model has no splits")
-        if not self.splits["usable"].any():
+        if "usable" in self.splits and not self.splits["usable"].any():
             raise ValueError(
                 "select() has nothing to test: no split had usable evidence (every split has "
                 "fewer than min_k held-out rows in a child, so every unbiased_gain is 0); pass "

@@ -12,7 +12,7 @@ from typing import Any
 
 import lightgbm
 import numpy as np
-from lightgbm.basic import _choose_param_value
+from unbiased_criteria.adapters.lightgbm.compat import EVAL_RESULT, choose_param_value
 from unbiased_criteria.adapters.lightgbm.metrics import metric_func
 from unbiased_criteria.adapters.lightgbm.source import param_value
 
@@ -23,8 +23,7 @@ __all__ = ["after_iteration_callbacks", "LoopHooks"]
 
 def after_iteration_callbacks(params: dict[str, Any], callbacks):
     """The callbacks in ``lightgbm.train``'s order, with early stopping from ``params``."""
-    params = _choose_param_value(main_param_name="early_stopping_round", params=params,
-                                 default_value=None)
+    params = choose_param_value(params, "early_stopping_round")
     if params["early_stopping_round"] is None:
         params.pop("early_stopping_round")
     callbacks = list(callbacks or [])
@@ -66,7 +65,7 @@ class LoopHooks:
         self.best_iteration = 0
         self.best_score: list = []
         self.last_results: list = []
-        self._EvalResult = getattr(lightgbm.basic, "EvalResult", None)
+        self._EvalResult = EVAL_RESULT
 
     def metric(self, name: str, higher_is_better: bool) -> Metric:
         func, convert, source = metric_func(name), self.convert, self.source

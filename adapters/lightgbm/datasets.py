@@ -13,7 +13,12 @@ from typing import Any
 
 import lightgbm
 import numpy as np
-from lightgbm.basic import _choose_param_value
+from unbiased_criteria.adapters.lightgbm.compat import (
+    bind_params,
+    choose_param_value,
+    is_constructed,
+    unbind_params,
+)
 from unbiased_criteria.adapters.lightgbm.source import LightGBMSource, parse_parameters
 
 from unbiased_criteria import objectives as _objectives
@@ -104,7 +109,7 @@ def _raw_rows(ds: lightgbm.Dataset, argument: str) -> Any:
 
 def _check_given_labels(ds: lightgbm.Dataset, argument: str) -> None:
     """Check that ``ds`` has numeric labels without NaN, before construction."""
-    label = ds.label if ds._handle is None else ds.get_label()
+    label = ds.get_label() if is_constructed(ds) else ds.label
     if label is None:
         raise ValueError(f"{argument} has no labels: build it with lightgbm.Dataset(X, label=y)")
     try:
@@ -172,21 +177,16 @@ def construct(params, name, train_set, valid_sets, valid_names) -> Setup:
         reduced.append((ds, data, nm, argument))
     has_train_eval = any(ds is train_set for ds in valid_sets)
 
-    host_params = _choose_param_value(main_param_name="metric", params=params,
-                                      default_value=None)
+    host_params = choose_param_value(params, "metric")
     host_params.update(objective="none", metric="None")
-    train_set._update_params(params)._set_predictor(None)
-    for ds, *_ in reduced:
-        ds._update_params(params).set_reference(train_set)
+    bind_params(train_set, [ds for ds, *_ in reduced], params)
     try:
         template = lightgbm.Booster(params=params, train_set=train_set)
         host = lightgbm.Booster(params=host_params, train_set=train_set)
         for ds, *_ in reduced:
             ds.construct()
     finally:
-        train_set._reverse_update_params()
-        for ds, *_ in reduced:
-            ds._reverse_update_params()
+        unbind_params([train_set] + [ds for ds, *_ in reduced])
     if has_train_eval:
         host.set_train_data_name(train_name)
     text = template.model_to_string(num_iteration=-1)

@@ -14,7 +14,10 @@ from typing import Any
 import lightgbm
 import numpy as np
 from unbiased_criteria.adapters._sklearn import IMPORTANCE_DOC, TrainingImportance, with_train
+from unbiased_criteria.adapters.lightgbm.compat import check_estimator_layout
 from unbiased_criteria.adapters.lightgbm.training import train
+
+check_estimator_layout()
 
 __all__ = ["UnbiasedLGBMRegressor", "UnbiasedLGBMClassifier"]
 
@@ -44,6 +47,9 @@ class _UnbiasedFit(TrainingImportance, lightgbm.LGBMModel):
 
         fit = with_train(lightgbm.LGBMModel.fit, unbiased_train)
         return fit(self, *args, **kwargs)
+
+    def _host_booster(self) -> lightgbm.Booster:
+        return self.booster_
 
     def _process_params(self, stage: str) -> dict[str, Any]:
         params = super()._process_params(stage)

@@ -6,6 +6,7 @@ from typing import Any
 
 import lightgbm
 import numpy as np
+from unbiased_criteria.adapters.lightgbm.compat import boost_one_iteration
 from unbiased_criteria.adapters.lightgbm.reader import parse_tree
 from unbiased_criteria.adapters.lightgbm.source import RULES
 
@@ -81,14 +82,8 @@ class LGBMGrower:
         g = np.ascontiguousarray(grad if K > 1 else grad[:, 0], dtype=np.float32)
         h = np.ascontiguousarray(hess if K > 1 else hess[:, 0], dtype=np.float32)
         it = self.booster.current_iteration()
-        # Booster.update(fobj=...) first resets the objective to 'none', which fails when
-        # LightGBM kept no usable feature; the Booster already has objective 'none', so call
-        # the step it then takes (LGBM_BoosterUpdateOneIterCustom) directly
-        step = getattr(self.booster, "_Booster__boost", None)
-        if step is not None:
-            step(grad=g, hess=h)
-        else:  # pragma: no cover - other LightGBM versions
-            self.booster.update(fobj=lambda preds, data: (g, h))
+        # the Booster already has objective 'none': the step update(fobj=...) takes, directly
+        boost_one_iteration(self.booster, g, h)
         if self.booster.current_iteration() == it:  # no split anywhere: LightGBM dropped it
             return [_single_leaf() for _ in range(K)]
         infos = self.booster.dump_model(start_iteration=it, num_iteration=1)["tree_info"]

@@ -22,7 +22,7 @@ from typing import Any
 
 import lightgbm
 import numpy as np
-from lightgbm.basic import _choose_param_value
+from unbiased_criteria.adapters.lightgbm.compat import choose_param_value, estimator_booster
 
 from unbiased_criteria.gains import SplitScore
 from unbiased_criteria.trees import DecisionRules, Forest, Tree
@@ -96,7 +96,7 @@ def booster_of(model: Any, argument: str = "model") -> lightgbm.Booster:
     if isinstance(model, lightgbm.Booster):
         return model
     if isinstance(model, lightgbm.LGBMModel):
-        if getattr(model, "_Booster", None) is None:
+        if estimator_booster(model) is None:
             raise ValueError(f"{argument} is an unfitted {type(model).__name__}; fit it first")
         return model.booster_
     raise TypeError(
@@ -117,7 +117,7 @@ def parse_parameters(text: str) -> dict[str, str]:
 
 def param_value(params: dict[str, Any], name: str, default: Any = None) -> Any:
     """The value of LightGBM parameter ``name`` in a user's ``params``, through its aliases."""
-    return _choose_param_value(main_param_name=name, params=params, default_value=default)[name]
+    return choose_param_value(params, name, default)[name]
 
 
 def make_forest(

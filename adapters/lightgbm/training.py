@@ -13,7 +13,6 @@ during training.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable
@@ -23,9 +22,9 @@ from typing import Any
 import lightgbm
 import numpy as np
 import pandas as pd
-from lightgbm.basic import _choose_param_value
 from unbiased_criteria.adapters._record import attach_record, record_of
 from unbiased_criteria.adapters.lightgbm.callbacks import LoopHooks, after_iteration_callbacks
+from unbiased_criteria.adapters.lightgbm.compat import choose_param_value
 from unbiased_criteria.adapters.lightgbm.datasets import Setup, check_sets, construct
 from unbiased_criteria.adapters.lightgbm.grower import LGBMGrower
 from unbiased_criteria.adapters.lightgbm.objectives import objective_for, trainable_objective
@@ -39,7 +38,7 @@ from unbiased_criteria.adapters.lightgbm.source import (
 from unbiased_criteria.adapters.lightgbm.writer import model_text
 
 from unbiased_criteria import objectives as _objectives
-from unbiased_criteria.boosting import BoostResult, EvalSet, HoldoutPlan, boost
+from unbiased_criteria.boosting import BoostResult, EvalSet, boost
 from unbiased_criteria.importance import GainOptions
 from unbiased_criteria.model import UnsupportedModelError
 from unbiased_criteria.report import ImportanceReport
@@ -60,15 +59,13 @@ class TrainingRun:
 def _resolve_params(params, num_boost_round):
     """Params with aliases resolved as ``lightgbm.train`` resolves them, the canonical
     objective name (None for a callable), the callable, and the number of rounds."""
-    params = _choose_param_value(main_param_name="objective", params=dict(params or {}),
-                                 default_value=None)
+    params = choose_param_value(dict(params or {}), "objective")
     fobj = None
     if callable(params["objective"]):
         fobj, params["objective"], name = params["objective"], "none", None
     else:
         name = trainable_objective(params["objective"])
-    params = _choose_param_value(main_param_name="num_iterations", params=params,
-                                 default_value=num_boost_round)
+    params = choose_param_value(params, "num_iterations", num_boost_round)
     rounds = params["num_iterations"]
     if not isinstance(rounds, int | np.integer) or rounds <= 0:
         raise ValueError(f"num_boost_round must be a positive integer, got {rounds!r}")
@@ -80,15 +77,27 @@ def _resolve_params(params, num_boost_round):
     return params, name, fobj, int(rounds)
 
 
-def _holdout_seed(random_state: Any, params: dict[str, Any]) -> Any:
-    """Seed of the held-out draws: ``random_state``, else LightGBM's ``seed``, else 0."""
-    if random_state is None:
-        random_state = param_value(params, "seed")
-    if random_state is None:
-        return 0
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(np.iinfo(np.int32).max))
-    return random_state
+def _check_min_hessian(params: dict[str, Any]) -> None:
+    """Refuse ``min_sum_hessian_in_leaf <= 0`` when rows are held out.
+
+    LightGBM estimates a child's row count from its share of the hessian. Held-out rows have
+    hessian 0, so a split whose child holds no row can look like one with rows; only
+    ``min_sum_hessian_in_leaf > 0`` rules it out, and with 0 LightGBM picks it and aborts
+    (``Check failed: (best_split_info.left_count) > (0)``). No positive floor is safe for
+    every data set (rounding of the hessian sums grows with them), so the choice is the user's.
+    """
+    value = param_value(params, "min_sum_hessian_in_leaf", 1e-3)
+    try:
+        positive = float(value) > 0
+    except (TypeError, ValueError):
+        return  # not a number: LightGBM's own check names it
+    if not positive:
+        raise ValueError(
+            f"params' min_sum_hessian_in_leaf (or an alias such as min_child_weight) is "
+            f"{value!r}: with held-out rows (holdout_fraction > 0, zero hessian) LightGBM "
+            "then can choose a split with an empty child and abort; set it > 0 (LightGBM's "
+            "default is 1e-3) or holdout_fraction=0"
+        )
 
 
 def train(
@@ -150,7 +159,9 @@ def train(
     holdout_fraction : float
         Fraction of the training rows held out each round, in [0, 1). Held-out rows stay in
         the Dataset with zero gradient and hessian, so LightGBM still counts them for
-        ``min_data_in_leaf`` (not for ``min_sum_hessian_in_leaf``). 0 disables pruning.
+        ``min_data_in_leaf`` (not for ``min_sum_hessian_in_leaf``, which must then be > 0:
+        LightGBM estimates row counts from hessians and could pick an empty child). 0
+        disables pruning.
         The default, 0.5 re-drawn every round, did best in the accuracy suite
         (``benchmarks/accuracy_suite.py``; see the README).
     redraw_holdout : bool
@@ -189,8 +200,10 @@ def train(
     Raises
     ------
     ValueError
-        Unknown objective, ``holdout_fraction`` outside [0, 1), a Dataset without labels or
-        raw data, NaN labels, unsupported metrics.
+        Unknown objective, a bad option (as every entry point checks them:
+        :class:`~unbiased_criteria.options.GainOptions`; e.g. ``holdout_fraction`` outside
+        [0, 1), a NaN ``prune_threshold``), a Dataset without labels or raw data, NaN labels,
+        unsupported metrics.
     UnsupportedModelError
         Objectives, boosting modes or ``linear_tree`` the hook cannot drive.
 
@@ -218,22 +231,20 @@ def run_training(
     """:func:`train`, also returning the loop's record."""
     # cheap checks first, before any Dataset is constructed
     valid_sets, valid_names = check_sets(train_set, valid_sets, valid_names)
-    holdout = HoldoutPlan(float(holdout_fraction), bool(redraw_holdout))
-    if prune_threshold is not None:
-        prune_threshold = float(prune_threshold)
-        if math.isnan(prune_threshold):
-            raise ValueError("prune_threshold must be a number or None, got NaN")
+    options = GainOptions(
+        n_draws=n_draws, min_k=min_k, n_blocks=n_blocks, random_state=random_state,
+        prune_threshold=prune_threshold, holdout_fraction=holdout_fraction,
+        redraw_holdout=redraw_holdout, host_seed=param_value(dict(params or {}), "seed"),
+    )
     params, name, fobj, num_boost_round = _resolve_params(params, num_boost_round)
-    if not isinstance(n_blocks, int | np.integer) or n_blocks < 0:
-        raise ValueError(f"n_blocks must be a non-negative integer, got {n_blocks!r}")
-    options = GainOptions(n_draws=n_draws, min_k=min_k, n_blocks=int(n_blocks),
-                          random_state=_holdout_seed(random_state, params))
+    if options.holdout_fraction > 0:
+        _check_min_hessian(params)
     params, callbacks_after = after_iteration_callbacks(params, callbacks)
 
     setup = construct(params, name, train_set, valid_sets, valid_names)
     objective, convert, init = _loop_objective(name, fobj, setup)
     source = setup.source
-    if prune_threshold is not None:
+    if options.prune_threshold is not None:
         for message in replay_warnings(source):
             if message.startswith(("monotone", "path_smooth")):
                 warnings.warn(
@@ -257,7 +268,7 @@ def run_training(
         num_boost_round=num_boost_round,
         split_score=source.split_score(),
         init_score=init, score_dtype=np.float64,
-        holdout=holdout, options=options, prune_threshold=prune_threshold,
+        options=options,
         eval_sets=[EvalSet(r.name, r.labels(), r.weight) for r in eval_rows],
         metrics=[hooks.metric(m, hib) for m, hib in setup.metric_info],
         feval=hooks.feval if hooks.fevals else None, callback=hooks.callback,

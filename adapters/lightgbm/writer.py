@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import lightgbm
 import numpy as np
+from unbiased_criteria.adapters.lightgbm.compat import estimator_booster
 from unbiased_criteria.adapters.lightgbm.reader import read_model
 from unbiased_criteria.adapters.lightgbm.source import RULES, LightGBMSource
 
@@ -209,4 +210,4 @@ def write_model(
     if isinstance(model, lightgbm.Booster):
         return booster
     # a copy of the estimator whose booster is the new one (the old one is not copied)
-    return copy.deepcopy(model, memo={id(model._Booster): booster})
+    return copy.deepcopy(model, memo={id(estimator_booster(model)): booster})

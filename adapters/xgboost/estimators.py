@@ -17,7 +17,10 @@ import xgboost
 from sklearn.exceptions import NotFittedError
 from unbiased_criteria.adapters._record import detach_record
 from unbiased_criteria.adapters._sklearn import IMPORTANCE_DOC, TrainingImportance, with_train
+from unbiased_criteria.adapters.xgboost.compat import check_estimator_layout, host_more_tags
 from unbiased_criteria.adapters.xgboost.training import train
+
+check_estimator_layout()
 
 #: constructor parameters the estimators add to XGBoost's (they are not XGBoost parameters)
 _UNBIASED_PARAMS = ("holdout_fraction", "redraw_holdout", "prune_threshold", "n_draws", "min_k",
@@ -46,17 +49,19 @@ class _UnbiasedFit(TrainingImportance):
                            custom_metric=None):
             # XGBoost's Booster skips parameters set to None (the wrapper's unset ones)
             params = {k: v for k, v in params.items() if v is not None}
-            seed = params.get("random_state", params.get("seed"))
+            # random_state=None: train() takes params' seed (the estimator's), else 0
             return train(params, dtrain, num_boost_round, evals=evals, obj=obj,
                          maximize=maximize, custom_metric=custom_metric,
                          early_stopping_rounds=early_stopping_rounds,
                          evals_result=evals_result, verbose_eval=verbose_eval,
-                         callbacks=callbacks, random_state=0 if seed is None else seed,
-                         **options)
+                         callbacks=callbacks, random_state=None, **options)
 
         fit = with_train(type(self)._host_fit, unbiased_train)
         fit(self, X, y, **kwargs)
         return self
+
+    def _host_booster(self) -> xgboost.Booster:
+        return self.get_booster()
 
     def load_model(self, fname: Any) -> None:
         """``XGBModel.load_model``; a fitted estimator's Booster drops its training record
@@ -72,7 +77,8 @@ class _UnbiasedFit(TrainingImportance):
     def _more_tags(self) -> dict[str, bool]:
         # train() refuses several targets (XGBoost's estimators accept them); scikit-learn
         # < 1.6 reads these, XGBoost's __sklearn_tags__ copies them for 1.6+
-        return {**super()._more_tags(), "multioutput": False, "multilabel": False}
+        return {**host_more_tags(self, _UnbiasedFit), "multioutput": False,
+                "multilabel": False}
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

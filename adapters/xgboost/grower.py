@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import xgboost
+from unbiased_criteria.adapters.xgboost.compat import boost_one_iteration
 from unbiased_criteria.adapters.xgboost.layout import _gbtree, _node_map
 from unbiased_criteria.adapters.xgboost.reader import _read_tree, _train_params
 
@@ -55,7 +56,7 @@ class XGBGrower:
         if K == 1:
             grad, hess = np.ascontiguousarray(grad[:, 0]), np.ascontiguousarray(hess[:, 0])
         it = self.iteration
-        self.booster.boost(self.data[0], it, grad=grad, hess=hess)
+        boost_one_iteration(self.booster, self.data[0], it, grad, hess)
         self.iteration += 1
         part = self.booster[it : it + 1]
         model, _ = _gbtree(json.loads(part.save_raw("json"))["learner"])

@@ -34,10 +34,10 @@ def _booster(model: Any, argument: str = "model") -> xgboost.Booster:
     if isinstance(model, xgboost.Booster):
         return model
     if isinstance(model, xgboost.XGBModel):
-        try:
-            return model.get_booster()
-        except Exception as err:  # sklearn's NotFittedError or XGBoostError
-            raise ValueError(f"{argument} is not fitted: {err}") from None
+        # asked, not inferred from an exception: any other failure is not "not fitted"
+        if not model.__sklearn_is_fitted__():
+            raise ValueError(f"{argument} is not fitted: call fit or load_model first")
+        return model.get_booster()
     raise TypeError(
         f"{argument} must be an xgboost.Booster or a fitted xgboost.XGBModel, "
         f"got {type(model).__module__}.{type(model).__name__}"

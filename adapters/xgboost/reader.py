@@ -335,10 +335,9 @@ def read_model(
     """
     bst = _booster(model)
     js = json.loads(bst.save_raw("json"))
-    try:
-        config = json.loads(bst.save_config())
-    except Exception:  # a Booster without a learner configuration
-        config = None
+    # no fallback to XGBoost's default eta and lambda: a Booster whose model JSON could be
+    # saved has a configuration, and any failure here is not a model with defaults
+    config = json.loads(bst.save_config())
     train = _train_params(config, params)
     custom = isinstance(model, xgboost.XGBModel) and callable(getattr(model, "objective", None))
     given = {_ALIASES.get(k, k) for k in (params or {})} & {"eta", "lambda"}

@@ -30,7 +30,7 @@ from unbiased_criteria.adapters.xgboost.objectives import _custom_objective, par
 from unbiased_criteria.adapters.xgboost.reader import parse_model
 from unbiased_criteria.adapters.xgboost.writer import _load_with_config, model_json
 
-from unbiased_criteria.boosting import BoostResult, EvalSet, HoldoutPlan, boost
+from unbiased_criteria.boosting import BoostResult, EvalSet, boost
 from unbiased_criteria.importance import GainOptions
 from unbiased_criteria.model import UnsupportedModelError
 from unbiased_criteria.training_record import TrainingRecord
@@ -113,6 +113,12 @@ def _check_training_params(params: Mapping[str, Any]) -> str:
     return name
 
 
+def _host_seed(params: Mapping[str, Any]) -> Any:
+    """XGBoost's ``seed`` parameter (or its alias ``random_state``), None when not given."""
+    seed = params.get("seed")
+    return params.get("random_state") if seed is None else seed
+
+
 def _labels(dmat: xgboost.DMatrix, argument: str) -> np.ndarray:
     y = np.asarray(dmat.get_label())
     n = int(dmat.num_row())
@@ -188,7 +194,7 @@ def train(
     n_draws: int = 1,
     min_k: int = 5,
     n_blocks: int = 20,
-    random_state: int | np.random.SeedSequence | None = None,
+    random_state: Any = None,
     progress: bool = False,
 ) -> xgboost.Booster:
     """Train with XGBoost's tree builder, pruning every new tree by its unbiased gain.
@@ -259,8 +265,10 @@ def train(
     n_blocks : int
         Jackknife blocks for the standard errors of :func:`training_report`: every training
         row gets one block for the whole run; 0 (or 1) records none.
-    random_state : int, SeedSequence or None
-        Seeds the held-out draws and the k-subsampling.
+    random_state : int, numpy Generator / RandomState / SeedSequence, optional
+        Seeds the held-out draws and the k-draws; ``None`` takes XGBoost's ``seed`` parameter
+        (or its alias ``random_state``) if given, else 0, so training is deterministic as
+        XGBoost's is.
     progress : bool
         Show a tqdm progress bar over rounds.
 
@@ -276,7 +284,9 @@ def train(
     Raises
     ------
     ValueError
-        Unknown objective or metric, ``holdout_fraction`` outside [0, 1), ``dtrain``
+        Unknown objective or metric, a bad option (as every entry point checks them:
+        :class:`~unbiased_criteria.options.GainOptions`; e.g. ``holdout_fraction`` outside
+        [0, 1), a NaN ``prune_threshold``), ``dtrain``
         without labels or with weights summing to zero, labels outside the objective's range,
         early stopping without evals.
     UnsupportedModelError
@@ -312,11 +322,11 @@ def run_training(
 ) -> TrainingRun:
     """:func:`train`, also returning the loop's record."""
     params = _normalise_params(params)
-    holdout = HoldoutPlan(float(holdout_fraction), bool(redraw_holdout))
-    if not isinstance(n_blocks, int | np.integer) or n_blocks < 0:
-        raise ValueError(f"n_blocks must be a non-negative integer, got {n_blocks!r}")
-    options = GainOptions(n_draws=n_draws, min_k=min_k, n_blocks=int(n_blocks),
-                          random_state=random_state)
+    options = GainOptions(
+        n_draws=n_draws, min_k=min_k, n_blocks=n_blocks, random_state=random_state,
+        prune_threshold=prune_threshold, holdout_fraction=holdout_fraction,
+        redraw_holdout=redraw_holdout, host_seed=_host_seed(params),
+    )
     if obj is not None and not callable(obj):
         raise TypeError(f"obj must be a callable f(preds, dtrain) -> (grad, hess), got {obj!r}")
     if custom_metric is not None and not callable(custom_metric):
@@ -335,7 +345,7 @@ def run_training(
             raise ValueError(f"evals[{i}]: the name {pair[1]!r} must not contain '-'")
     if early_stopping_rounds and not evals:
         raise ValueError("early_stopping_rounds needs at least one eval set in evals")
-    if prune_threshold is not None and holdout.fraction == 0:
+    if options.prune_threshold is not None and options.holdout_fraction == 0:
         warnings.warn("holdout_fraction=0 leaves no held-out rows: no split is scored or "
                       "pruned", UserWarning, stacklevel=3)
     y = _labels(dtrain, "dtrain")
@@ -419,7 +429,7 @@ def run_training(
         grower, objective, y, weight,
         num_boost_round=int(num_boost_round), split_score=model_ir.split_score,
         init_score=init, score_dtype=np.float32,
-        holdout=holdout, options=options, prune_threshold=prune_threshold,
+        options=options,
         eval_sets=eval_sets, metrics=metrics, feval=feval if eval_sets else None,
         early_stopping_rounds=early_stopping_rounds, monitor=monitor, callback=on_round,
         progress=progress,

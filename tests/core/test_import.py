@@ -1,7 +1,9 @@
-"""Importing the package loads no host library; the adapters live only under the package."""
+"""The core imports no host library, which a static scan of every core module shows (and
+importing the package confirms); the adapters live only under the package."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -13,6 +15,99 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTS = ("lightgbm", "xgboost")
+CORE = REPO / "unbiased_criteria"
+# packages the core must never import: the hosts (scikit-learn is one too: HistGradientBoosting
+# and the hosts' estimators) and what only an adapter needs
+STATIC_HOSTS = ("lightgbm", "xgboost", "sklearn", "catboost", "dask")
+# the host-specific adapter modules: reached only through importlib by name, at run time
+ADAPTER_PREFIX = "unbiased_criteria.adapters."
+_IMPORT_CALLS = {"import_module", "__import__"}
+
+
+def _absolute(module: str | None, level: int, package: str) -> str:
+    """``from <level dots><module> import ...`` in ``package``, as an absolute module name."""
+    if level == 0:
+        return module or ""
+    parts = package.split(".")
+    base = parts[: len(parts) - (level - 1)]
+    return ".".join(base + ([module] if module else []))
+
+
+def package_of(path: Path) -> str:
+    """The package a core module's relative imports start from."""
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1])
+
+
+def host_imports(source: str, package: str, where: str) -> list[str]:
+    """Every import of a host or an adapter module in ``source`` (a module of ``package``), at
+    any depth (top level, functions, ``if TYPE_CHECKING``), and every
+    ``importlib.import_module`` / ``__import__`` call with a string literal naming one."""
+
+    def forbidden(name: str) -> bool:
+        return name.split(".")[0] in STATIC_HOSTS or name.startswith(ADAPTER_PREFIX)
+
+    found = []
+    for node in ast.walk(ast.parse(source, where)):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node.module, node.level, package)
+            names = [base] + [f"{base}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called in _IMPORT_CALLS and node.args and \
+                    isinstance(node.args[0], ast.Constant) and \
+                    isinstance(node.args[0].value, str):
+                names = [node.args[0].value]
+        found += [f"{where}:{node.lineno}: {n}" for n in names if forbidden(n)]
+    return found
+
+
+def core_modules() -> list[Path]:
+    return sorted(CORE.rglob("*.py"))
+
+
+def test_static_scan_no_core_module_imports_a_host():
+    """Every module under unbiased_criteria/ (cli included), whether or not a test imports it:
+    no host import anywhere in the file, and no adapter module but through the name-based
+    dispatch (``api._ADAPTERS``, ``model_files.ADAPTERS``), which uses variables."""
+    modules = core_modules()
+    assert CORE / "cli" / "__init__.py" in modules and CORE / "model_files.py" in modules
+    found = [hit for path in modules
+             for hit in host_imports(path.read_text(encoding="utf-8"), package_of(path),
+                                     str(path.relative_to(REPO)))]
+    assert found == []
+
+
+def test_static_scan_sees_every_form():
+    """Guards the scan: each way of importing a host is caught, the host-free ones are not."""
+    code = textwrap.dedent("""
+        import numpy, unbiased_criteria.adapters
+        from . import output
+        from .. import model_files, adapters
+        import lightgbm
+        import xgboost.core as xc
+        def f():
+            from sklearn.ensemble import HistGradientBoostingRegressor
+            import importlib
+            importlib.import_module("catboost")
+            __import__("xgboost")
+            from ..adapters.lightgbm import model_file
+            from ..adapters import xgboost
+            importlib.util.find_spec("lightgbm")  # finding is not importing
+    """)
+    hits = host_imports(code, "unbiased_criteria.cli", "probe.py")
+    got = sorted(h.split(": ", 1)[1] for h in hits)
+    assert got == sorted([
+        "lightgbm", "xgboost.core", "sklearn.ensemble",
+        "sklearn.ensemble.HistGradientBoostingRegressor", "catboost", "xgboost",
+        "unbiased_criteria.adapters.lightgbm",
+        "unbiased_criteria.adapters.lightgbm.model_file",
+        "unbiased_criteria.adapters.xgboost",
+    ])
 
 
 def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess:

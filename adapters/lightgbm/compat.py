@@ -1,0 +1,102 @@
+"""Every private LightGBM API the adapter uses, in one place.
+
+Known to work with LightGBM 4.0 to 4.7 (``pyproject.toml``: ``lightgbm>=4.0``; the tests run
+on the installed version, 4.7.0 when this was written). What is used, and why:
+
+* ``lightgbm.basic._choose_param_value``: a parameter's value through its aliases, exactly as
+  ``lightgbm.train`` resolves it (:func:`choose_param_value`);
+* ``Dataset._update_params``, ``Dataset._set_predictor``, ``Dataset._reverse_update_params``:
+  construct the Datasets with the training parameters as ``lightgbm.train`` does, then restore
+  them (:func:`bind_params`, :func:`unbind_params`);
+* ``Dataset._handle``: whether a Dataset is constructed (:func:`is_constructed`);
+* ``Booster._Booster__boost``: one iteration from given gradients without resetting the
+  objective (:func:`boost_one_iteration`; ``Booster.update(fobj=...)`` first sets
+  ``objective='none'``, which fails when LightGBM kept no usable feature);
+* ``LGBMModel._Booster``: a fitted estimator's Booster object itself (:func:`estimator_booster`);
+* ``LGBMModel._process_params``: overridden by the estimators to drop their own parameters;
+* ``LGBMModel.fit`` calling the global ``train``: the estimators run a copy of it with our
+  ``train`` (:func:`unbiased_criteria.adapters._sklearn.with_train` checks it);
+* ``lightgbm.basic.EvalResult`` where it exists (a NamedTuple; older 4.x pass plain tuples):
+  the type of callbacks' ``evaluation_result_list`` entries (:data:`EVAL_RESULT`).
+
+The names needed to read any model are checked at import, the others where used; a missing one
+raises :class:`~unbiased_criteria.adapters._compat.HostVersionError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lightgbm
+import lightgbm.basic
+from unbiased_criteria.adapters._compat import HostVersionError, private
+
+__all__ = [
+    "KNOWN_VERSIONS", "HostVersionError", "choose_param_value", "bind_params", "unbind_params",
+    "is_constructed", "boost_one_iteration", "estimator_booster", "EVAL_RESULT",
+    "check_estimator_layout",
+]
+
+#: LightGBM versions the adapter is known to work with
+KNOWN_VERSIONS = "4.0 to 4.7"
+VERSION = lightgbm.__version__
+
+
+def _private(owner: Any, name: str) -> Any:
+    return private(owner, name, "lightgbm", VERSION, KNOWN_VERSIONS)
+
+
+_choose_param_value = _private(lightgbm.basic, "_choose_param_value")
+
+#: ``lightgbm.basic.EvalResult`` (a NamedTuple), None where LightGBM passes plain tuples
+EVAL_RESULT: type | None = getattr(lightgbm.basic, "EvalResult", None)
+
+
+def choose_param_value(params: dict[str, Any], name: str, default: Any = None) -> dict[str, Any]:
+    """A copy of ``params`` with LightGBM parameter ``name`` resolved through its aliases (the
+    aliases removed), as ``lightgbm.train`` resolves it."""
+    return _choose_param_value(main_param_name=name, params=params, default_value=default)
+
+
+def bind_params(train_set: lightgbm.Dataset, others: list[lightgbm.Dataset],
+                params: dict[str, Any]) -> None:
+    """Give the Datasets the training ``params`` (and ``others`` ``train_set`` as reference),
+    as ``lightgbm.train`` does before constructing them."""
+    _private(train_set, "_update_params")(params)
+    _private(train_set, "_set_predictor")(None)
+    for ds in others:
+        _private(ds, "_update_params")(params).set_reference(train_set)
+
+
+def unbind_params(datasets: list[lightgbm.Dataset]) -> None:
+    """Restore the Datasets' own parameters after construction."""
+    for ds in datasets:
+        _private(ds, "_reverse_update_params")()
+
+
+def is_constructed(ds: lightgbm.Dataset) -> bool:
+    """Whether ``ds`` has been constructed (holds a native handle)."""
+    return _private(ds, "_handle") is not None
+
+
+def boost_one_iteration(booster: lightgbm.Booster, grad, hess) -> None:
+    """One iteration of ``booster`` from the given gradients and hessians.
+
+    ``Booster.__boost`` (LightGBM 4.x) takes them as they are; without it, ``update(fobj=...)``
+    does the same except that it first resets the objective to ``'none'``.
+    """
+    step = getattr(booster, "_Booster__boost", None)
+    if step is not None:
+        step(grad=grad, hess=hess)
+    else:
+        booster.update(fobj=lambda preds, data: (grad, hess))
+
+
+def estimator_booster(model: lightgbm.LGBMModel) -> lightgbm.Booster | None:
+    """A LightGBM estimator's Booster object, None when it is not fitted."""
+    return getattr(model, "_Booster", None)
+
+
+def check_estimator_layout() -> None:
+    """Fail now, with a clear message, if ``LGBMModel`` lacks what the estimators override."""
+    _private(lightgbm.LGBMModel, "_process_params")

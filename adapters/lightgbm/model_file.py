@@ -1,0 +1,117 @@
+"""LightGBM model files for the command line (the interface of
+:mod:`unbiased_criteria.model_files`): text models in, text models out, and the demo's model.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from typing import Any
+
+import lightgbm
+import pandas as pd
+from unbiased_criteria.adapters.lightgbm.text_model import check_model_text
+
+from unbiased_criteria.errors import InputError
+from unbiased_criteria.model_files import ModelBytes, ModelFile, Schema
+
+__all__ = [
+    "MODEL_FILE_KINDS",
+    "recognise_model_file",
+    "load_model_file",
+    "feature_schema",
+    "set_training_params",
+    "output_format",
+    "serialise_model",
+    "fit_example",
+]
+
+MODEL_FILE_KINDS = "a LightGBM text model, which starts with 'tree'"
+_OTHER_SUFFIXES = (".json", ".ubj")  # suffixes users give to XGBoost files
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def recognise_model_file(data: bytes) -> bool:
+    """A LightGBM text model starts with ``tree`` on a line of its own."""
+    return data.startswith((b"tree\n", b"tree\r\n"))
+
+
+def load_model_file(file: ModelBytes) -> ModelFile:
+    """A ``lightgbm.Booster`` from a text model, checked first (LightGBM aborts the process on
+    some corrupt files)."""
+    try:
+        text = file.data.decode("utf-8")
+        check_model_text(text)
+        booster = lightgbm.Booster(model_str=text)
+    except (UnicodeDecodeError, ValueError, lightgbm.basic.LightGBMError) as err:
+        raise InputError(
+            f"{file.source}: not a valid LightGBM text model: {_first_line(err)}"
+        ) from None
+    return ModelFile(booster, "lightgbm", "text", file.source)
+
+
+def feature_schema(model: lightgbm.Booster) -> Schema:
+    """Names (None when LightGBM made them up), count and categorical features with the pandas
+    categories the model stores."""
+    text = model.model_to_string(num_iteration=-1)
+    names = [str(n) for n in model.feature_name()]
+    n = len(names)
+    default = names == [f"Column_{i}" for i in range(n)]
+    cat: set[int] = set()
+    m = re.search(r"^\[categorical_feature: ([^\]]*)\]", text, flags=re.MULTILINE)
+    if m and m.group(1).strip():
+        spec = m.group(1).strip()
+        if spec.startswith("name:"):
+            cat |= {names.index(s) for s in spec[5:].split(",") if s in names}
+        else:
+            cat |= {int(s) for s in spec.split(",") if s.strip().lstrip("-").isdigit()}
+    m = re.search(r"^feature_infos=(.*)$", text, flags=re.MULTILINE)
+    if m:  # used categorical features: "c1:c2:..." (numeric ones are "[lo:hi]" or "none")
+        infos = m.group(1).split(" ")
+        cat |= {i for i, s in enumerate(infos) if s and s != "none" and not s.startswith("[")}
+    cat = {i for i in cat if 0 <= i < n}
+    pandas_cats = getattr(model, "pandas_categorical", None)
+    categorical: dict[int, list | None] = {i: None for i in sorted(cat)}
+    if pandas_cats:
+        if len(pandas_cats) != len(categorical):
+            raise InputError(
+                f"the model has {len(pandas_cats)} pandas category lists for "
+                f"{len(categorical)} categorical features; cannot tell which is which"
+            )
+        categorical = {i: list(c) for i, c in zip(sorted(cat), pandas_cats)}
+    # LightGBM stores feature names with spaces replaced by "_"
+    return Schema(n, None if default else names, categorical,
+                  stored_name=lambda name: name.replace(" ", "_"))
+
+
+def set_training_params(model: lightgbm.Booster, params: dict[str, str]) -> None:
+    """LightGBM text models store their training parameters: none can be set."""
+    if params:
+        raise InputError("LightGBM model files store their training parameters; only XGBoost "
+                         "models take them")
+
+
+def output_format(suffix: str, input_format: str) -> str:
+    """Always ``"text"`` (with a warning for a suffix of another host's format)."""
+    if suffix in _OTHER_SUFFIXES:
+        warnings.warn(f"a LightGBM model is written as a LightGBM text model, not as "
+                      f"{suffix}", UserWarning, stacklevel=2)
+    return "text"
+
+
+def serialise_model(model: lightgbm.Booster, fmt: str) -> bytes:
+    """The text model of every iteration."""
+    if fmt != "text":
+        raise InputError(f"format: LightGBM writes 'text' models, got {fmt!r}")
+    return model.model_to_string(num_iteration=-1).encode("utf-8")
+
+
+def fit_example(X: pd.DataFrame, y: Any, *, seed: int, settings: dict[str, Any]) -> Any:
+    """``lightgbm.train`` with ``settings`` (trees, learning_rate, leaves), one thread."""
+    params = {"objective": "regression", "learning_rate": settings["learning_rate"],
+              "num_leaves": settings["leaves"], "verbose": -1, "seed": seed, "num_threads": 1}
+    return lightgbm.train(params, lightgbm.Dataset(X, y), num_boost_round=settings["trees"])

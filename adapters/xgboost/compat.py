@@ -1,0 +1,66 @@
+"""Every private or version-dependent XGBoost API the adapter uses, in one place.
+
+Known to work with XGBoost 2.0 to 3.2 (``pyproject.toml``: ``xgboost>=2.0``; the tests run on
+the installed version, 3.2.0 when this was written). What is used, and why:
+
+* ``Booster.boost``: one iteration from given gradients and hessians. Its signature changed
+  across versions: ``boost(dtrain, grad, hess)`` in older ones, ``boost(dtrain, iteration, grad,
+  hess)`` later, with ``grad`` and ``hess`` keyword-only in 3.x. :func:`boost_one_iteration`
+  picks the call from the signature (:data:`BOOST_TAKES_ITERATION`), not from the version
+  number;
+* ``XGBModel._wrapper_params``: extended by the estimators so that their own parameters stay
+  out of the Booster's (checked by :func:`check_estimator_layout`);
+* ``XGBModel._more_tags``: extended for scikit-learn < 1.6 (1.6+ reads ``__sklearn_tags__``);
+  :func:`host_more_tags` gives XGBoost's, or none where XGBoost no longer has them;
+* ``XGBModel.fit`` calling the global ``train``: the estimators run a copy of it with our
+  ``train`` (:func:`unbiased_criteria.adapters._sklearn.with_train` checks it).
+
+A missing name raises :class:`~unbiased_criteria.adapters._compat.HostVersionError`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+import xgboost
+from unbiased_criteria.adapters._compat import HostVersionError, private
+
+__all__ = [
+    "KNOWN_VERSIONS", "HostVersionError", "BOOST_TAKES_ITERATION", "boost_one_iteration",
+    "check_estimator_layout", "host_more_tags",
+]
+
+#: XGBoost versions the adapter is known to work with
+KNOWN_VERSIONS = "2.0 to 3.2"
+VERSION = xgboost.__version__
+
+
+def _takes_iteration(boost: Any) -> bool:
+    return "iteration" in inspect.signature(boost).parameters
+
+
+#: whether the installed ``Booster.boost`` takes the iteration (XGBoost 3.x does)
+BOOST_TAKES_ITERATION = _takes_iteration(xgboost.Booster.boost)
+
+
+def boost_one_iteration(booster: xgboost.Booster, dtrain: xgboost.DMatrix, iteration: int,
+                        grad: np.ndarray, hess: np.ndarray) -> None:
+    """Grow iteration ``iteration`` of ``booster`` from ``grad`` and ``hess``."""
+    if _takes_iteration(booster.boost):
+        booster.boost(dtrain, iteration, grad=grad, hess=hess)
+    else:
+        booster.boost(dtrain, grad, hess)
+
+
+def check_estimator_layout() -> None:
+    """Fail now, with a clear message, if ``XGBModel`` lacks what the estimators extend."""
+    private(xgboost.XGBModel, "_wrapper_params", "xgboost", VERSION, KNOWN_VERSIONS)
+
+
+def host_more_tags(estimator: Any, cls: type) -> dict[str, Any]:
+    """XGBoost's ``_more_tags`` of ``estimator`` (its class after ``cls`` in the MRO), or {}
+    where XGBoost has none (scikit-learn 1.6+ reads ``__sklearn_tags__`` instead)."""
+    more = getattr(super(cls, estimator), "_more_tags", None)
+    return {} if more is None else dict(more())

@@ -1,0 +1,121 @@
+"""XGBoost model files for the command line (the interface of
+:mod:`unbiased_criteria.model_files`): JSON and UBJ models in and out, and the demo's model.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from typing import Any
+
+import pandas as pd
+import xgboost
+
+from unbiased_criteria.errors import InputError
+from unbiased_criteria.model_files import ModelBytes, ModelFile, Schema
+
+__all__ = [
+    "MODEL_FILE_KINDS",
+    "recognise_model_file",
+    "load_model_file",
+    "feature_schema",
+    "set_training_params",
+    "output_format",
+    "serialise_model",
+    "fit_example",
+]
+
+MODEL_FILE_KINDS = "an XGBoost JSON or UBJ model, which starts with '{'"
+#: output suffix -> format written (any other suffix: the input's format)
+SUFFIX_FORMATS = {".json": "json", ".ubj": "ubj"}
+
+
+def _reason(err: BaseException) -> str:
+    """XGBoost's own reason, without its ``[time] file:line:`` prefix and stack trace."""
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not ln.startswith(("Stack trace", "[bt]"))]
+    text = lines[0] if lines else type(err).__name__
+    return re.sub(r"^\[[^\]]*\]\s*\S+:\d+:\s*", "", text)
+
+
+def recognise_model_file(data: bytes) -> bool:
+    """JSON and UBJ models both start with ``{`` (JSON then a quote, UBJ binary markers)."""
+    return data.lstrip().startswith(b"{")
+
+
+def load_model_file(file: ModelBytes) -> ModelFile:
+    """An ``xgboost.Booster`` from a JSON or UBJ model, whatever the file's suffix."""
+    fmt = "json" if re.match(rb"\s*\{\s*[\"}]", file.data) else "ubj"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # XGBoost's warnings about old formats
+        try:
+            booster = xgboost.Booster(model_file=bytearray(file.data))
+        except xgboost.core.XGBoostError as err:
+            raise InputError(f"{file.source}: not a model file: XGBoost rejects it as "
+                             f"{fmt.upper()}: {_reason(err)}") from None
+    return ModelFile(booster, "xgboost", fmt, file.source)
+
+
+def _stored_categories(booster: xgboost.Booster, n: int) -> list[list | None]:
+    """Per feature, the categories the model stores (XGBoost 3.1+), or None."""
+    if not hasattr(booster, "get_categories"):
+        warnings.warn(
+            f"xgboost {xgboost.__version__} cannot read the categories a model stores (3.1 "
+            "can): categorical columns must hold the integer codes the model was trained "
+            "with", UserWarning, stacklevel=3)
+        return [None] * n
+    try:
+        pairs = booster.get_categories(export_to_arrow=True).to_arrow()
+    except ImportError:
+        raise InputError("reading the categories an XGBoost model stores needs pyarrow "
+                         "(pip install pyarrow)") from None
+    except xgboost.core.XGBoostError as err:
+        raise InputError(f"the model's stored categories cannot be read: {_reason(err)}") \
+            from None
+    if not pairs:  # no feature stores categories
+        return [None] * n
+    if len(pairs) != n:
+        raise InputError(f"the model stores categories for {len(pairs)} features but has {n}")
+    return [None if arr is None else list(arr.to_pylist()) for _, arr in pairs]
+
+
+def feature_schema(model: xgboost.Booster) -> Schema:
+    """Names, count and categorical features (``feature_types == "c"``) with the categories
+    the model stores."""
+    n = int(model.num_features())
+    names = model.feature_names
+    types = model.feature_types or []
+    cat_index = [i for i, t in enumerate(types) if t == "c"]
+    stored = _stored_categories(model, n) if cat_index else []
+    categorical = {i: (stored[i] or None) for i in cat_index}
+    return Schema(n, None if not names else [str(s) for s in names], categorical)
+
+
+def set_training_params(model: xgboost.Booster, params: dict[str, str]) -> None:
+    """``Booster.set_param``: eta, lambda, alpha... which model files do not store."""
+    if not params:
+        return
+    try:
+        model.set_param(params)
+    except xgboost.core.XGBoostError as err:
+        raise InputError(_reason(err)) from None
+
+
+def output_format(suffix: str, input_format: str) -> str:
+    """``json`` or ``ubj`` by the suffix, else the input's format."""
+    return SUFFIX_FORMATS.get(suffix, input_format)
+
+
+def serialise_model(model: xgboost.Booster, fmt: str) -> bytes:
+    """``Booster.save_raw(fmt)``."""
+    if fmt not in SUFFIX_FORMATS.values():
+        raise InputError(f"format: XGBoost writes 'json' or 'ubj' models, got {fmt!r}")
+    return bytes(model.save_raw(fmt))
+
+
+def fit_example(X: pd.DataFrame, y: Any, *, seed: int, settings: dict[str, Any]) -> Any:
+    """``xgboost.train`` with ``settings`` (trees, learning_rate, depth), one thread."""
+    params = {"objective": "reg:squarederror", "eta": settings["learning_rate"],
+              "max_depth": settings["depth"], "seed": seed, "nthread": 1}
+    return xgboost.train(params, xgboost.DMatrix(X, y, enable_categorical=True),
+                         settings["trees"])

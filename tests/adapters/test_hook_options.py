@@ -1,0 +1,156 @@
+"""Options through every entry point (hooks, estimators, importance, prune): one check, one
+message; the default seed rule; LightGBM's min_sum_hessian_in_leaf with held-out rows."""
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+lgb = pytest.importorskip("lightgbm")
+xgb = pytest.importorskip("xgboost")
+pytest.importorskip("sklearn")
+
+from unbiased_criteria.adapters.lightgbm import UnbiasedLGBMRegressor  # noqa: E402
+from unbiased_criteria.adapters.xgboost import UnbiasedXGBRegressor  # noqa: E402
+
+import unbiased_criteria as uc  # noqa: E402
+from unbiased_criteria.options import GainOptions  # noqa: E402
+
+N = 300
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(N, 4))
+    y = X[:, 0] + 0.5 * rng.normal(size=N)
+    return X, y
+
+
+def message_of(**option):
+    with pytest.raises(ValueError) as err:
+        GainOptions(**option)
+    return str(err.value)
+
+
+BAD = [
+    {"n_draws": 0}, {"min_k": True}, {"n_blocks": -1}, {"random_state": -3},
+    {"prune_threshold": float("nan")}, {"holdout_fraction": 1.0}, {"redraw_holdout": "no"},
+]
+LGB_PARAMS = {"objective": "regression", "verbose": -1, "num_leaves": 4, "num_threads": 1}
+XGB_PARAMS = {"objective": "reg:squarederror", "max_depth": 2, "nthread": 1}
+
+
+def entry_points(X, y):
+    """Each entry point as ``f(**option)``."""
+    return {
+        "lightgbm.train": lambda **o: uc.adapters.lightgbm.train(
+            LGB_PARAMS, lgb.Dataset(X, y), 2, **o),
+        "xgboost.train": lambda **o: uc.adapters.xgboost.train(
+            XGB_PARAMS, xgb.DMatrix(X, y), 2, verbose_eval=False, **o),
+        "UnbiasedLGBMRegressor": lambda **o: UnbiasedLGBMRegressor(
+            n_estimators=2, verbose=-1, **o).fit(X, y),
+        "UnbiasedXGBRegressor": lambda **o: UnbiasedXGBRegressor(
+            n_estimators=2, **o).fit(X, y),
+    }
+
+
+@pytest.mark.parametrize("option", BAD, ids=lambda o: next(iter(o)))
+def test_a_bad_option_gives_the_same_message_everywhere(data, option):
+    X, y = data
+    expected = message_of(**option)
+    name, value = next(iter(option.items()))
+    calls = entry_points(X, y)
+    model = lgb.train(LGB_PARAMS, lgb.Dataset(X, y), 2)
+    if name in ("n_draws", "min_k", "n_blocks", "random_state"):
+        calls["unbiased_importance"] = lambda **o: uc.unbiased_importance(
+            model, X, y, X, y, **o)
+    if name in ("n_draws", "min_k", "random_state"):
+        calls["prune"] = lambda **o: uc.prune(model, X, y, X, y, **o)
+    if name == "random_state":  # the estimators' random_state is the host's: checked there
+        del calls["UnbiasedLGBMRegressor"], calls["UnbiasedXGBRegressor"]
+    for call in calls.values():
+        with pytest.raises(ValueError, match="^" + re.escape(expected) + "$"):
+            call(**option)
+
+
+def test_prune_refuses_a_nan_threshold_by_its_name(data):
+    X, y = data
+    model = lgb.train(LGB_PARAMS, lgb.Dataset(X, y), 2)
+    hook = message_of(prune_threshold=float("nan"))
+    with pytest.raises(ValueError) as err:
+        uc.prune(model, X, y, X, y, threshold=float("nan"))
+    assert str(err.value) == hook.replace("prune_threshold", "threshold")
+
+
+def xgb_model_text(booster):
+    return bytes(booster.save_raw("json"))
+
+
+def test_xgboost_hook_default_seed_repeats_and_follows_the_params_seed(data):
+    X, y = data
+
+    def run(params, **kw):
+        return xgb_model_text(uc.adapters.xgboost.train(
+            {**XGB_PARAMS, "max_depth": 4, **params}, xgb.DMatrix(X, y), 8,
+            verbose_eval=False, **kw))
+
+    default = run({})
+    assert run({}) == default  # was a fresh seed every run
+    assert run({}, random_state=0) == default
+    assert run({"seed": 7}) == run({"seed": 7}, random_state=7) != default
+
+
+def test_lightgbm_hook_default_seed_follows_the_params_seed(data):
+    X, y = data
+
+    def run(params, **kw):
+        return uc.adapters.lightgbm.train(
+            {**LGB_PARAMS, "num_leaves": 8, "min_data_in_leaf": 5, **params},
+            lgb.Dataset(X, y), 8, **kw).model_to_string()
+
+    default = run({})
+    assert run({}, random_state=0) == default
+    assert run({"seed": 7}) == run({"seed": 7}, random_state=7) != default
+
+
+def test_xgboost_estimator_default_seed_repeats(data):
+    X, y = data
+    a = UnbiasedXGBRegressor(n_estimators=8, max_depth=4, n_jobs=1).fit(X, y).predict(X)
+    b = UnbiasedXGBRegressor(n_estimators=8, max_depth=4, n_jobs=1).fit(X, y).predict(X)
+    np.testing.assert_array_equal(a, b)
+
+
+# min_sum_hessian_in_leaf=0 with held-out rows: LightGBM counts rows from hessians, the held-out
+# rows have none, and this configuration made it abort (Check failed: left_count > 0)
+CRASHING = {"objective": "binary", "min_sum_hessian_in_leaf": 0, "min_data_in_leaf": 1,
+            "num_leaves": 255, "verbose": -1}
+
+
+def binary_data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 5))
+    y = (X[:, 0] + rng.normal(size=200) > 0).astype(float)
+    return X, y
+
+
+def test_zero_min_hessian_with_held_out_rows_is_refused_clearly():
+    X, y = binary_data()
+    lgb.train(CRASHING, lgb.Dataset(X, y), 20)  # plain LightGBM trains
+    with pytest.raises(ValueError, match=r"min_sum_hessian_in_leaf .* is 0: with held-out "
+                                         r"rows .* set it > 0"):
+        uc.adapters.lightgbm.train(CRASHING, lgb.Dataset(X, y), 20)
+    with pytest.raises(ValueError, match="min_sum_hessian_in_leaf"):
+        UnbiasedLGBMRegressor(min_child_weight=0.0, verbose=-1).fit(X, y)
+    # without held-out rows it is LightGBM's model
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours = uc.adapters.lightgbm.train(CRASHING, lgb.Dataset(X, y), 5, holdout_fraction=0,
+                                          prune_threshold=None)
+    host = lgb.train(CRASHING, lgb.Dataset(X, y), 5)
+    np.testing.assert_allclose(ours.predict(X, raw_score=True), host.predict(X, raw_score=True),
+                               rtol=1e-12, atol=1e-12)
+    # a small positive value trains
+    uc.adapters.lightgbm.train({**CRASHING, "min_sum_hessian_in_leaf": 1e-10},
+                               lgb.Dataset(X, y), 20)

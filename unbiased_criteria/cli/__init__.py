@@ -1,0 +1,97 @@
+"""Command line: ``unbiased-criteria importance | prune | demo``.
+
+A thin wrapper over the Python API (:func:`unbiased_criteria.unbiased_importance`,
+:func:`unbiased_criteria.api.prune_forest`). It reads data files (CSV or Parquet, by suffix)
+and model files through :mod:`unbiased_criteria.model_files` (LightGBM text, XGBoost JSON or
+UBJ, recognised from their content); it makes no host call itself.
+
+Modules: ``arguments`` (the parser; adding a command is one function and one parser entry),
+``files`` (model and data files), ``commands`` (importance, prune), ``demo``, ``output``
+(messages, tables, plots).
+
+Input errors (:class:`~unbiased_criteria.errors.InputError` and the API's other
+ValueErrors, file errors) go to stderr as one line ``unbiased-criteria: error: ...``
+with exit code 2 (the traceback too with ``--debug``). Anything else is a bug: its traceback
+is shown and the exit code is 1. Warnings go to stderr as one line
+``unbiased-criteria: warning: ...``. Results go to stdout (or ``--output``).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+import warnings
+
+from ..errors import InputError
+from ..model_files import ModelFile, Schema
+from .arguments import build_parser
+from .files import load_model, model_schema, prepare_data, read_table
+from .output import PROG, show_warning
+
+__all__ = [
+    "main",
+    "build_parser",
+    "load_model",
+    "read_table",
+    "model_schema",
+    "prepare_data",
+    "ModelFile",
+    "Schema",
+    "UserError",
+]
+
+#: the command's input errors (one line, exit 2): the library's :class:`InputError`
+UserError = InputError
+
+
+def _user_message(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``unbiased-criteria`` console script.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments without the program name (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        Exit status: 0 success; 2 usage or input error (:class:`InputError`, the API's other
+        ValueErrors for bad input, file errors), one line on stderr; 1 a bug (any other
+        exception), with its traceback.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format=f"{PROG}: %(levelname)s: %(message)s")
+    debug = getattr(args, "debug", False)
+    previous = warnings.showwarning
+    warnings.showwarning = show_warning
+    try:
+        return args.func(args)
+    except BrokenPipeError:  # e.g. piped into head
+        sys.stderr.close()
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    except (ValueError, OSError) as exc:  # InputError, the API's bad-input ValueErrors
+        if debug:
+            raise
+        print(f"{PROG}: error: {_user_message(exc)}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a bug: never reported as bad input, always with its traceback
+        if debug:
+            raise
+        traceback.print_exc()
+        print(f"{PROG}: internal error (a bug, please report it with the traceback above): "
+              f"{type(exc).__name__}: {_user_message(exc)}", file=sys.stderr)
+        return 1
+    finally:
+        warnings.showwarning = previous
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

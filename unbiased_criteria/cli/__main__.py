@@ -1,0 +1,7 @@
+"""``python -m unbiased_criteria.cli``."""
+
+import sys
+
+from unbiased_criteria.cli import main
+
+sys.exit(main())

@@ -1,0 +1,130 @@
+"""The command's arguments: :func:`build_parser`.
+
+Adding a command: a function ``cmd_NAME(args) -> int`` and one ``sub.add_parser`` entry here
+(``add_model_arguments`` gives it the model and data-file arguments; ``set_defaults(func=...)``
+names the function).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .commands import cmd_importance, cmd_prune
+from .demo import cmd_demo
+from .output import PROG
+
+__all__ = ["build_parser", "add_model_arguments", "positive_int", "key_value", "alpha"]
+
+
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """MODEL, the data files and the API's options, shared by the commands that score a model."""
+    p.add_argument("model", metavar="MODEL",
+                   help="LightGBM text model, XGBoost JSON or UBJ model (format read from "
+                        "the file's content)")
+    p.add_argument("--train", metavar="FILE",
+                   help="training rows (CSV or Parquet); leave out for the validation-only "
+                        "mode (held-out rows split in two halves)")
+    p.add_argument("--valid", metavar="FILE", required=True,
+                   help="held-out rows the model has not seen (CSV or Parquet)")
+    p.add_argument("--label", metavar="COL", required=True, help="label column")
+    p.add_argument("--weight", metavar="COL", help="row weight column (in every data file)")
+    p.add_argument("--objective", metavar="NAME",
+                   help="objective name, required for models trained with a custom objective")
+    p.add_argument("--n-draws", type=positive_int, default=1, metavar="N",
+                   help="k-draws averaged per split (default 1)")
+    p.add_argument("--min-k", type=positive_int, default=5, metavar="K",
+                   help="splits with fewer held-out rows in a child score 0 (default 5)")
+    p.add_argument("--param", action="append", type=key_value, default=[],
+                   metavar="KEY=VALUE",
+                   help="an XGBoost training parameter its model files do not store (eta, "
+                        "lambda, alpha, max_delta_step); repeatable")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="random seed of the draws (default 0)")
+    p.add_argument("--progress", action="store_true", help="progress bar on stderr")
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                   help="show tracebacks")
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """argparse type: ``KEY=VALUE``."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip() or not value.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def alpha(text: str) -> float:
+    """argparse type: a level in (0, 1)."""
+    value = float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1), got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``unbiased-criteria`` command.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+    """
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Unbiased split gain and feature importance for LightGBM and XGBoost.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    imp = sub.add_parser(
+        "importance", help="unbiased vs biased gain per feature (or per split)",
+        description="Unbiased and biased gain of every split of MODEL, summed per feature "
+                    "(with the block-jackknife standard error of the unbiased sum).",
+    )
+    add_model_arguments(imp)
+    imp.add_argument("--format", choices=("table", "csv", "json"), default="table",
+                     help="output format (default table)")
+    imp.add_argument("--output", metavar="FILE", help="write the table here, not to stdout")
+    imp.add_argument("--plot", metavar="FILE.png", help="save a bar chart (needs matplotlib)")
+    imp.add_argument("--splits", action="store_true", help="one row per split, not per feature")
+    imp.add_argument("--alpha", type=alpha, metavar="A",
+                     help="add a 'selected' column: unbiased gain significantly > 0 at level A "
+                          "(one-sided jackknife t test, no multiplicity correction)")
+    imp.set_defaults(func=cmd_importance)
+
+    pr = sub.add_parser(
+        "prune", help="remove the splits whose unbiased gain is <= a threshold",
+        description="Prune MODEL top-down: every split whose unbiased gain is <= THRESHOLD "
+                    "becomes a leaf. Writes a model of the same host (LightGBM text; XGBoost "
+                    "JSON or UBJ by the output suffix .json/.ubj, else the input's format).",
+    )
+    add_model_arguments(pr)
+    pr.add_argument("--threshold", type=float, default=0.0, metavar="T",
+                    help="remove splits with unbiased gain <= T (default 0)")
+    pr.add_argument("--refit-leaves", action="store_true",
+                    help="recompute every leaf value, not only those of new leaves")
+    pr.add_argument("--output", metavar="FILE", required=True, help="pruned model file")
+    pr.set_defaults(func=cmd_prune)
+
+    demo = sub.add_parser("demo", help="the paper's example on generated data (no files)")
+    demo.add_argument("--rows", type=positive_int, default=None,
+                      help="training rows, as many held-out (default 10000; core demo 2000)")
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--replications", type=int, default=2000,
+                      help="replications of the core demo")
+    demo.add_argument("--core", action="store_true",
+                      help="show the host-free demonstration of the estimator")
+    demo.add_argument("--plot", metavar="FILE.png",
+                      help="save the importance plot (FILE_HOST.png per host when both hosts "
+                           "are installed)")
+    demo.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                      help="show tracebacks")
+    demo.set_defaults(func=cmd_demo)
+    return parser

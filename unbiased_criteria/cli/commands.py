@@ -1,0 +1,126 @@
+"""The commands that read a model and data files: ``importance`` and ``prune``.
+
+A command is a function ``cmd_NAME(args) -> int`` (exit status) registered with its parser in
+:func:`unbiased_criteria.cli.arguments.build_parser`; :func:`load_inputs` and
+:func:`api_options` turn the shared arguments (``arguments.add_model_arguments``) into the API's
+inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import model_files
+from ..errors import InputError
+from ..files import write_atomic
+from ..model_files import ModelFile
+from .files import load_model, model_schema, prepare_data, read_table
+from .output import format_frame, save_plot, write_output
+
+__all__ = ["Inputs", "load_inputs", "api_options", "cmd_importance", "cmd_prune"]
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The model and the rows of ``--train`` (None in the validation-only mode) and
+    ``--valid``."""
+
+    path: Path
+    model: ModelFile
+    X_train: pd.DataFrame | None
+    y_train: np.ndarray | None
+    w_train: np.ndarray | None
+    X_valid: pd.DataFrame
+    y_valid: np.ndarray
+    w_valid: np.ndarray | None
+
+
+def _apply_params(mf: ModelFile, params: list[tuple[str, str]]) -> None:
+    if not params:
+        return
+    try:
+        model_files.set_training_params(mf, dict(params))
+    except InputError as err:
+        raise InputError(f"--param: {err}") from None
+
+
+def load_inputs(args) -> Inputs:
+    """Load ``args.model``, apply ``--param`` and read ``--train`` / ``--valid`` in the model's
+    feature order and types."""
+    mf = load_model(args.model)
+    _apply_params(mf, args.param)
+    schema = model_schema(mf)
+    train: tuple = (None, None, None)
+    if args.train is not None:
+        train = prepare_data(read_table(args.train, "--train"), schema, args.label,
+                             args.weight, "--train", args.train)
+    valid = prepare_data(read_table(args.valid, "--valid"), schema, args.label, args.weight,
+                         "--valid", args.valid)
+    return Inputs(Path(args.model), mf, *train, *valid)
+
+
+def api_options(args) -> dict[str, Any]:
+    """The API's keyword arguments shared by the commands."""
+    return {
+        "objective": args.objective, "n_draws": args.n_draws, "min_k": args.min_k,
+        "random_state": args.seed, "progress": args.progress,
+    }
+
+def cmd_importance(args) -> int:
+    """``unbiased-criteria importance``: the per-feature (or per-split) unbiased gain."""
+    from ..api import unbiased_importance
+
+    if args.splits and args.alpha is not None:
+        raise InputError("--alpha applies to the per-feature table, not to --splits")
+    data = load_inputs(args)
+    report = unbiased_importance(
+        data.model.model, data.X_train, data.y_train, data.X_valid, data.y_valid,
+        train_weight=data.w_train, valid_weight=data.w_valid, **api_options(args),
+    )
+    if args.splits:
+        text = format_frame(report.splits, args.format, index=False)
+    else:
+        frame = report.to_frame()
+        if args.alpha is not None:
+            frame["selected"] = frame.index.isin(report.select(args.alpha))
+        text = format_frame(frame, args.format, index=True)
+    write_output(text, args.output)
+    if args.plot:
+        save_plot(report, args.plot, f"{data.path.name}: unbiased vs biased gain")
+    return 0
+
+
+def cmd_prune(args) -> int:
+    """``unbiased-criteria prune``: remove the splits with unbiased gain <= threshold."""
+    from ..api import prune_forest
+
+    data = load_inputs(args)
+    output = Path(args.output)
+    if output.is_dir():
+        raise InputError(f"--output {args.output}: is a directory")
+    result = prune_forest(
+        data.model.model, data.X_train, data.y_train, data.X_valid, data.y_valid,
+        threshold=args.threshold, refit_leaves=args.refit_leaves,
+        train_weight=data.w_train, valid_weight=data.w_valid, **api_options(args),
+    )
+    pruned = result.adapter.write_model(data.model.model, result.forest)
+    blob = model_files.serialise_model(data.model, pruned, output.suffix)
+    try:
+        # never in place: --output may be the input model, and a kill mid-write must not
+        # leave a truncated model
+        write_atomic(output, blob)
+    except OSError as err:
+        raise InputError(f"--output {args.output}: cannot be written: "
+                        f"{err.strerror or err}") from None
+    before, after = result.leaves_before, result.leaves_after
+    n_trees = len(result.forest.trees)
+    share = after / before if before else 1.0
+    print(f"leaves before: {before}")
+    print(f"leaves after:  {after} ({share:.1%} kept, {n_trees} trees)")
+    print(f"wrote {output}")
+    return 0

@@ -1,0 +1,123 @@
+"""What the command prints and writes: one-line messages, result tables, plots."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import math
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..files import write_atomic
+
+__all__ = ["PROG", "warn", "show_warning", "first_line", "short", "format_frame",
+           "write_output", "save_plot"]
+
+PROG = "unbiased-criteria"
+
+
+def first_line(err: BaseException) -> str:
+    """The first line of an exception's message (its class name when it has none)."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def short(items: list, limit: int = 8) -> str:
+    """The first ``limit`` items, comma separated, and how many there are in all."""
+    shown = ", ".join(map(str, items[:limit]))
+    return shown + (f", ... ({len(items)} in all)" if len(items) > limit else "")
+
+
+def warn(message: str) -> None:
+    """One line ``unbiased-criteria: warning: ...`` on stderr."""
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """``warnings.showwarning`` for the command: one line on stderr."""
+    text = " ".join(str(message).split())
+    # the adapter's advice in command-line terms
+    text = re.sub(r"with read_model\(model, params=\{.*?\}\)",
+                  "with --param eta=VALUE --param lambda=VALUE", text)
+    warn(text)
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return None if math.isnan(value) else value
+    if value is None or (not isinstance(value, (str, list)) and pd.isna(value)):
+        return None
+    return value
+
+
+def format_frame(frame: pd.DataFrame, fmt: str, index: bool) -> str:
+    """Render a result table as text.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+    fmt : {"table", "csv", "json"}
+        An aligned text table, CSV (floats at full precision) or a JSON list of records
+        (NaN as null).
+    index : bool
+        Include the index (the feature names) as the first column.
+
+    Returns
+    -------
+    str
+        Ends with a newline.
+    """
+    if fmt == "csv":
+        return frame.to_csv(index=index)
+    out = frame.reset_index() if index else frame
+    if fmt == "json":
+        records = [{str(k): _jsonable(v) for k, v in row.items()}
+                   for row in out.to_dict(orient="records")]
+        return json.dumps(records, indent=1, allow_nan=False, ensure_ascii=False) + "\n"
+    return out.to_string(index=False) + "\n"
+
+
+def write_output(text: str, output: str | None) -> None:
+    """``text`` to stdout (``output`` None or ``-``) or atomically to the file ``output``."""
+    if output is None or output == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        write_atomic(output, text)
+    except OSError as err:
+        raise InputError(f"--output {output}: cannot be written: {err.strerror or err}") from None
+
+
+def save_plot(report, path: str, title: str) -> None:
+    """Write ``report.plot()`` to ``path`` and say so on stderr (stdout may hold the table)."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise InputError("--plot needs matplotlib, which is not installed "
+                         "(pip install matplotlib)")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ax = report.plot(title=title)
+    try:
+        # the format from the suffix as savefig(path) would; written whole or not at all
+        buffer = io.BytesIO()
+        fmt = Path(path).suffix.lstrip(".").lower() or None
+        ax.figure.savefig(buffer, format=fmt, bbox_inches="tight", dpi=100)
+        write_atomic(path, buffer.getvalue())
+    except (ValueError, OSError) as err:
+        raise InputError(f"--plot {path}: cannot be written: {first_line(err)}") from None
+    finally:
+        plt.close(ax.figure)
+    print(f"{PROG}: wrote plot to {path}", file=sys.stderr)

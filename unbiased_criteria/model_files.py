@@ -1,0 +1,209 @@
+"""Model files: the interface between the command line and the host adapters.
+
+The command line reads, describes and writes model files only through this module, which
+dispatches over the adapters by name (lazily: importing it imports no host). Each module named
+in :data:`ADAPTERS` (``unbiased_criteria.adapters.<host>.model_file``) provides
+
+* ``MODEL_FILE_KINDS: str``: the formats it reads, for messages ("a LightGBM text model");
+* ``recognise_model_file(data: bytes) -> bool``: whether ``data`` is one of the adapter's
+  file formats, from the content alone (cheap: no parsing);
+* ``load_model_file(file: ModelBytes) -> ModelFile``: the host's model object; raises
+  :class:`~unbiased_criteria.errors.InputError` for a corrupt file, and for a format that can
+  run code on load (pickle) unless ``file.trusted``;
+* ``feature_schema(model) -> Schema``: feature count, names and categorical features with
+  their stored categories;
+* ``set_training_params(model, params: dict[str, str]) -> None``: training parameters the
+  file does not store (XGBoost's eta, lambda...); ``InputError`` when the host takes none;
+* ``output_format(suffix: str, input_format: str) -> str``: the format to write for an output
+  file name ending in ``suffix`` (may warn when the suffix names another format);
+* ``serialise_model(model, fmt: str) -> bytes``: the model in format ``fmt``;
+* ``fit_example(X, y, *, seed: int, settings: dict) -> model``: the host's own training on a
+  small example (the demo), with :data:`unbiased_criteria.demo.DEMO_SETTINGS`-style settings.
+
+A new kind of model file (a JSON dump, another host's pickle) is one more entry in
+:data:`ADAPTERS` and these functions in its adapter; the command line does not change.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import pandas as pd
+
+from .errors import InputError
+
+__all__ = [
+    "ADAPTERS",
+    "ModelBytes",
+    "ModelFile",
+    "Schema",
+    "host_adapter",
+    "installed_hosts",
+    "load_model_file",
+    "feature_schema",
+    "set_training_params",
+    "serialise_model",
+    "fit_example",
+]
+
+#: host name -> (package that must be installed, pip name, adapter module), in the order the
+#: adapters are asked to recognise a file
+ADAPTERS: dict[str, tuple[str, str, str]] = {
+    "lightgbm": ("lightgbm", "lightgbm", "unbiased_criteria.adapters.lightgbm.model_file"),
+    "xgboost": ("xgboost", "xgboost", "unbiased_criteria.adapters.xgboost.model_file"),
+}
+
+
+@dataclass(frozen=True)
+class ModelBytes:
+    """The content of a model file, as handed to an adapter.
+
+    Attributes
+    ----------
+    data : bytes
+    source : str
+        What to call the file in messages (``"model path/to/file"``).
+    trusted : bool
+        The user vouches for the file: formats that can run code when loaded (pickle) may be
+        read. No format read today needs it.
+    """
+
+    data: bytes = field(repr=False)
+    source: str
+    trusted: bool = False
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    """A model loaded from a file.
+
+    Attributes
+    ----------
+    model : Any
+        The host's model object (``lightgbm.Booster``, ``xgboost.Booster``...).
+    host : str
+        Key of :data:`ADAPTERS`.
+    format : str
+        The file's format as its adapter names it (``"text"``, ``"json"``, ``"ubj"``).
+    source : str
+        As in :class:`ModelBytes`.
+    """
+
+    model: Any = field(repr=False)
+    host: str
+    format: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Schema:
+    """The features a model expects, as far as its file tells.
+
+    Attributes
+    ----------
+    n_features : int
+    names : list of str or None
+        Feature names, or None when the model has none (columns are then taken by position).
+    categorical : dict of int to list or None
+        Categorical features by index: the categories the model was trained with, or None
+        when the model stores none (the data must then hold the integer codes).
+    stored_name : callable or None
+        How the host turns a data column's name into the feature name it stores (LightGBM
+        replaces spaces by ``_``); None when it keeps names as they are.
+    """
+
+    n_features: int
+    names: list[str] | None
+    categorical: dict[int, list | None]
+    stored_name: Callable[[str], str] | None = field(default=None, repr=False)
+
+
+def host_adapter(host: str) -> ModuleType:
+    """The adapter module of ``host``.
+
+    Raises
+    ------
+    InputError
+        ``host`` is unknown, or its package is not installed ("needs lightgbm (pip install
+        lightgbm)").
+    """
+    if host not in ADAPTERS:
+        raise InputError(f"host: expected one of {', '.join(ADAPTERS)}, got {host!r}")
+    package, pip_name, module = ADAPTERS[host]
+    if importlib.util.find_spec(package) is None:
+        raise InputError(f"needs {package} (pip install {pip_name})")
+    return importlib.import_module(module)
+
+
+def installed_hosts() -> list[str]:
+    """The hosts of :data:`ADAPTERS` whose package is installed, in order."""
+    return [h for h, (package, _, _) in ADAPTERS.items()
+            if importlib.util.find_spec(package) is not None]
+
+
+def load_model_file(data: bytes, source: str, *, trusted: bool = False) -> ModelFile:
+    """Load a model file with the first installed adapter that recognises its content.
+
+    Parameters
+    ----------
+    data : bytes
+        The file's content.
+    source : str
+        What to call the file in messages.
+    trusted : bool
+        See :class:`ModelBytes`.
+
+    Returns
+    -------
+    ModelFile
+
+    Raises
+    ------
+    InputError
+        Empty, recognised by no installed adapter, or corrupt.
+    """
+    if not data.strip():
+        raise InputError(f"{source}: is empty, not a model file")
+    file = ModelBytes(data, source, trusted)
+    installed = installed_hosts()
+    for host in installed:
+        adapter = host_adapter(host)
+        if adapter.recognise_model_file(data):
+            return adapter.load_model_file(file)
+    missing = [ADAPTERS[h][1] for h in ADAPTERS if h not in installed]
+    hint = f"; other kinds need {', '.join(missing)} (pip install {' '.join(missing)})" \
+        if missing else ""
+    kinds = "; ".join(host_adapter(h).MODEL_FILE_KINDS for h in installed)
+    raise InputError(f"{source}: not a model file (none of: {kinds}){hint}")
+
+
+def feature_schema(model_file: ModelFile) -> Schema:
+    """:class:`Schema` of a loaded model (its adapter's ``feature_schema``)."""
+    return host_adapter(model_file.host).feature_schema(model_file.model)
+
+
+def set_training_params(model_file: ModelFile, params: Mapping[str, str]) -> None:
+    """Set training parameters the file does not store, on ``model_file.model``."""
+    host_adapter(model_file.host).set_training_params(model_file.model, dict(params))
+
+
+def serialise_model(model_file: ModelFile, model: Any, suffix: str) -> bytes:
+    """``model`` (of ``model_file``'s host) as the bytes of a file named ``*suffix``.
+
+    The format is the one the adapter writes for ``suffix`` (XGBoost: ``.json``, ``.ubj``),
+    else ``model_file``'s own.
+    """
+    adapter = host_adapter(model_file.host)
+    return adapter.serialise_model(model, adapter.output_format(suffix.lower(),
+                                                                model_file.format))
+
+
+def fit_example(host: str, X: pd.DataFrame, y: Any, *, seed: int,
+                settings: Mapping[str, Any]) -> Any:
+    """A ``host`` model trained by the host itself (the demo's model)."""
+    return host_adapter(host).fit_example(X, y, seed=seed, settings=dict(settings))

@@ -1,0 +1,141 @@
+"""The one options object of the unbiased gain, checked once for every entry point.
+
+:class:`GainOptions` holds every option of the unbiased gain and of pruning that the user
+passes to :func:`unbiased_criteria.unbiased_importance`, :func:`unbiased_criteria.prune`, the
+training hooks and the estimators. It checks them all when built, with one error naming the
+argument, so a bad option gives the same message through every entry point.
+
+The default seed: ``random_state=None`` means the host's seed parameter when the training hooks
+and estimators were given one (``host_seed``), else 0, so results repeat from run to run as the
+hosts' do. Pass a ``numpy.random.Generator`` (or ``SeedSequence``) for fresh draws.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import InitVar, dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["GainOptions", "SEED_TYPES"]
+
+#: what ``random_state`` accepts, for error messages
+SEED_TYPES = ("None, a non-negative int, or a numpy SeedSequence, Generator or RandomState")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
+def _check_int(value: Any, argument: str, minimum: int) -> int:
+    if not _is_int(value) or value < minimum:
+        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ValueError(f"{argument} must be {what}, got {value!r}")
+    return int(value)
+
+
+def _check_bool(value: Any, argument: str) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{argument} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def seed_sequence(seed: Any, argument: str) -> np.random.SeedSequence:
+    """``seed`` as a SeedSequence; a Generator or RandomState gives one draw of its stream."""
+    if isinstance(seed, np.random.SeedSequence):
+        return seed
+    if isinstance(seed, np.random.Generator):
+        return np.random.SeedSequence(int(seed.integers(2**63)))
+    if isinstance(seed, np.random.RandomState):
+        return np.random.SeedSequence(int(seed.randint(np.iinfo(np.int32).max)))
+    if seed is None or (_is_int(seed) and seed >= 0):
+        return np.random.SeedSequence(seed)
+    raise ValueError(f"{argument} must be {SEED_TYPES}, got {seed!r}")
+
+
+def _host_seed(seed: Any) -> Any:
+    """The host's seed parameter as a seed (hosts also take it as text, e.g. ``'7'``)."""
+    if isinstance(seed, str):
+        try:
+            return int(seed)
+        except ValueError:
+            pass
+    return seed
+
+
+@dataclass(frozen=True)
+class GainOptions:
+    """Options of the unbiased gain and of pruning, shared by every entry point.
+
+    See :func:`unbiased_criteria.gains.unbiased_gain` for ``n_draws``, ``min_k``, ``lam`` and
+    ``shortcut``. ``random_state`` seeds one stream per tree (held to a SeedSequence once
+    built; see the module docstring for ``None``). ``cross_fit`` (validation-only mode)
+    averages U over both assignments of the two halves. ``n_blocks > 1`` also computes, for a
+    block jackknife, U with each of ``n_blocks`` random blocks of held-out rows left out.
+    ``prune_threshold``: splits with ``U <= prune_threshold`` are collapsed (None: no scoring
+    or pruning in the training hooks). ``holdout_fraction`` and ``redraw_holdout``: the
+    training hooks' held-out rows.
+
+    Every option is checked when the object is built: ``ValueError`` naming the argument
+    (``argument_names`` maps a field to the caller's name for it, e.g. ``prune``'s
+    ``threshold``). ``host_seed`` is the host's seed parameter, used when ``random_state`` is
+    None.
+    """
+
+    n_draws: int = 1
+    min_k: int = 5
+    random_state: Any = None
+    lam: float = 0.0
+    shortcut: bool = False
+    cross_fit: bool = True
+    n_blocks: int = 0
+    prune_threshold: float | None = 0.0
+    holdout_fraction: float = 0.5
+    redraw_holdout: bool = True
+    host_seed: InitVar[Any] = None
+    argument_names: InitVar[Mapping[str, str] | None] = None
+
+    def __post_init__(self, host_seed: Any, argument_names: Mapping[str, str] | None):
+        names = dict(argument_names or {})
+
+        def name(field: str) -> str:
+            return names.get(field, field)
+
+        def put(field: str, value: Any) -> None:
+            object.__setattr__(self, field, value)
+
+        put("n_draws", _check_int(self.n_draws, name("n_draws"), 1))
+        put("min_k", _check_int(self.min_k, name("min_k"), 1))
+        put("n_blocks", _check_int(self.n_blocks, name("n_blocks"), 0))
+        if not _is_real(self.lam) or not math.isfinite(self.lam) or self.lam < 0:
+            raise ValueError(f"{name('lam')} must be a finite number >= 0, got {self.lam!r}")
+        put("lam", float(self.lam))
+        for field in ("shortcut", "cross_fit", "redraw_holdout"):
+            put(field, _check_bool(getattr(self, field), name(field)))
+        t = self.prune_threshold
+        if t is not None and (not _is_real(t) or math.isnan(t)):
+            raise ValueError(
+                f"{name('prune_threshold')} must be a number (-inf keeps every split) or None "
+                f"(no pruning), got {t!r}"
+            )
+        put("prune_threshold", None if t is None else float(t))
+        f = self.holdout_fraction
+        if not _is_real(f) or not 0.0 <= f < 1.0:
+            raise ValueError(f"{name('holdout_fraction')} must be in [0, 1), got {f!r}")
+        put("holdout_fraction", float(f))
+        seed = self.random_state
+        if seed is None:
+            # the one default-seed rule: the host's seed parameter if given, else 0
+            seed = _host_seed(host_seed)
+            argument = f"the host's seed parameter (used as {name('random_state')}=None)"
+            seed = 0 if seed is None else seed
+        else:
+            argument = name("random_state")
+        put("random_state", seed_sequence(seed, argument))
