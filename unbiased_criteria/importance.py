@@ -38,11 +38,12 @@ def jackknife_blocks(n: int, options: GainOptions) -> np.ndarray | None:
 def valid_ranking(n: int, options: GainOptions) -> np.ndarray:
     """One uniformly random order of ``n`` held-out rows for every tree of a replay.
 
-    Drawn from its own stream, before and independently of any tree and of the rows' values,
-    so for every node of every tree the node's ``k`` first rows in this order are an exactly
-    uniform draw without replacement from its rows (each tree's draws are marginally uniform,
-    which is all ``E[U] = 0`` needs; trees share the order, so their draws are dependent, as
-    the rows themselves are). It replaces a shuffle per tree (``replay(valid_order=...)``).
+    Drawn from its own stream, before and independently of any tree and of the rows' values.
+    Each tree ranks the rows by fresh random bins from its own stream, then by this order
+    (:func:`unbiased_criteria.gains.first_k_sums`): for every node of every tree the node's
+    ``k`` first-ranked rows are an exactly uniform draw without replacement from its rows,
+    and different trees' draws are nearly independent (they share only the order inside a
+    bin). It replaces a shuffle per tree (``replay(valid_order=...)``).
     """
     return tree_generator(options.random_state, _RANKING_KEY).permutation(n)
 
