@@ -209,6 +209,8 @@ def measure(op: Callable[[], dict | None]) -> dict[str, Any]:
 def run_child(script: str, spec: dict[str, Any]) -> dict[str, Any]:
     """Run ``script --child SPEC`` in a fresh interpreter; its last stdout line is JSON."""
     env = dict(os.environ, PYTHONHASHSEED="0")
+    if spec.get("threads"):  # both sides on that many threads: the hosts' OpenMP and ours
+        env["OMP_NUM_THREADS"] = str(spec["threads"])
     proc = subprocess.run(
         [sys.executable, script, "--child", json.dumps(spec)], capture_output=True, text=True,
         env=env, check=False,

@@ -5,7 +5,9 @@
 The tree is grown leaf-wise on random data (the largest leaf split at a random feature's
 median, like a host's leaf-wise grower on noise), 1M training and 1M held-out rows routed
 through it. Timed: node sums of the training rows (G, H, counts) plus U with its k-draws over
-the held-out rows. Baseline: one weighted ``np.bincount`` over the same 2M rows' leaf ids.
+the held-out rows, as the replay runs it (rows in one random order, ``ranked=True``), with and
+without the 20 jackknife blocks, and with a shuffle per call (``ranked=False``). Baseline: one
+weighted ``np.bincount`` over the same 2M rows' leaf ids.
 Medians over repeats; the result goes to ``benchmarks/results/core_gain.json``.
 """
 
@@ -70,15 +72,20 @@ def main() -> None:
     h = np.ones(2 * n, dtype=np.float32)
     g_tr, h_tr, g_va, h_va = g[:n], h[:n], g[n:], h[n:]
 
-    def gain():
+    blocks = rng.permutation(n) % 20  # the rows are in random order: blocks as the API's
+
+    def gain(ranked=True, jackknife=False):
         sums = node_sums(tree, nodes_train, g_tr, h_tr)
-        unbiased_gain(tree, sums.G, nodes_valid, g_va, h_va, rng=rng)
+        unbiased_gain(tree, sums.G, nodes_valid, g_va, h_va, rng=rng, ranked=ranked,
+                      blocks=blocks if jackknife else None, n_blocks=20 if jackknife else 0)
 
     def baseline():
         np.bincount(nodes, weights=g, minlength=tree.n_nodes)
 
     gain()  # warm caches (ancestor matrix)
     t_gain = median_time(gain, args.repeat)
+    t_jack = median_time(lambda: gain(jackknife=True), args.repeat)
+    t_shuffled = median_time(lambda: gain(ranked=False), args.repeat)
     t_base = median_time(baseline, args.repeat)
     out = {
         "rows_train": n,
@@ -88,6 +95,10 @@ def main() -> None:
         "seconds_per_tree": round(t_gain, 4),
         "bincount_seconds": round(t_base, 4),
         "bincount_equivalents": round(t_gain / t_base, 2),
+        "seconds_per_tree_with_jackknife": round(t_jack, 4),
+        "bincount_equivalents_with_jackknife": round(t_jack / t_base, 2),
+        "seconds_per_tree_shuffle_per_call": round(t_shuffled, 4),
+        "bincount_equivalents_shuffle_per_call": round(t_shuffled / t_base, 2),
         "target_bincount_equivalents": 10,
         "repeat": args.repeat,
     }

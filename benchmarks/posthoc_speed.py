@@ -4,6 +4,7 @@
                                        [--repeat 3] [--shap-rows 10000] [--host lightgbm ...]
     python benchmarks/posthoc_speed.py --rows 20000 --valid-rows 100000 --trees 100  # quick
     python benchmarks/posthoc_speed.py --profile     # cProfile of one full run per host
+    python benchmarks/posthoc_speed.py --threads 1   # both sides on one thread
 
 Models: LightGBM (num_leaves=63) and XGBoost (max_depth=6, hist), ``--trees`` rounds each,
 learning rate 0.1, trained on ``--rows`` synthetic regression rows (20 standard normal
@@ -69,7 +70,7 @@ def child_importance(spec: dict[str, Any]) -> dict[str, Any]:
     def op():
         report = uc.unbiased_importance(
             booster, X_train, y_train, X_valid, y_valid, random_state=0,
-            n_blocks=spec["n_blocks"],
+            n_blocks=spec["n_blocks"], n_jobs=spec.get("threads"),
         )
         return {"n_splits": len(report.splits)}
 
@@ -125,9 +126,7 @@ def breakdown(stats: pstats.Stats, host: str) -> dict[str, float]:
     visit = _cum(st, "unbiased_criteria/api.py", "visit")
     grad = _cum(st, "unbiased_criteria/replay.py", "_grad_hess")
     score = _cum(st, "unbiased_criteria/importance.py", "score_tree")
-    draws = _cum(st, "unbiased_criteria/gains.py", "draw_subsets")
-    draw_sums = _cum(st, "unbiased_criteria/gains.py", "sums")
-    block_sums = _cum(st, "unbiased_criteria/gains.py", "block_sums")
+    draws = _cum(st, "unbiased_criteria/gains.py", "first_k_sums")
     node_sums = _cum(st, "unbiased_criteria/trees.py", "node_sums", how=sum)
     return {
         "total": total,
@@ -139,12 +138,9 @@ def breakdown(stats: pstats.Stats, host: str) -> dict[str, float]:
             leaf_nodes - host_predict - host_slice,
         "replay: gradients (_grad_hess)": grad,
         "replay: raw-score updates, bookkeeping": replay_total - leaf_nodes - visit - grad,
-        "gains: draw_subsets (shuffle, sort, rank search)": draws,
-        "gains: Draws.sums": draw_sums,
-        "gains: Draws.block_sums (jackknife)": block_sums,
+        "gains: first_k_sums (k-draws' cuts, cells, sums with blocks)": draws,
         "gains: node_sums (bincount + ancestors @)": node_sums,
-        "gains: rest of score_tree (B, U, combine)":
-            score - draws - draw_sums - block_sums - node_sums,
+        "gains: rest of score_tree (bins, B, U, combine)": score - draws - node_sums,
         "split records (visit minus score_tree)": visit - score,
         "report (after replay)": total - prepare - replay_total,
     }
@@ -157,8 +153,9 @@ def child_profile(spec: dict[str, Any]) -> dict[str, Any]:
     prof = cProfile.Profile()
     t0 = time.perf_counter()
     prof.enable()
+    # one thread: cProfile sees only the calling thread
     uc.unbiased_importance(booster, X_train, y_train, X_valid, y_valid, random_state=0,
-                           n_blocks=spec["n_blocks"])
+                           n_blocks=spec["n_blocks"], n_jobs=1)
     prof.disable()
     wall = time.perf_counter() - t0
     buf = io.StringIO()
@@ -264,6 +261,9 @@ def main() -> None:
     parser.add_argument("--no-shap", action="store_true")
     parser.add_argument("--host", action="append", choices=HOSTS,
                         help="host(s) to run (default: both)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads for both sides (OMP_NUM_THREADS for the host, n_jobs "
+                             "for the library); default: all cores")
     parser.add_argument("--profile", action="store_true",
                         help="profile one run per host instead of timing")
     parser.add_argument("--out", default=None, help="results file name in benchmarks/results")
@@ -283,7 +283,8 @@ def main() -> None:
         infos[host] = train_model(cache, host, args.rows, args.trees)
         print(f"{host}: model {'cached' if infos[host]['cached'] else 'trained'} "
               f"({infos[host]['train_seconds']} s)", file=sys.stderr)
-    base_spec = {"rows": args.rows, "valid_rows": args.valid_rows, "shap_rows": args.shap_rows}
+    base_spec = {"rows": args.rows, "valid_rows": args.valid_rows, "shap_rows": args.shap_rows,
+                 "threads": args.threads}
 
     if args.profile:
         parts = []
@@ -325,6 +326,7 @@ def main() -> None:
         "features": 20,
         "trees": args.trees,
         "repeat": args.repeat,
+        "threads": args.threads or "all cores (library n_jobs=None, host default)",
         "call": "uc.unbiased_importance(model, X_train, y_train, X_valid, y_valid, "
                 "random_state=0[, n_blocks=0])",
         "baseline": "host predict(X, pred_leaf=True) on X_train then X_valid, same run",

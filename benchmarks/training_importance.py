@@ -46,7 +46,8 @@ RESULTS = Path(__file__).parent / "results"
 _score_and_prune = boosting._score_and_prune
 
 
-def remeasured(tree, index, nodes, g, h, held, split_score, options, threshold, blocks=None):
+def remeasured(tree, index, nodes, g, h, held, split_score, options, threshold, blocks=None,
+               held_rows=None):
     """Prune on half A of the held-out rows, record U measured on half B."""
     rng = np.random.default_rng(10_000 + index)
     rows = np.flatnonzero(held)

@@ -13,11 +13,19 @@ import numpy as np
 import pandas as pd
 
 from .dumps import Dump, as_dump
-from .importance import GainOptions, TreeScores, holdout_halves, jackknife_blocks, score_tree
+from .importance import (
+    GainOptions,
+    TreeScores,
+    holdout_halves,
+    jackknife_blocks,
+    score_tree,
+    valid_ranking,
+)
 from .leaf_params import LeafParamsError, infer_leaf_params, with_leaf_params
 from .model import Model
 from .model_files import ADAPTERS
 from .objectives import Objective
+from .parallel import OrderedPool, resolve_n_jobs
 from .pruning import prune_tree
 from .replay import ReplayResult, RowSet, TreeStep, replay, resolve_bias
 from .report import ImportanceReport
@@ -250,6 +258,7 @@ def unbiased_importance(
     progress: bool = False,
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
     host_params: dict | None = None,
+    n_jobs: int | None = None,
 ) -> ImportanceReport:
     """Unbiased (and biased) gain of every split of a trained model, and per feature.
 
@@ -300,6 +309,9 @@ def unbiased_importance(
         with a warning), ``num_class``, ``eta`` and ``lambda`` (inferred from the leaves
         when absent), ``feature_names`` / ``n_features``. LightGBM: ``lambda_l2`` (inferred
         when absent), ``lambda_l1``, ``max_delta_step``, ``cat_l2``, objective parameters.
+    n_jobs : int or None
+        Threads scoring trees concurrently (None: every core, as the hosts use). The result
+        does not depend on it.
 
     Returns
     -------
@@ -315,31 +327,45 @@ def unbiased_importance(
         rows lie within the printed precision of a threshold (``report.rows_near_threshold``
         counts them), and when a parameter the dump lacks takes the host's default.
     """
+    threads = resolve_n_jobs(n_jobs)
     options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
                           cross_fit=cross_fit, n_blocks=n_blocks)
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
                     objective, memory_budget, host_params=host_params)
     forest = prep.model.forest
+    # visitors see the held-out rows in one random order (the k-draws' ranking), so the
+    # halves and blocks, drawn on the rows' own order, are permuted alike
+    order = valid_ranking(prep.valid.n_rows, options)
     halves = holdout_halves(prep.valid.n_rows, options) if prep.train is None else None
+    halves = None if halves is None else halves[order]
     blocks = jackknife_blocks(prep.valid.n_rows, options)
+    blocks = None if blocks is None else blocks[order]
     records: list[dict] = []
     replicates: list[np.ndarray] = []
     shares: list[np.ndarray] = []
 
-    def visit(step: TreeStep):
-        if step.tree.n_leaves > 1:
-            scores = score_tree(step, prep.model.split_score, options, halves, blocks)
-            records.append(_split_records(step, scores, int(forest.tree_class[step.index])))
-            shares.append(_child_share(step, scores))
-            inner = step.tree.internal_nodes
-            if scores.jackknife is not None:
-                replicates.append(scores.jackknife[:, inner].T)
-            elif blocks is not None:  # no usable split: U is 0 with any block left out
-                replicates.append(np.zeros((inner.size, options.n_blocks)))
-        return None
+    def score(step: TreeStep):
+        return step, score_tree(step, prep.model.split_score, options, halves, blocks,
+                                ranked=True)
 
-    replay(prep.model, prep.objective, train=prep.train, valid=prep.valid, visit=visit,
-           progress=progress)
+    def collect(result):
+        step, scores = result
+        records.append(_split_records(step, scores, int(forest.tree_class[step.index])))
+        shares.append(_child_share(step, scores))
+        inner = step.tree.internal_nodes
+        if scores.jackknife is not None:
+            replicates.append(scores.jackknife[:, inner].T)
+        elif blocks is not None:  # no usable split: U is 0 with any block left out
+            replicates.append(np.zeros((inner.size, options.n_blocks)))
+
+    with OrderedPool(threads, collect) as pool:
+        def visit(step: TreeStep):
+            if step.tree.n_leaves > 1:
+                pool.submit(score, step)
+            return None
+
+        replay(prep.model, prep.objective, train=prep.train, valid=prep.valid, visit=visit,
+               progress=progress, valid_order=order, prefetch=threads > 1)
     if records:
         _warn_unusable(np.concatenate([r["usable"] for r in records]), np.concatenate(shares),
                        options.min_k, prep.valid.n_rows)
@@ -375,6 +401,7 @@ def prune(
     progress: bool = False,
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
     host_params: dict | None = None,
+    n_jobs: int | None = None,
 ):
     """Remove every split whose unbiased gain is <= ``threshold``, top-down.
 
@@ -393,6 +420,10 @@ def prune(
         Splits with ``U <= threshold`` are removed (``-inf`` keeps every split).
     refit_leaves : bool
         Recompute every leaf of every tree the same way, not only the new ones.
+    n_jobs : int or None
+        Threads (None: every core). Trees are pruned in order (each is scored at the pruned
+        trees before it), so with more than one thread the host routes the next chunk of
+        trees while this one is pruned. The result does not depend on it.
 
     An XGBoost model whose eta and lambda are not stored (a Booster loaded from a file) gets
     them inferred from its leaves and the training rows; where they cannot be (L1,
@@ -410,7 +441,7 @@ def prune(
         refit_leaves=refit_leaves, train_weight=train_weight, valid_weight=valid_weight,
         objective=objective, n_draws=n_draws, min_k=min_k, random_state=random_state,
         cross_fit=cross_fit, progress=progress, memory_budget=memory_budget,
-        host_params=host_params,
+        host_params=host_params, n_jobs=n_jobs,
     )
     return result.adapter.write_model(model, result.forest)
 
@@ -427,8 +458,10 @@ class PruneResult:
 def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
                  refit_leaves=False, train_weight=None, valid_weight=None, objective=None,
                  n_draws=1, min_k=5, random_state=None, cross_fit=True, progress=False,
-                 memory_budget=DEFAULT_MEMORY_BUDGET, host_params=None) -> PruneResult:
+                 memory_budget=DEFAULT_MEMORY_BUDGET, host_params=None,
+                 n_jobs=None) -> PruneResult:
     """:func:`prune` without writing: the pruned IR forest and the replayed scores."""
+    threads = resolve_n_jobs(n_jobs)
     if threshold is None:  # the hooks' "no pruning"; here there would be nothing to do
         raise ValueError("threshold must be a number (-inf keeps every split), got None")
     options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
@@ -441,21 +474,23 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
             f"pruning {prep.objective.name} models is not supported: the host renews their "
             "leaf values from residual percentiles"
         )
+    order = valid_ranking(prep.valid.n_rows, options)  # see unbiased_importance
     halves = holdout_halves(prep.valid.n_rows, options) if prep.train is None else None
+    halves = None if halves is None else halves[order]
     usable: list[np.ndarray] = []
     shares: list[np.ndarray] = []
 
     def visit(step: TreeStep):
         if step.tree.n_leaves == 1:
             return None
-        scores = score_tree(step, prep.model.split_score, options, halves)
+        scores = score_tree(step, prep.model.split_score, options, halves, ranked=True)
         usable.append(scores.usable[step.tree.internal_nodes])
         shares.append(_child_share(step, scores))
         return prune_tree(step.tree, scores, prep.model.split_score, options.prune_threshold,
                           refit_leaves)
 
     result = replay(prep.model, prep.objective, train=prep.train, valid=prep.valid,
-                    visit=visit, progress=progress)
+                    visit=visit, progress=progress, valid_order=order, prefetch=threads > 1)
     if usable:
         _warn_unusable(np.concatenate(usable), np.concatenate(shares), options.min_k,
                        prep.valid.n_rows)

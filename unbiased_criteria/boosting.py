@@ -83,10 +83,26 @@ class HoldoutPlan:
         return cls(options.holdout_fraction, options.redraw_holdout)
 
     def mask(self, n: int, round_: int, options: GainOptions) -> np.ndarray:
-        if self.fraction == 0:
-            return np.zeros(n, dtype=bool)
+        held = np.zeros(n, dtype=bool)
+        held[self.held_rows(n, round_, options)] = True
+        return held
+
+    def held_rows(self, n: int, round_: int, options: GainOptions) -> np.ndarray:
+        """The held-out row ids in a uniformly random order (their ranks for the k-draws).
+
+        One permutation ``p`` of the rows: row ``i`` is held out iff ``p[i] < m``, and the
+        held rows come in the order of ``p``. That order is uniform given the held set and
+        independent of the tree (grown from the other rows), so the trees of the round need
+        no shuffle of their own (``unbiased_gain(ranked=True)``).
+        """
+        m = int(round(self.fraction * n))
+        if m == 0:
+            return np.zeros(0, dtype=np.int64)
         rng = tree_generator(options.random_state, _HOLDOUT_KEY + (round_ if self.redraw else 0))
-        return rng.permutation(n) < int(round(self.fraction * n))
+        p = rng.permutation(n)
+        by_rank = np.empty(n, dtype=np.int64)
+        by_rank[p] = np.arange(n)
+        return by_rank[:m]
 
 
 @dataclass
@@ -187,7 +203,9 @@ def boost(
         score = raw if K > 1 else raw[:, 0]
         g, h = objective.grad_hess(y, score, weight)
         g, h = g.reshape(n, K), h.reshape(n, K)
-        held = holdout.mask(n, it, options)
+        held_rows = holdout.held_rows(n, it, options)  # in random order: the draws' ranks
+        held = np.zeros(n, dtype=bool)
+        held[held_rows] = True
         g_fit, h_fit = g.copy(), h.copy()
         g_fit[held], h_fit[held] = 0.0, 0.0
         new = grower.grow(g_fit, h_fit)
@@ -198,7 +216,8 @@ def boost(
             index = len(trees)
             tree, old_to_new, rec, jack = _score_and_prune(
                 tree, index, node_k, g[:, k], h[:, k], held, split_score,
-                options, prune_threshold, None if blocks is None else blocks[held],
+                options, prune_threshold, None if blocks is None else blocks[held_rows],
+                held_rows,
             )
             if rec is not None:
                 rec["class"] = np.full(rec["node"].size, k)
@@ -252,16 +271,19 @@ def boost(
 
 
 def _score_and_prune(tree, index, nodes, g, h, held, split_score, options,
-                     threshold, blocks=None):
+                     threshold, blocks=None, held_rows=None):
     """The tree pruned, its old-to-new node map, its split record and jackknife replicates
-    (``(n_splits, n_blocks)``, or None); ``blocks`` are the held-out rows' blocks."""
+    (``(n_splits, n_blocks)``, or None); ``blocks`` are the held-out rows' blocks, in the
+    order of ``held_rows`` (the held-out row ids in a uniformly random order) when given."""
     identity = np.arange(tree.n_nodes)
     if threshold is None or tree.n_leaves == 1 or not held.any():
         return tree, identity, None, None
     fit = ~held
-    step = TreeStep(index, tree, nodes[fit], g[fit], h[fit], None, nodes[held], g[held],
-                    h[held], None)
-    scores = score_tree(step, split_score, options, blocks=blocks)
+    rows = held if held_rows is None else held_rows
+    step = TreeStep(index, tree, nodes[fit], g[fit], h[fit], None, nodes[rows], g[rows],
+                    h[rows], None)
+    scores = score_tree(step, split_score, options, blocks=blocks,
+                        ranked=held_rows is not None)
     inner = tree.internal_nodes
     if scores.jackknife is not None:
         jack = scores.jackknife[:, inner].T

@@ -38,6 +38,8 @@ __all__ = [
     "UnbiasedGain",
     "Draws",
     "draw_subsets",
+    "first_k_sums",
+    "rank_bins",
     "tree_generator",
 ]
 
@@ -262,6 +264,151 @@ def draw_subsets(
     )
 
 
+def _ancestor_at_depth(tree: Tree) -> np.ndarray:
+    """``(n_nodes, max_depth + 1)``: the ancestor (or self) of each node at each depth, -1."""
+    a = tree.ancestors.tocoo()
+    out = np.full((tree.n_nodes, tree.max_depth + 1), -1, dtype=np.int64)
+    out[a.col, tree.depth[a.row]] = a.row
+    return out
+
+
+def rank_bins(n: int) -> int:
+    """Number of rank bins for ``n`` rows, ``2 sqrt(n)``: the (node, bin) counts and the
+    scan of the bins holding a ``k``-th row then both cost ``O(sqrt(n))`` per request."""
+    return max(1, int(2 * np.sqrt(n)))
+
+
+def first_k_sums(
+    tree: Tree,
+    nodes: np.ndarray,
+    node: np.ndarray,
+    k: np.ndarray,
+    values: tuple[np.ndarray | None, ...],
+    blocks: np.ndarray | None = None,
+    n_blocks: int = 1,
+    bins: np.ndarray | None = None,
+    n_bins: int = 0,
+) -> list[np.ndarray]:
+    """Sums of each of ``values`` over the ``k[q]`` first-ranked rows of node ``node[q]``.
+
+    Rows are ranked by ``(bins[i], i)``: by their bin, then by their position. With
+    ``bins=None`` the rank is the position itself. Request ``q`` takes the ``k[q]`` rows of
+    its node ranked first; ``k[q]`` must not exceed the rows of ``node[q]``.
+
+    Uniformity: when the rows' order is a uniformly random permutation drawn independently of
+    ``tree`` and of the rows' values (the replay shuffles the held-out rows once,
+    ``replay(valid_order=...)``) and ``bins`` are i.i.d. uniform integers drawn independently
+    of everything else, the joint law of (bins, positions) is invariant under any relabelling
+    of the rows, so the ranking is a uniformly random permutation: every request's subset is
+    an exactly uniform draw without replacement from its node's rows. Fresh ``bins`` per tree
+    make different trees' draws nearly independent (they share only the order inside a bin of
+    about ``sqrt(n) / 2`` rows), as a shuffle per tree would, at the cost of drawing ``n`` small
+    integers instead of a permutation and its gathers. Requests of one call share the
+    ranking, so nested nodes get overlapping (dependent) subsets, each one alone uniform.
+
+    ``values`` are 1-D float arrays (``None`` counts rows). Returns, for each, an array
+    ``(n_requests, n_blocks)`` of sums per block (``blocks`` None: one block). No sort and no
+    random gather over the ``n`` rows; the passes over them, each sequential:
+
+    1. rank cuts (where each request's ``k``-th row lies): one bincount of (leaf, bin) and its
+       key (two elementwise passes), a binary search over bins in (request, leaf) pairs, then
+       only the rows of the bins holding a ``k``-th row are scanned (a gather from a bin
+       table and a ``flatnonzero``: two passes);
+    2. each row's cell (leaf, which cuts of the requests above its leaf it precedes, block):
+       one gather from a small (leaf, bin) table by the key of step 1 (two elementwise passes
+       more with blocks);
+    3. one bincount per value over the cells; requests add up prefix sums of their leaves'
+       cells (work in cells and (request, leaf) pairs, not in rows).
+    """
+    n = nodes.shape[0]
+    node = np.asarray(node, dtype=np.int64)
+    k = np.asarray(k, dtype=np.int64)
+    n_req, n_nodes = node.size, tree.n_nodes
+    leaf = nodes.astype(np.intp, copy=False)
+    if bins is None:  # rank = position: bins of consecutive positions
+        n_bins = rank_bins(n)
+        size = -(-n // n_bins)
+        bins = np.repeat(np.arange(n_bins, dtype=np.intp), size)[:n]
+    bins = bins.astype(np.intp, copy=False)
+
+    # (request, leaf under it) pairs, grouped by request; every request has one at least
+    below = tree.ancestors[node]
+    pair_req = np.repeat(np.arange(n_req), np.diff(below.indptr))
+    pair_leaf = below.indices.astype(np.int64)
+    is_leaf = tree.is_leaf[pair_leaf]
+    pair_req, pair_leaf = pair_req[is_leaf], pair_leaf[is_leaf]
+    starts = np.searchsorted(pair_req, np.arange(n_req))
+
+    # 1. the bin of each request's k-th row, and how many of its rows rank before that bin
+    key = leaf * n_bins + bins  # (leaf, bin)
+    upto = np.cumsum(np.bincount(key, minlength=n_nodes * n_bins).reshape(n_nodes, n_bins),
+                     axis=1)  # rows of each leaf in bins <= b
+
+    def count(b):  # rows of each request in bins <= b[request]
+        return np.add.reduceat(upto[pair_leaf, b[pair_req]], starts)
+
+    lo, hi = np.zeros(n_req, dtype=np.int64), np.full(n_req, n_bins - 1, dtype=np.int64)
+    while np.any(lo < hi):  # binary search: log2(n_bins) steps over (request, leaf) pairs
+        mid = (lo + hi) // 2
+        enough = count(mid) >= k
+        hi, lo = np.where(enough, mid, hi), np.where(enough, lo, mid + 1)
+    crossing = lo
+    before = np.where(crossing > 0, count(np.maximum(crossing - 1, 0)), 0)
+    # the rows of the crossing bins, grouped by bin in position order
+    wanted = np.zeros(n_bins, dtype=bool)
+    wanted[crossing] = True
+    scan = np.flatnonzero(wanted[bins])
+    slot = np.cumsum(wanted) - 1  # crossing bins numbered in order (small ints: radix sort)
+    slot = slot.astype(np.int16 if wanted.sum() < 2**15 else np.int32)
+    scan = scan[np.argsort(slot[bins[scan]], kind="stable")]
+    scan_bin = bins[scan]
+    lo = np.searchsorted(scan_bin, crossing)
+    width = np.searchsorted(scan_bin, crossing, side="right") - lo
+    at = lo[:, None] + np.arange(max(int(width.max()), 1))
+    there = at < (lo + width)[:, None]
+    rows = scan[np.minimum(at, scan.size - 1)]
+    inside = there & (
+        _ancestor_at_depth(tree)[leaf[rows], tree.depth[node][:, None]] == node[:, None]
+    )
+    reached = np.cumsum(inside, axis=1) + before[:, None] >= k[:, None]
+    # cut of request q: rows ranked before (crossing bin, position just after its k-th row)
+    cut_pos = rows[np.arange(n_req), np.argmax(reached, axis=1)] + 1
+    cut_key = crossing * (n + 1) + cut_pos
+
+    # 2. cells: a leaf's rows are split at the cuts of the requests above it (compacted)
+    cuts, cut_of = np.unique(cut_key, return_inverse=True)
+    m = cuts.size
+    relevant = np.zeros((n_nodes, m), dtype=bool)
+    relevant[pair_leaf, cut_of[pair_req]] = True
+    # seen[l, v]: how many of the first v cuts are leaf l's (a row's compact interval)
+    seen = np.zeros((n_nodes, m + 1), dtype=np.int64)
+    np.cumsum(relevant, axis=1, out=seen[:, 1:])
+    first = np.concatenate([[0], np.cumsum(seen[:, -1] + 1)])
+    n_cells = int(first[-1])
+    table = first[:-1, None] + seen
+    # a row's cell from its (leaf, bin), except in the crossing bins: there from its position
+    cuts_before_bin = np.searchsorted(cuts, np.arange(n_bins) * (n + 1))
+    cell = table[:, cuts_before_bin].ravel()[key]
+    cell[scan] = table[leaf[scan],
+                       np.searchsorted(cuts, scan_bin * (n + 1) + scan, side="right")]
+    if blocks is not None:
+        cell *= n_blocks
+        cell += blocks
+    else:
+        n_blocks = 1
+
+    # 3. sums per cell; a (request, leaf) pair takes its leaf's cells up to the request's cut
+    lo = first[pair_leaf]
+    hi = lo + seen[pair_leaf, cut_of[pair_req]] + 1
+    out = []
+    for v in values:
+        per_cell = np.bincount(cell, weights=v, minlength=n_cells * n_blocks)
+        cum_cells = np.zeros((n_cells + 1, n_blocks))
+        np.cumsum(per_cell.reshape(n_cells, n_blocks), axis=0, out=cum_cells[1:])
+        out.append(np.add.reduceat(cum_cells[hi] - cum_cells[lo], starts, axis=0))
+    return out
+
+
 @dataclass(frozen=True)
 class UnbiasedGain:
     """Result of :func:`unbiased_gain`; per-node arrays (leaves NaN / 0).
@@ -293,6 +440,7 @@ def unbiased_gain(
     shortcut: bool = False,
     blocks: np.ndarray | None = None,
     n_blocks: int = 0,
+    ranked: bool = False,
 ) -> UnbiasedGain:
     """Unbiased gain U of every internal node of ``tree``.
 
@@ -306,9 +454,11 @@ def unbiased_gain(
     g_valid, h_valid : arrays (n_valid,)
         Weighted gradients and hessians ``w*g'``, ``w*h'`` of the held-out rows.
     rng : numpy.random.Generator
-        Source of the draws. The only randomness used is ``n_draws`` successive calls of
+        Source of the draws. Without ``ranked`` the only randomness used is one
+        ``rng.permutation`` of the held-out rows per draw: each draw takes the same rows as
         :func:`draw_subsets` with requests ``(I, k), (L, k), (R, k)`` for the usable splits in
-        increasing node order, so tests can reproduce the drawn rows.
+        increasing node order, so tests can reproduce the drawn rows. With ``ranked``, one
+        ``rng.integers(0, rank_bins(n), n)`` per draw (the bins of :func:`first_k_sums`).
     n_draws : int
         Number of draws whose ratios ``r_X`` are averaged (same expectation, less noise).
     min_k : int
@@ -326,6 +476,11 @@ def unbiased_gain(
         leaves a ratio without a row of non-zero hessian, that split's replicate is 0, so
         every replicate is finite and the jackknife keeps its ``n_blocks - 1`` degrees of
         freedom. Unusable splits are 0 in every replicate.
+    ranked : bool
+        The held-out rows come in a uniformly random order drawn independently of ``tree``
+        and of the rows' values (a caller shuffled them once, for all trees): each draw ranks
+        them by fresh random bins, then by that order, an exactly uniform ranking
+        (:func:`first_k_sums`) that needs no shuffle, sort or gather of the rows.
 
     Returns
     -------
@@ -353,7 +508,8 @@ def unbiased_gain(
 
     # rows with a non-zero hessian, counted exactly: leaving a block out must see 0 rows as 0,
     # where the float sum of the hessians would leave a rounding residue
-    has_h = (h_valid != 0).astype(np.float64)
+    def has_h():
+        return (h_valid != 0).astype(np.float64)
 
     def add(sums, block_sums):
         (sum_g, sum_h, n_h), (block_g, block_h, block_n) = sums, block_sums
@@ -368,7 +524,7 @@ def unbiased_gain(
 
     if shortcut and h_valid.size and np.all(h_valid == h_valid[0]):
         n_draws = 1
-        values = (g_valid, h_valid, has_h)
+        values = (g_valid, h_valid, has_h())
         sums = [tree.node_sums(nodes_valid, v)[req_node] for v in values]
         block_sums = (None, None, None)
         if jack:
@@ -378,13 +534,25 @@ def unbiased_gain(
         add(sums, block_sums)
     else:
         req_k = np.tile(k[split], 3)
+        # zero hessians are rare (zero weights): count rows instead of summing an indicator
+        counted = (g_valid, h_valid, None if np.count_nonzero(h_valid) == h_valid.size
+                   else has_h())
+        n_rows = nodes_valid.shape[0]
         for _ in range(n_draws):
-            draws = draw_subsets(tree, nodes_valid, req_node, req_k, rng)
-            values = (g_valid, h_valid, has_h)
-            block_sums = (
-                draws.block_sums(values, blocks, n_blocks) if jack else (None, None, None)
-            )
-            add([draws.sums(v) for v in values], block_sums)
+            if ranked:  # fresh random bins over the given (random) order: no shuffle
+                n_bins = rank_bins(n_rows)
+                bins = rng.integers(0, n_bins, n_rows, dtype=np.int32 if n_bins < 2**31
+                                    else np.int64)
+                got = first_k_sums(tree, nodes_valid, req_node, req_k, counted,
+                                   blocks if jack else None, n_blocks if jack else 1,
+                                   bins=bins, n_bins=n_bins)
+            else:
+                perm = rng.permutation(n_rows)
+                values = tuple(None if v is None else v[perm] for v in counted)
+                got = first_k_sums(tree, nodes_valid[perm], req_node, req_k, values,
+                                   blocks[perm] if jack else None, n_blocks if jack else 1)
+            sums = [a.sum(axis=1) for a in got]
+            add(sums, got if jack else (None, None, None))
 
     def combine(r):  # U from the ratios of (I, L, R); r is (3s,) or (3s, n_blocks)
         r_I, r_L, r_R = np.split(r / n_draws, 3)

@@ -10,11 +10,15 @@ from .gains import NodeSums, SplitScore, biased_gain, node_sums, tree_generator,
 from .options import GainOptions
 from .replay import TreeStep
 
-__all__ = ["GainOptions", "TreeScores", "score_tree", "holdout_halves", "jackknife_blocks"]
+__all__ = [
+    "GainOptions", "TreeScores", "score_tree", "holdout_halves", "jackknife_blocks",
+    "valid_ranking",
+]
 
 # spawn key of the stream that splits held-out rows in validation-only mode (trees use 0..)
 _HALVES_KEY = 2**40
 _BLOCKS_KEY = 2**40 + 1
+_RANKING_KEY = 2**40 + 2
 
 
 def holdout_halves(n: int, options: GainOptions) -> np.ndarray:
@@ -29,6 +33,19 @@ def jackknife_blocks(n: int, options: GainOptions) -> np.ndarray | None:
         return None
     rng = tree_generator(options.random_state, _BLOCKS_KEY)
     return (rng.permutation(n) % options.n_blocks).astype(np.int64)
+
+
+def valid_ranking(n: int, options: GainOptions) -> np.ndarray:
+    """One uniformly random order of ``n`` held-out rows for every tree of a replay.
+
+    Drawn from its own stream, before and independently of any tree and of the rows' values.
+    Each tree ranks the rows by fresh random bins from its own stream, then by this order
+    (:func:`unbiased_criteria.gains.first_k_sums`): for every node of every tree the node's
+    ``k`` first-ranked rows are an exactly uniform draw without replacement from its rows,
+    and different trees' draws are nearly independent (they share only the order inside a
+    bin). It replaces a shuffle per tree (``replay(valid_order=...)``).
+    """
+    return tree_generator(options.random_state, _RANKING_KEY).permutation(n)
 
 
 @dataclass(frozen=True)
@@ -51,6 +68,7 @@ def score_tree(
     options: GainOptions,
     halves: np.ndarray | None = None,
     blocks: np.ndarray | None = None,
+    ranked: bool = False,
 ) -> TreeScores:
     """B and U of every split of ``step.tree``.
 
@@ -58,12 +76,14 @@ def score_tree(
     (validation-only mode), ``halves`` splits the held-out rows: G from one half, ratios from
     the other, and with ``options.cross_fit`` also the other way round, averaged; a split is
     usable only when both directions are, and U (and its jackknife replicates) is 0 otherwise.
+    ``ranked``: the held-out rows come in a uniformly random order independent of the tree
+    (``unbiased_gain(ranked=True)``; a half keeps that order, so it stays uniform).
     """
     tree = step.tree
     rng = tree_generator(options.random_state, step.index)
     kw = dict(
         rng=rng, n_draws=options.n_draws, min_k=options.min_k, lam=options.lam,
-        shortcut=options.shortcut,
+        shortcut=options.shortcut, ranked=ranked,
     )
     nv, gv, hv = step.nodes_valid, step.g_valid, step.h_valid
     n_blocks = options.n_blocks if blocks is not None else 0

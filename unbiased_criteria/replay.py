@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -45,7 +47,8 @@ class TreeStep:
 
     ``nodes_*`` are the leaf node ids of the rows; ``g_*``, ``h_*`` their weighted gradients
     and hessians (``w*g``, ``w*h``) at the scores before this tree's iteration; ``raw_*`` those
-    scores for this tree's output (for leaf refits). Train fields are None without training rows.
+    scores for this tree's output (for leaf refits; a view of the running scores, valid during
+    the visit only). Train fields are None without training rows.
     """
 
     index: int
@@ -117,6 +120,8 @@ def replay(
     valid: RowSet | None = None,
     visit: Visitor | None = None,
     progress: bool = False,
+    valid_order: np.ndarray | None = None,
+    prefetch: bool = False,
 ) -> ReplayResult:
     """Replay ``model`` tree by tree on ``train`` and ``valid`` rows.
 
@@ -133,6 +138,15 @@ def replay(
         :func:`unbiased_criteria.trees.collapse_nodes` gives) to replay later trees on it.
     progress : bool
         Show a tqdm progress bar over trees (needs tqdm).
+    valid_order : int array, optional
+        A permutation of the held-out rows: visitors see ``valid`` in this order
+        (``step.*_valid[i]`` is row ``valid_order[i]``), so a uniformly random one drawn once
+        ranks the rows for every tree's k-draws (:func:`unbiased_criteria.gains.first_k_sums`).
+        Each chunk of leaf ids is permuted once; ``raw_valid`` is returned in the rows' order.
+    prefetch : bool
+        Route the next chunk of trees on a background thread while this one is visited (the
+        hosts release the GIL while routing); chunks are halved so that two fit the memory
+        budget one did.
 
     Returns
     -------
@@ -143,6 +157,9 @@ def replay(
         raise ValueError(
             f"objective has {objective.n_outputs} outputs but the model has {forest.n_outputs}"
         )
+    if valid is not None and valid_order is not None:
+        valid = replace(valid, y=valid.y[valid_order],
+                        weight=None if valid.weight is None else valid.weight[valid_order])
     sets = {"train": train, "valid": valid}
     raw = {k: _start_scores(model, s.n_rows) if s else None for k, s in sets.items()}
     first_iter = forest.tree_iteration.min() if forest.n_trees else 0
@@ -150,49 +167,85 @@ def replay(
     for t in np.flatnonzero(forest.tree_iteration == first_iter):
         bias[forest.tree_class[t]] = forest.trees[t].bias
     chunk = min(s.router.chunk for s in sets.values() if s) if any(sets.values()) else 1
+    if prefetch:  # two chunks alive at once: each half the size
+        per_iteration = max(1, forest.n_outputs)
+        chunk = max(per_iteration, chunk // 2 // per_iteration * per_iteration, 1)
     trees = list(forest.trees)
     grads: dict[str, tuple] = {}
     bar = progress_bar(forest.n_trees, progress, "trees")
 
-    for start in range(0, forest.n_trees, chunk):
+    def route(start: int) -> dict[str, np.ndarray | None]:
         stop = min(start + chunk, forest.n_trees)
-        leaves = {k: s.router.leaf_nodes(start, stop) if s else None for k, s in sets.items()}
-        for t in range(start, stop):
-            it, cls = forest.tree_iteration[t], forest.tree_class[t]
-            if t == 0 or it != forest.tree_iteration[t - 1]:
-                shift = bias if it == first_iter else 0.0
-                grads = {
-                    k: _grad_hess(objective, s, (raw[k] + shift).astype(forest.score_dtype))
-                    if s else None
-                    for k, s in sets.items()
-                }
-                # trees of one class in one iteration (parallel trees) must not see each other
-                members = forest.tree_class[forest.tree_iteration == it]
-                shared = np.unique(members).size < members.size
-                before = {k: r.copy() if shared and r is not None else r for k, r in raw.items()}
-            step_parts = {}
-            for k in sets:
-                if sets[k] is None:
-                    step_parts[k] = (None, None, None, None)
-                    continue
-                g, h = grads[k]
-                shift = bias[cls] if it == first_iter else 0.0
-                step_parts[k] = (
-                    leaves[k][:, t - start], g[:, cls], h[:, cls], before[k][:, cls] + shift
-                )
-            step = TreeStep(t, trees[t], *step_parts["train"], *step_parts["valid"])
-            out = visit(step) if visit is not None else None
-            for k in sets:
-                if sets[k] is None:
-                    continue
-                nodes = leaves[k][:, t - start]
-                tree = trees[t]
+        return {k: _tree_major(s.router.leaf_nodes(start, stop),
+                               valid_order if k == "valid" else None) if s else None
+                for k, s in sets.items()}
+
+    with ThreadPoolExecutor(1) if prefetch else nullcontext() as ahead_pool:
+        ahead = ahead_pool.submit(route, 0) if prefetch and forest.n_trees else None
+        for start in range(0, forest.n_trees, chunk):
+            stop = min(start + chunk, forest.n_trees)
+            if ahead is not None:
+                leaves = ahead.result()
+                ahead = ahead_pool.submit(route, stop) if stop < forest.n_trees else None
+            else:
+                leaves = route(start)
+            for t in range(start, stop):
+                it, cls = forest.tree_iteration[t], forest.tree_class[t]
+                if t == 0 or it != forest.tree_iteration[t - 1]:
+                    shift = bias if it == first_iter else 0.0
+                    grads = {
+                        k: _grad_hess(objective, s, (raw[k] + shift).astype(forest.score_dtype))
+                        if s else None
+                        for k, s in sets.items()
+                    }
+                    # trees of one class in one iteration (parallel trees) must not see each other
+                    members = forest.tree_class[forest.tree_iteration == it]
+                    shared = np.unique(members).size < members.size
+                    before = {k: r.copy() if shared and r is not None else r
+                              for k, r in raw.items()}
+                # each tree's leaf ids contiguous and intp once: no pass converts them again
+                columns = {k: None if v is None else v[t - start].astype(np.intp)
+                           for k, v in leaves.items()}
+                step_parts = {}
+                for k in sets:
+                    if sets[k] is None:
+                        step_parts[k] = (None, None, None, None)
+                        continue
+                    g, h = grads[k]
+                    shift = bias[cls] if it == first_iter else 0.0
+                    raw_k = before[k][:, cls]  # a view, valid during the visit
+                    step_parts[k] = (
+                        columns[k], g[:, cls], h[:, cls], raw_k + shift if shift else raw_k
+                    )
+                step = TreeStep(t, trees[t], *step_parts["train"], *step_parts["valid"])
+                out = visit(step) if visit is not None else None
+                for k in sets:
+                    if sets[k] is None:
+                        continue
+                    nodes = columns[k]
+                    tree = trees[t]
+                    if out is not None:
+                        tree, old_to_new = out
+                        nodes = old_to_new[nodes]
+                    raw[k][:, cls] += tree.value.astype(forest.score_dtype)[nodes]
                 if out is not None:
-                    tree, old_to_new = out
-                    nodes = old_to_new[nodes]
-                raw[k][:, cls] += tree.value[nodes].astype(forest.score_dtype)
-            if out is not None:
-                trees[t] = out[0]
-            bar.update(1)
+                    trees[t] = out[0]
+                bar.update(1)
     bar.close()
-    return ReplayResult(raw["train"], raw["valid"], tuple(trees))
+    raw_valid = raw["valid"]
+    if raw_valid is not None and valid_order is not None:
+        raw_valid = np.empty_like(raw_valid)
+        raw_valid[valid_order] = raw["valid"]
+    return ReplayResult(raw["train"], raw_valid, tuple(trees))
+
+
+def _tree_major(leaves: np.ndarray, order: np.ndarray | None, block: int = 4096) -> np.ndarray:
+    """``(n_trees, n_rows)`` leaf ids from the router's ``(n_rows, n_trees)``, rows permuted by
+    ``order``: one pass by blocks of rows (a whole-array transpose or a strided column copy
+    per tree misses the cache on every element)."""
+    n, c = leaves.shape
+    out = np.empty((c, n), dtype=leaves.dtype)
+    for s in range(0, n, block):
+        part = leaves[s : s + block] if order is None else leaves[order[s : s + block]]
+        out[:, s : s + block] = part.T
+    return out

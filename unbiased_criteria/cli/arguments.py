@@ -46,6 +46,9 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
                         "lambda, alpha, max_delta_step); repeatable")
     p.add_argument("--seed", type=int, default=0, metavar="S",
                    help="random seed of the draws (default 0)")
+    p.add_argument("--n-jobs", type=positive_int, default=None, metavar="N",
+                   help="threads (default: every core, as the hosts); results do not "
+                        "depend on it")
     p.add_argument("--progress", action="store_true", help="progress bar on stderr")
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                    help="show tracebacks")

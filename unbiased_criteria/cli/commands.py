@@ -68,7 +68,7 @@ def api_options(args) -> dict[str, Any]:
     """The API's keyword arguments shared by the commands."""
     return {
         "objective": args.objective, "n_draws": args.n_draws, "min_k": args.min_k,
-        "random_state": args.seed, "progress": args.progress,
+        "random_state": args.seed, "progress": args.progress, "n_jobs": args.n_jobs,
     }
 
 def cmd_importance(args) -> int:

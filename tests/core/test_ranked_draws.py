@@ -1,0 +1,135 @@
+"""The k-draws ranked by random bins over one fixed random order of the held-out rows
+(``first_k_sums``, ``unbiased_gain(ranked=True)``): against a brute-force recomputation,
+against the shuffled path, and E[U] = 0 by Monte Carlo for several trees sharing one order."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from unbiased_criteria.gains import first_k_sums, node_sums, rank_bins, unbiased_gain
+from unbiased_criteria.trees import make_tree, route_rows
+
+
+def _deep_tree():
+    """Depth 3, 5 leaves of unequal depths (leaves 3, 5, 6, 7, 8)."""
+    # ids: 0 root, 1 left, 2 right, 3 leaf, 4 split, 5 leaf, 6 leaf, 7 leaf, 8 leaf
+    left = [1, 3, 5, -1, 7, -1, -1, -1, -1]
+    right = [2, 4, 6, -1, 8, -1, -1, -1, -1]
+    feature = [0, 1, 1, -1, 0, -1, -1, -1, -1]
+    threshold = [0.5, 0.3, 0.6, np.nan, 0.2, np.nan, np.nan, np.nan, np.nan]
+    value = [np.nan, np.nan, np.nan, 1.0, np.nan, 2.0, 3.0, 4.0, 5.0]
+    return make_tree(left, right, feature, threshold, value)
+
+
+def _brute(tree, nodes, node, k, values, blocks, n_blocks):
+    members = tree.ancestors.toarray().astype(bool)  # members[a, v]: v under a
+    out = [np.zeros((node.size, n_blocks)) for _ in values]
+    for q, (a, kq) in enumerate(zip(node, k)):
+        rows = np.flatnonzero(members[a, nodes])[:kq]  # first k rows in the given order
+        assert rows.size == kq
+        for v, o in zip(values, out):
+            vals = np.ones(nodes.size) if v is None else v
+            which = blocks[rows] if blocks is not None else np.zeros(kq, dtype=np.int64)
+            np.add.at(o[q], which, vals[rows])
+    return out
+
+
+@pytest.mark.parametrize("n", [7, 60, 3000])
+@pytest.mark.parametrize("with_blocks", [False, True])
+def test_first_k_sums_equal_brute_force(n, with_blocks):
+    rng = np.random.default_rng(n)
+    tree = _deep_tree()
+    nodes = route_rows(tree, rng.random((n, 2)))
+    size = np.rint(tree.node_sums(nodes)).astype(np.int64)
+    node = np.flatnonzero(size > 0)
+    node = np.concatenate([node, node])  # repeated requests with other k
+    k = np.maximum(1, (rng.random(node.size) * (size[node] + 1)).astype(np.int64))
+    k = np.minimum(k, size[node])
+    k[: node.size // 2] = size[node[: node.size // 2]]  # every row of the node
+    g, h = rng.normal(size=n), rng.random(n)
+    n_blocks = 4 if with_blocks else 1
+    blocks = rng.integers(0, n_blocks, n) if with_blocks else None
+    got = first_k_sums(tree, nodes, node, k, (g, h, None), blocks, n_blocks)
+    want = _brute(tree, nodes, node, k, (g, h, None), blocks, n_blocks)
+    for a, b in zip(got, want):
+        assert a.shape == (node.size, n_blocks)
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("n", [50, 3000])
+def test_first_k_sums_rank_by_bin_then_position(n):
+    """With ``bins``, rows are ranked by (bin, position): the same sums as the position rank
+    of the rows stably sorted by bin."""
+    rng = np.random.default_rng(n + 1)
+    tree = _deep_tree()
+    nodes = route_rows(tree, rng.random((n, 2)))
+    size = np.rint(tree.node_sums(nodes)).astype(np.int64)
+    node = np.flatnonzero(size > 0)
+    k = np.maximum(1, size[node] // 3)
+    g, blocks = rng.normal(size=n), rng.integers(0, 3, n)
+    n_bins = 9
+    bins = rng.integers(0, n_bins, n)
+    got = first_k_sums(tree, nodes, node, k, (g, None), blocks, 3, bins=bins, n_bins=n_bins)
+    p = np.argsort(bins, kind="stable")
+    want = _brute(tree, nodes[p], node, k, (g[p], None), blocks[p], 3)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("with_blocks", [False, True])
+def test_ranked_gain_draws_bins_from_rng(with_blocks):
+    """ranked=True: one rng.integers(0, rank_bins(n), n) per draw ranks the rows by (bin,
+    position); the same gain as the shuffled path fed those rows in that rank order."""
+    rng = np.random.default_rng(3)
+    tree = _deep_tree()
+    X, Xv = rng.random((500, 2)), rng.random((2000, 2))
+    g, gv = rng.normal(size=500), rng.normal(size=2000)
+    h, hv = rng.random(500) + 0.5, rng.random(2000) + 0.5
+    hv[::50] = 0.0  # some zero hessians: counted, not summed
+    sums = node_sums(tree, route_rows(tree, X), g, h)
+    nodes_v = route_rows(tree, Xv)
+    blocks = rng.integers(0, 5, 2000) if with_blocks else None
+    kw = dict(min_k=1, n_blocks=5 if with_blocks else 0)
+    ranked = unbiased_gain(tree, sums.G, nodes_v, gv, hv, rng=np.random.default_rng(9),
+                           ranked=True, blocks=blocks, **kw)
+    bins = np.random.default_rng(9).integers(0, rank_bins(2000), 2000, dtype=np.int32)
+    p = np.argsort(bins, kind="stable")
+
+    class Identity:  # the shuffled path, with the rank order given as its "shuffle"
+        def permutation(self, n):
+            return p
+
+    ref = unbiased_gain(tree, sums.G, nodes_v, gv, hv, rng=Identity(),
+                        blocks=blocks, **kw)
+    np.testing.assert_allclose(ranked.gain, ref.gain, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(ranked.usable, ref.usable)
+    if with_blocks:
+        np.testing.assert_allclose(ranked.jackknife, ref.jackknife, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.slow
+def test_one_order_shared_by_many_trees_keeps_every_tree_unbiased():
+    """Null: gradients independent of the features. R samples, each ranked once (its rows
+    come in a random order) and shared by 4 trees on different features; every tree's mean U
+    over the replications is 0 within 4 standard errors, and so is the sum over trees."""
+    R, n, nv, T = 800, 120, 120, 4
+    rng = np.random.default_rng(2024)
+    trees = [make_tree([1, -1, -1], [2, -1, -1], [f, -1, -1], [0.5, np.nan, np.nan],
+                       [np.nan, 0.0, 0.0]) for f in range(T)]
+    u = np.empty((R, T))
+    for r in range(R):
+        X, Xv = rng.random((n, T)), rng.random((nv, T))
+        g, gv = -rng.normal(0.3, 1.0, n), -rng.normal(0.3, 1.0, nv)
+        h, hv = np.ones(n), rng.uniform(0.5, 1.5, nv)
+        for t, tree in enumerate(trees):
+            sums = node_sums(tree, route_rows(tree, X), g, h)
+            res = unbiased_gain(tree, sums.G, route_rows(tree, Xv), gv, hv,
+                                rng=np.random.default_rng(0), min_k=1, ranked=True)
+            u[r, t] = res.gain[0]
+    mean, se = u.mean(axis=0), u.std(axis=0, ddof=1) / math.sqrt(R)
+    assert np.all(np.abs(mean) < 4 * se), (mean, se)
+    total = u.sum(axis=1)
+    assert abs(total.mean()) < 4 * total.std(ddof=1) / math.sqrt(R)

@@ -1,0 +1,68 @@
+"""Scoring trees on several threads, results in submission order.
+
+numpy releases the GIL inside most kernels the scoring uses (gathers, cumsum, sorting,
+elementwise arithmetic), and the hosts release it while they route rows, so threads overlap
+both. Results never depend on the number of threads: each task is a pure function of its
+inputs (every tree has its own random stream, the row ranking is shared read-only).
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+__all__ = ["resolve_n_jobs", "OrderedPool"]
+
+
+def resolve_n_jobs(n_jobs: int | None) -> int:
+    """Threads to use: ``None`` = every core this process may run on (as the hosts do)."""
+    if n_jobs is None:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # pragma: no cover - not on Linux
+            return max(1, os.cpu_count() or 1)
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs < 1:
+        raise ValueError(f"n_jobs must be a positive integer or None (all cores), got "
+                         f"{n_jobs!r}")
+    return int(n_jobs)
+
+
+class OrderedPool:
+    """Run ``func(*args)`` tasks on ``n_jobs`` threads; ``done(result)`` in submission order.
+
+    At most ``2 * n_jobs`` tasks are in flight (bounded memory: each holds one tree's rows);
+    with ``n_jobs == 1`` tasks run at once in the caller's thread. Use as a context manager:
+    leaving it waits for every task and hands over the remaining results.
+    """
+
+    def __init__(self, n_jobs: int, done: Callable[[Any], None]) -> None:
+        self.n_jobs = n_jobs
+        self._done = done
+        self._pending: deque[Future] = deque()
+        self._executor = ThreadPoolExecutor(n_jobs) if n_jobs > 1 else None
+
+    def submit(self, func: Callable[..., Any], *args: Any) -> None:
+        if self._executor is None:
+            self._done(func(*args))
+            return
+        self._pending.append(self._executor.submit(func, *args))
+        while len(self._pending) > 2 * self.n_jobs:
+            self._done(self._pending.popleft().result())
+
+    def __enter__(self) -> OrderedPool:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            if exc_type is None:
+                while self._pending:
+                    self._done(self._pending.popleft().result())
+        finally:
+            for f in self._pending:
+                f.cancel()
+            if self._executor is not None:
+                self._executor.shutdown(wait=True)
