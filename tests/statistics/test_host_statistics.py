@@ -56,7 +56,9 @@ def test_single_tree_null_mean_u_is_zero(host):
 @pytest.mark.slow
 @pytest.mark.parametrize("host", HOSTS)
 def test_paper_example_ranks_the_informative_feature_first(host):
-    seeds, n = 40, 2000
+    # 60 seeds: at 40, t(X1 - X2) for LightGBM sits at 3.0-3.5 depending on the seed offset
+    # (per-tree shuffles and ranked draws alike), too close to the bar for a stable test
+    seeds, n = 60, 2000
     U, H = [], []
     for s in range(seeds):
         X, y = paper_example(n, random_state=2 * s)
