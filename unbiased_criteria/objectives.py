@@ -21,7 +21,8 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["Objective", "CustomObjective", "Float64Objective", "make_objective", "OBJECTIVES"]
+__all__ = ["Objective", "CustomObjective", "Float64Objective", "make_objective", "objective_given",
+           "OBJECTIVES"]
 
 Precision = Literal["float64", "float32"]
 
@@ -598,6 +599,18 @@ OBJECTIVES: dict[str, type[Objective]] = {
         Huber, Fair, CrossEntropy, SquaredLogError, AbsoluteError, Quantile, Mape,
     )
 }
+
+
+def objective_given(spec, n_outputs: int) -> Objective | None:
+    """``spec`` as an Objective when it is one or a callable; None when it is a name (the
+    adapter resolves host names); TypeError otherwise."""
+    if isinstance(spec, Objective):
+        return spec
+    if callable(spec):
+        return make_objective(spec, n_outputs=n_outputs)
+    if not isinstance(spec, str):
+        raise TypeError(f"objective must be a name or a callable, got {type(spec).__name__}")
+    return None
 
 
 def make_objective(name: str | Callable, **params) -> Objective:

@@ -63,12 +63,9 @@ def make_objective(spec: str | Callable | Objective, model_ir: Model) -> Objecti
     Objective
     """
     n_outputs = model_ir.forest.n_outputs
-    if isinstance(spec, Objective):
-        return spec
-    if callable(spec):
-        return _objectives.make_objective(spec, n_outputs=n_outputs)
-    if not isinstance(spec, str):
-        raise TypeError(f"objective must be a name or a callable, got {type(spec).__name__}")
+    given = _objectives.objective_given(spec, n_outputs)
+    if given is not None:
+        return given
     if spec in LOSSES:
         own = model_ir.objective
         if spec == "quantile" and own is not None and own.name == "quantile":
