@@ -41,7 +41,7 @@ OBJECTIVE_ALIASES = {
 }
 RANKING = {"lambdarank", "rank_xendcg"}
 #: objectives whose init score zeroes the root gradient sum, so that the folded init score can be
-#: read off the first tree's leaves (host-notes section 5, "recovering init", option 2)
+#: read off the first tree's leaves
 MEAN_TYPE = {"regression", "poisson", "gamma", "tweedie", "binary", "cross_entropy",
              "multiclass", "multiclassova"}
 

@@ -1,6 +1,6 @@
 """A LightGBM model as the adapter sees it: routing rules, parameters, forest layout.
 
-Host facts the whole package relies on (LightGBM 4.x, see host-notes sections 1-8 and 13):
+Host facts the whole package relies on (LightGBM 4.x, each checked by experiment):
 
 * numeric nodes send ``x`` left iff ``x <= threshold``; categorical nodes send the categories of
   their set left and everything else, NaN and negative codes included, right;

@@ -2,8 +2,8 @@
 
 LightGBM's loader trusts its input: a wrong ``tree_sizes`` entry, a file truncated mid-tree or an
 edited ``num_leaves`` abort the process; a child index out of range or a cycle loads and then
-crashes ``dump_model()``; a missing ``tree_sizes`` entry silently drops a tree (host-notes
-section 2). Pure text parsing, no host call: each ``Tree=`` block's byte length against
+crashes ``dump_model()``; a missing ``tree_sizes`` entry silently drops a tree.
+Pure text parsing, no host call: each ``Tree=`` block's byte length against
 ``tree_sizes``, array lengths against ``num_leaves``, child and feature indices, and that every
 node is reached once from the root.
 """

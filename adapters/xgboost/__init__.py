@@ -17,7 +17,7 @@ The one exception is a tree with tombstones (nodes the ``prune`` updater deleted
 ``split_indices == 2147483647``): the IR keeps only its reachable nodes, in increasing id, and
 the router maps XGBoost's ids to them.
 
-Host facts this package relies on (XGBoost 3.x, see host-notes sections 9-13):
+Host facts this package relies on (XGBoost 3.x, each checked by experiment):
 
 * numeric nodes send ``x`` left iff ``x < split_condition``; categorical nodes send the
   categories of their set **right** and everything else left; missing values (NaN, absent

@@ -196,8 +196,9 @@ def read_model(model: Any) -> Model:
     n_outputs = max(n_class, 1)
     objective = _core_objective(obj_name, {}, n_outputs)
     try:
-        base_score = parse_base_score(json.dumps(base.tolist() if base.size > 1
-                                                 else float(base[0])), obj_name, n_outputs)
+        base_score = parse_base_score(json.dumps(base.tolist() if base.size > 1 else
+                                                 float(base[0]), ensure_ascii=False),
+                                      obj_name, n_outputs)
     except ValueError as err:
         raise InputError(f"host_params: base_score: {err}") from None
     n_parallel = int(params.get("num_parallel_tree", 1))
