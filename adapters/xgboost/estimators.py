@@ -14,7 +14,11 @@ from typing import Any
 
 import numpy as np
 import xgboost
-from sklearn.exceptions import NotFittedError
+
+try:
+    from sklearn.exceptions import NotFittedError
+except ImportError:  # XGBoost's estimators cannot even be built without scikit-learn; the
+    NotFittedError = None  # adapter's train(), readers and the demo still import this module
 from unbiased_criteria.adapters._estimators import IMPORTANCE_DOC, TrainingImportance, with_train
 from unbiased_criteria.adapters._record import detach_record
 from unbiased_criteria.adapters.xgboost.compat import check_estimator_layout, host_more_tags

@@ -54,3 +54,15 @@ def test_estimator_classes_are_named_and_picklable_by_reference(name):
             "objective", "kwargs"} <= set(params)
     base = name.replace("Unbiased", "")
     assert base in cls.__doc__ and issubclass(cls, getattr(xgboost, base))
+
+
+def test_the_adapter_imports_without_scikit_learn():
+    """The README's first command installs no scikit-learn: the demo and train() need none."""
+    code = (
+        "import sys; sys.modules['sklearn'] = None\n"
+        "import unbiased_criteria.adapters.xgboost as ax\n"
+        "import unbiased_criteria.adapters.lightgbm as al\n"
+        "assert callable(ax.train) and callable(al.train)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
