@@ -178,16 +178,21 @@ def _forest(model):
     return adapter_for(model).read_model(model).forest
 
 
+def split_parts(X: pd.DataFrame, y: np.ndarray, seed: int) -> dict:
+    """A random 60/20/20 train/valid/test split: ``{"train": (X, y), "valid": ..., ...}``."""
+    order = np.random.default_rng(seed).permutation(len(y))
+    cut = np.split(order, [int(0.6 * len(y)), int(0.8 * len(y))])
+    return {k: (X.iloc[i].reset_index(drop=True), y[i])
+            for k, i in zip(("train", "valid", "test"), cut)}
+
+
 def run(hosts, seeds, names) -> pd.DataFrame:
     rows = []
     for name in names:
         X, y, task = load(name)
         n_classes = int(y.max()) + 1 if task == "multiclass" else 1
         for seed in range(seeds):
-            order = np.random.default_rng(seed).permutation(len(y))
-            cut = np.split(order, [int(0.6 * len(y)), int(0.8 * len(y))])
-            parts = {k: (X.iloc[i].reset_index(drop=True), y[i])
-                     for k, i in zip(("train", "valid", "test"), cut)}
+            parts = split_parts(X, y, seed)
             for host in hosts:
                 params = _params(host, task, n_classes, seed)
                 for setting in ["host", *SETTINGS]:

@@ -26,7 +26,15 @@ import time
 
 import numpy as np
 import pandas as pd
-from accuracy_suite import DATASETS, RESULTS, _metric, _params, fit_predict, load
+from accuracy_suite import (
+    DATASETS,
+    RESULTS,
+    _metric,
+    _params,
+    fit_predict,
+    load,
+    split_parts,
+)
 
 import unbiased_criteria as uc
 
@@ -59,10 +67,7 @@ def run(seeds: int, names: list[str]) -> pd.DataFrame:
         X, y, task = load(name)
         n_classes = int(y.max()) + 1 if task == "multiclass" else 1
         for seed in range(seeds):
-            order = np.random.default_rng(seed).permutation(len(y))
-            cut = np.split(order, [int(0.6 * len(y)), int(0.8 * len(y))])
-            parts = {k: (X.iloc[i].reset_index(drop=True), y[i])
-                     for k, i in zip(("train", "valid", "test"), cut)}
+            parts = split_parts(X, y, seed)
             for setting in ["lightgbm", *SETTINGS]:
                 t0 = time.perf_counter()
                 if setting == "lightgbm":
