@@ -19,7 +19,7 @@ from scipy import sparse
 from .dumps import printed_bounds, significant_digits
 from .model import Router, chunk_size
 from .trees import Forest, route_rows
-from .validation import check_column_names
+from .validation import check_column_names, check_matrix
 
 __all__ = ["DenseRows", "make_ir_router", "dense_features", "rows_near_thresholds"]
 
@@ -61,15 +61,12 @@ def dense_features(
     (LightGBM). ``X`` is not modified. A slice holds at most a third of ``memory_budget``
     (its dense copies and the routing's arrays).
     """
-    if X is None:
-        raise ValueError(f"{argument} is required")
     names = list(forest.feature_names)
     n = forest.n_features
+    X = check_matrix(X, n, argument)  # 2-D, rows, n columns; numbers unless a frame or sparse
     if isinstance(X, pd.DataFrame):
         columns = [str(c) for c in X.columns]
         mapped = [stored_name(c) for c in columns] if stored_name else columns
-        if len(columns) != n:
-            raise ValueError(f"{argument} has {len(columns)} features but the model expects {n}")
         default = names in ([f"Column_{i}" for i in range(n)], [f"f{i}" for i in range(n)])
         if not default:
             check_column_names(mapped, names, argument, shown=columns)
@@ -93,8 +90,6 @@ def dense_features(
                     out[:, j] = col.to_numpy(np.float64, na_value=np.nan)
             return out
     elif sparse.issparse(X):
-        if X.shape[1] != n:
-            raise ValueError(f"{argument} has {X.shape[1]} features but the model expects {n}")
         csr = sparse.csr_matrix(X)
 
         def read(r0: int, r1: int) -> np.ndarray:
@@ -104,20 +99,9 @@ def dense_features(
             out[rows, part.indices] = part.data
             return out
     else:
-        try:
-            X = np.asarray(X)
-        except (TypeError, ValueError):
-            raise ValueError(f"{argument} must be a 2-D numeric array") from None
-        if X.dtype.kind not in "biuf":
-            raise ValueError(f"{argument} must hold numbers, got dtype {X.dtype}")
-        if X.ndim != 2 or X.shape[1] != n:
-            raise ValueError(f"{argument} has shape {X.shape}; the model expects {n} features")
-
         def read(r0: int, r1: int) -> np.ndarray:
             return np.array(X[r0:r1], dtype=np.float64)
     n_rows = int(X.shape[0])
-    if n_rows == 0:
-        raise ValueError(f"{argument} is empty (0 rows)")
 
     def rounded(r0: int, r1: int) -> np.ndarray:
         return read(r0, r1).astype(feature_dtype).astype(np.float64)
