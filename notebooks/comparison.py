@@ -4,7 +4,9 @@ Every method ranks the features of a model fitted on the *fit* rows; the methods
 held-out rows all get the same *held-out* rows:
 
 * ``split count`` and ``gain``: the host's own importance (LightGBM ``split``/``gain``,
-  XGBoost ``weight``/``total_gain``), computed on the fit rows by construction;
+  XGBoost ``weight``/``total_gain``), computed on the fit rows by construction.
+  scikit-learn's HistGradientBoosting (host ``"hgb"``) exposes no importance; its split count
+  and the sum of the split gains it stores with every node (on the fit rows) stand in;
 * ``gain on held-out``: every split's gain recomputed on the held-out rows with the leaves
   re-fitted to them. For XGBoost this is the host's own ``refresh`` updater with
   ``refresh_leaf=0`` (``total_gain`` of the refreshed model). LightGBM has no such updater
@@ -13,7 +15,10 @@ held-out rows all get the same *held-out* rows:
   checks on XGBoost that this equals the refresh updater's numbers;
 * ``permutation``: scikit-learn's ``permutation_importance`` on the held-out rows (mean drop
   of the score over ``n_repeats`` shuffles);
-* ``mean |SHAP|``: shap's ``TreeExplainer`` on the held-out rows;
+* ``mean |SHAP|``: shap's ``TreeExplainer`` on the held-out rows. Skipped (NaN) for a
+  HistGradientBoosting model with categorical features: shap reads its category splits as
+  numeric thresholds and returns values that do not add up to the prediction
+  (``hgb_shap_additivity_error``);
 * ``CatBoost LossFunctionChange``: a CatBoost model fitted on the same fit rows, its
   ``LossFunctionChange`` importance on the held-out rows;
 * ``unbiased gain``: ``uc.unbiased_importance`` with the fit rows as training rows and the
@@ -22,6 +27,7 @@ held-out rows all get the same *held-out* rows:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings
@@ -50,7 +56,7 @@ if catboost is None:
     METHODS.remove("CatBoost LossFunctionChange")
     print("catboost is not installed: the CatBoost LossFunctionChange panels are skipped")
 
-HOST_LABEL = {"lightgbm": "LightGBM", "xgboost": "XGBoost"}
+HOST_LABEL = {"lightgbm": "LightGBM", "xgboost": "XGBoost", "hgb": "HistGradientBoosting"}
 
 
 # --------------------------------------------------------------------------------- data
@@ -88,7 +94,15 @@ def load_dataset(name: str) -> tuple[pd.DataFrame, np.ndarray, str]:
 
 def fit_host(host: str, task: str, X, y, *, n_estimators: int, learning_rate: float,
              seed: int, **extra):
-    """The host's own scikit-learn estimator (one thread, fixed seed)."""
+    """The host's own scikit-learn estimator (one thread, fixed seed).
+
+    ``host`` is ``"lightgbm"``, ``"xgboost"`` or ``"hgb"`` (scikit-learn's
+    HistGradientBoosting: 31 leaves as LightGBM, no early stopping, pandas categoricals as
+    categorical features).
+    """
+    if host == "hgb":
+        return _fit_hgb(task, X, y, n_estimators=n_estimators, learning_rate=learning_rate,
+                        seed=seed, **extra)
     if host == "lightgbm":
         import lightgbm as lgb
 
@@ -102,6 +116,27 @@ def fit_host(host: str, task: str, X, y, *, n_estimators: int, learning_rate: fl
     params = {"max_depth": 5, "tree_method": "hist", "n_jobs": 1, **extra}
     return cls(n_estimators=n_estimators, learning_rate=learning_rate, random_state=seed,
                enable_categorical=True, **params).fit(X, y)
+
+
+def _fit_hgb(task: str, X, y, *, n_estimators: int, learning_rate: float, seed: int,
+             **extra):
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+
+    cls = HistGradientBoostingRegressor if task == "regression" else HistGradientBoostingClassifier
+    params = {"max_leaf_nodes": 31, "early_stopping": False, "categorical_features": "from_dtype",
+              **extra}
+    with one_openmp_thread():
+        return cls(max_iter=n_estimators, learning_rate=learning_rate, random_state=seed,
+                   **params).fit(X, y)
+
+
+def one_openmp_thread():
+    """scikit-learn's HistGradientBoosting fits and predicts with every OpenMP thread; on a
+    busy machine that is slower by far than one (20 s instead of 0.3 s for one fit of
+    notebook 1), and the other hosts get one thread too."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="openmp")
 
 
 def fit_catboost(task: str, X, y, *, n_estimators: int, learning_rate: float, seed: int):
@@ -175,6 +210,23 @@ def shap_importance(model, X_valid) -> pd.Series:
     return pd.Series(np.abs(values).mean(axis=0), index=X_valid.columns)
 
 
+def hgb_shap_additivity_error(model, X_valid) -> float:
+    """Largest |sum of SHAP values + expected value - raw prediction| of shap's
+    ``TreeExplainer`` on a HistGradientBoosting model (0 up to rounding when shap reads the
+    model right). shap's own ``check_additivity`` compares with its reading of the trees, so
+    it does not catch a wrong reading."""
+    with warnings.catch_warnings():  # tqdm's "IProgress not found" when shap imports it
+        warnings.filterwarnings("ignore", message=".*IProgress not found.*")
+        import shap
+
+    explainer = shap.TreeExplainer(model)
+    values = np.asarray(explainer.shap_values(X_valid, check_additivity=False))
+    if values.ndim == 3:
+        raise ValueError("model: expected a regressor or a binary classifier")
+    raw = model._raw_predict(X_valid)[:, 0]  # the margin (no public accessor)
+    return float(np.max(np.abs(values.sum(axis=1) + explainer.expected_value - raw)))
+
+
 def permutation(model, X_valid, y_valid, task: str, seed: int, n_repeats: int = 5):
     """Mean and standard deviation over ``n_repeats`` shuffles (scikit-learn)."""
     from sklearn.inspection import permutation_importance
@@ -201,25 +253,40 @@ def all_importances(host: str, task: str, X, y, X_valid, y_valid, *, n_estimator
     ``extra`` holds the unbiased gain's standard error, the permutation standard deviation,
     ``report.select()`` and the fitted host model and report.
     """
+    with one_openmp_thread() if host == "hgb" else contextlib.nullcontext():
+        return _all_importances(host, task, X, y, X_valid, y_valid, n_estimators=n_estimators,
+                                learning_rate=learning_rate, seed=seed,
+                                host_params=host_params)
+
+
+def _all_importances(host, task, X, y, X_valid, y_valid, *, n_estimators, learning_rate, seed,
+                     host_params):
     names = list(X.columns)
     model = fit_host(host, task, X, y, n_estimators=n_estimators,
                      learning_rate=learning_rate, seed=seed, **(host_params or {}))
     out = {}
-    kinds = ("split", "gain") if host == "lightgbm" else ("weight", "total_gain")
-    out["split count"] = _host_importance(host, model, kinds[0], names)
-    out["gain"] = _host_importance(host, model, kinds[1], names)
+    report = uc.unbiased_importance(model, X, y, X_valid, y_valid, random_state=seed)
+    table = report.to_frame()
+    if host == "hgb":  # no importance of its own: the stored node gains, on the fit rows
+        out["split count"] = table["splits"].astype(np.float64)
+        out["gain"] = table["host_gain"]
+    else:
+        kinds = ("split", "gain") if host == "lightgbm" else ("weight", "total_gain")
+        out["split count"] = _host_importance(host, model, kinds[0], names)
+        out["gain"] = _host_importance(host, model, kinds[1], names)
     if host == "xgboost":
         out["gain on held-out"] = xgboost_refresh_gain(model, X_valid, y_valid)
     else:
         out["gain on held-out"] = library_gain_on_heldout(model, X_valid, y_valid, seed)
     out["permutation"], perm_sd = permutation(model, X_valid, y_valid, task, seed)
-    out["mean |SHAP|"] = shap_importance(model, X_valid)
+    if host == "hgb" and np.any(model.is_categorical_):  # shap misreads category splits
+        out["mean |SHAP|"] = pd.Series(np.nan, index=names)
+    else:
+        out["mean |SHAP|"] = shap_importance(model, X_valid)
     if catboost is not None:
         cb = fit_catboost(task, X, y, n_estimators=n_estimators, learning_rate=learning_rate,
                           seed=seed)
         out["CatBoost LossFunctionChange"] = catboost_lfc(cb, X_valid, y_valid)
-    report = uc.unbiased_importance(model, X, y, X_valid, y_valid, random_state=seed)
-    table = report.to_frame()
     out["unbiased gain"] = table["unbiased_gain"]
     frame = pd.DataFrame({m: out[m].reindex(names) for m in METHODS})
     frame.index.name = "feature"
