@@ -14,8 +14,8 @@ adding the partitions' sums gives the in-memory sums up to float rounding.
 node ``I``, which holds ``n_p`` held-out rows in partition ``p`` (``N = sum n_p``):
 
 1. the client allocates ``k`` over the partitions with a multivariate hypergeometric draw
-   ``(k_1..k_P) ~ MVHG(k; n_1..n_P)`` (:func:`allocate_draws`, from its own stream per tree
-   and draw), using only the node counts;
+   ``(k_1..k_P) ~ MVHG(k; n_1..n_P)`` (:func:`allocate_draws`, from a stream of its own per
+   tree and node), using only the node counts;
 2. partition ``p`` takes the ``k_p`` first-ranked rows of ``I`` under its own uniformly random
    ranking (its rows in a random order drawn once from a stream of its own, then fresh random
    bins per tree and draw, as :func:`unbiased_criteria.gains.first_k_sums` ranks), a uniform
@@ -251,26 +251,13 @@ def add_stats(*parts: list[np.ndarray]) -> list[np.ndarray]:
     return [np.sum(arrays, axis=0) for arrays in zip(*parts)]
 
 
-def allocate_draws(counts: np.ndarray, k: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """``(n_partitions, n_requests)``: how many of request ``q``'s ``k[q]`` rows each partition
-    gives, a multivariate hypergeometric draw from ``counts`` (the node's rows per partition).
-
-    Drawn partition by partition: partition ``p`` gives a hypergeometric share of what is left
-    (its rows against those of the partitions after it), which is the multivariate
-    hypergeometric law. A loop over partitions, each step vectorised over requests.
-    """
+def allocate_draws(counts: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """How many of a request's ``k`` rows each partition gives: a multivariate hypergeometric
+    draw from ``counts``, the node's held-out rows per partition."""
     counts = np.asarray(counts, dtype=np.int64)
-    k = np.asarray(k, dtype=np.int64)
-    if np.any(k > counts.sum(axis=0)) or np.any(k < 0):
-        raise ValueError("every k must be between 0 and its node's rows")
-    out = np.zeros_like(counts)
-    left = k.copy()
-    rest = counts.sum(axis=0)
-    for p in range(counts.shape[0]):
-        rest = rest - counts[p]
-        out[p] = rng.hypergeometric(counts[p], rest, left) if left.any() else 0
-        left = left - out[p]
-    return out
+    if not 0 <= k <= counts.sum():
+        raise ValueError(f"k must be between 0 and its node's {counts.sum()} rows, got {k}")
+    return rng.multivariate_hypergeometric(counts, int(k))
 
 
 def draw_requests(
@@ -292,9 +279,18 @@ def draw_requests(
 def request_allocation(counts: np.ndarray, node: np.ndarray, k: np.ndarray,
                        options: GainOptions, t: int) -> np.ndarray:
     """``(n_draws, n_partitions, n_requests)`` allocations of tree ``t``'s requests;
-    ``counts`` is ``(n_partitions, n_nodes)``."""
-    rng = stream(options.random_state, _ALLOCATION_KEY, t)
-    return np.stack([allocate_draws(counts[:, node], k, rng) for _ in range(options.n_draws)])
+    ``counts`` is ``(n_partitions, n_nodes)``.
+
+    Each request draws from a stream of its own, keyed by (tree, node): a node keeps its
+    allocation (and so its drawn rows) when the tree below it is pruned, as the in-memory
+    draws do; hence a loop over the requests (each step vectorised over partitions).
+    """
+    out = np.zeros((options.n_draws, counts.shape[0], node.size), dtype=np.int64)
+    for q, (i, kq) in enumerate(zip(node.tolist(), k.tolist())):
+        rng = stream(options.random_state, _ALLOCATION_KEY, t, i)
+        for d in range(options.n_draws):
+            out[d, :, q] = allocate_draws(counts[:, i], kq, rng)
+    return out
 
 
 def _unbiased(tree: Tree, G: np.ndarray, n_valid: np.ndarray, k: np.ndarray,

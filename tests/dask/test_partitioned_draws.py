@@ -109,20 +109,29 @@ def test_every_k_subset_equally_likely(stump):
 
 
 def test_allocation_is_multivariate_hypergeometric():
-    counts = np.array([[3, 0], [4, 5], [2, 7]])
-    k = np.array([4, 6])
-    rng = np.random.default_rng(1)
-    draws = np.stack([allocate_draws(counts, k, rng) for _ in range(4000)])
-    assert np.all(draws.sum(axis=1) == k) and np.all(draws <= counts)
+    counts = np.array([[3, 0, 1], [4, 5, 0], [2, 7, 0]])
+    node, k = np.array([0, 1]), np.array([4, 6])
+    draws = np.stack([request_allocation(counts, node, k, GainOptions(random_state=s), 0)[0]
+                      for s in range(3000)])
+    assert np.all(draws.sum(axis=1) == k) and np.all(draws <= counts[:, node])
     # means and variances of the multivariate hypergeometric law, per partition and request
-    N = counts.sum(axis=0)
-    mean = k * counts / N
-    var = k * counts / N * (1 - counts / N) * (N - k) / np.maximum(N - 1, 1)
+    c = counts[:, node]
+    N = c.sum(axis=0)
+    mean = k * c / N
+    var = k * c / N * (1 - c / N) * (N - k) / np.maximum(N - 1, 1)
     se = np.sqrt(var / draws.shape[0])
     assert np.all(np.abs(draws.mean(axis=0) - mean) <= 4 * se + 1e-12)
     assert np.allclose(draws.var(axis=0), var, rtol=0.15, atol=1e-9)
 
 
+def test_a_node_keeps_its_allocation_when_other_requests_change():
+    counts = np.array([[3, 2, 1], [4, 5, 3], [2, 7, 2]])
+    options = GainOptions(random_state=3, n_draws=2)
+    both = request_allocation(counts, np.array([0, 1]), np.array([4, 6]), options, 5)
+    alone = request_allocation(counts, np.array([1]), np.array([6]), options, 5)
+    np.testing.assert_array_equal(both[:, :, 1], alone[:, :, 0])
+
+
 def test_allocation_refuses_k_above_the_rows():
     with pytest.raises(ValueError, match="between 0 and"):
-        allocate_draws(np.array([[1], [2]]), np.array([4]), np.random.default_rng(0))
+        allocate_draws(np.array([1, 2]), 4, np.random.default_rng(0))
