@@ -276,18 +276,34 @@ def draw_requests(
     return k, usable, node, np.tile(k[split], 3)
 
 
-def request_allocation(counts: np.ndarray, node: np.ndarray, k: np.ndarray,
+def node_paths(tree: Tree) -> np.ndarray:
+    """Each node's path from the root as an integer (root 1, children ``2p`` and ``2p + 1``):
+    unlike node ids, it survives the pruning of other subtrees. Object dtype (deep trees
+    exceed 64 bits)."""
+    path = np.zeros(tree.n_nodes, dtype=object)
+    path[0], level = 1, np.array([0])
+    while level.size:
+        inner = level[~tree.is_leaf[level]]
+        path[tree.left[inner]] = 2 * path[inner]
+        path[tree.right[inner]] = 2 * path[inner] + 1
+        level = np.concatenate([tree.left[inner], tree.right[inner]])
+    return path
+
+
+def request_allocation(tree: Tree, counts: np.ndarray, node: np.ndarray, k: np.ndarray,
                        options: GainOptions, t: int) -> np.ndarray:
     """``(n_draws, n_partitions, n_requests)`` allocations of tree ``t``'s requests;
     ``counts`` is ``(n_partitions, n_nodes)``.
 
-    Each request draws from a stream of its own, keyed by (tree, node): a node keeps its
-    allocation (and so its drawn rows) when the tree below it is pruned, as the in-memory
-    draws do; hence a loop over the requests (each step vectorised over partitions).
+    Each request draws from a stream of its own, keyed by the tree and the node's path
+    (:func:`node_paths`): a node keeps its allocation (and so its drawn rows) when other
+    subtrees are pruned, as the in-memory draws do; hence a loop over the requests (each step
+    vectorised over partitions).
     """
     out = np.zeros((options.n_draws, counts.shape[0], node.size), dtype=np.int64)
+    path = node_paths(tree)
     for q, (i, kq) in enumerate(zip(node.tolist(), k.tolist())):
-        rng = stream(options.random_state, _ALLOCATION_KEY, t, i)
+        rng = stream(options.random_state, _ALLOCATION_KEY, t, path[i])
         for d in range(options.n_draws):
             out[d, :, q] = allocate_draws(counts[:, i], kq, rng)
     return out

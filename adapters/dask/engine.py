@@ -271,7 +271,7 @@ def _allocations(tree, counts, options, t, n_parts):
     k, usable, node, req_k = draw_requests(tree, n_valid, options.min_k)
     if node.size == 0:
         return [None] * n_parts, (k, usable, n_valid)
-    alloc = request_allocation(counts, node, req_k, options, t)  # (draws, parts, requests)
+    alloc = request_allocation(tree, counts, node, req_k, options, t)  # (draws, parts, requests)
     return [(node, alloc[:, p, :]) for p in range(n_parts)], (k, usable, n_valid)
 
 

@@ -212,7 +212,11 @@ def write_model(
     if isinstance(model, lightgbm.Booster):
         return booster
     # a copy of the estimator whose booster is the new one (the old one is not copied)
-    return copy.deepcopy(model, memo={id(estimator_booster(model)): booster})
+    new = copy.deepcopy(model, memo={id(estimator_booster(model)): booster})
+    if estimator_booster(new) is not booster:
+        # lightgbm.dask estimators deep-copy their state in __getstate__, past the memo
+        new._Booster = booster
+    return new
 
 
 #: canonical objective of a natively grown forest -> LightGBM's objective line

@@ -68,7 +68,7 @@ def _one_run(read, objective, seed):
     counts = np.stack(counts)
     tree = read.forest.trees[0]
     k, usable, node, req_k = draw_requests(tree, counts.sum(axis=0), options.min_k)
-    alloc = request_allocation(counts, node, req_k, options, 0)
+    alloc = request_allocation(tree, counts, node, req_k, options, 0)
     parts = [partition_step(s, read, objective, route, 1, 0, 1, what="draws",
                             requests=[(node, alloc[:, p])], options=options, index=p)[1]
              for p, (s, route) in enumerate(states)]
@@ -108,10 +108,11 @@ def test_every_k_subset_equally_likely(stump):
     assert np.all(np.abs(inclusion - n_seeds * p) < 4 * se), inclusion
 
 
-def test_allocation_is_multivariate_hypergeometric():
+def test_allocation_is_multivariate_hypergeometric(stump):
+    tree = stump[0].forest.trees[0]
     counts = np.array([[3, 0, 1], [4, 5, 0], [2, 7, 0]])
     node, k = np.array([0, 1]), np.array([4, 6])
-    draws = np.stack([request_allocation(counts, node, k, GainOptions(random_state=s), 0)[0]
+    draws = np.stack([request_allocation(tree, counts, node, k, GainOptions(random_state=s), 0)[0]
                       for s in range(3000)])
     assert np.all(draws.sum(axis=1) == k) and np.all(draws <= counts[:, node])
     # means and variances of the multivariate hypergeometric law, per partition and request
@@ -124,11 +125,12 @@ def test_allocation_is_multivariate_hypergeometric():
     assert np.allclose(draws.var(axis=0), var, rtol=0.15, atol=1e-9)
 
 
-def test_a_node_keeps_its_allocation_when_other_requests_change():
+def test_a_node_keeps_its_allocation_when_other_requests_change(stump):
+    tree = stump[0].forest.trees[0]
     counts = np.array([[3, 2, 1], [4, 5, 3], [2, 7, 2]])
     options = GainOptions(random_state=3, n_draws=2)
-    both = request_allocation(counts, np.array([0, 1]), np.array([4, 6]), options, 5)
-    alone = request_allocation(counts, np.array([1]), np.array([6]), options, 5)
+    both = request_allocation(tree, counts, np.array([0, 1]), np.array([4, 6]), options, 5)
+    alone = request_allocation(tree, counts, np.array([1]), np.array([6]), options, 5)
     np.testing.assert_array_equal(both[:, :, 1], alone[:, :, 0])
 
 
