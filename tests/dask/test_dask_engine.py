@@ -191,3 +191,10 @@ def test_bad_dask_inputs(client, monkeypatch):
     monkeypatch.setattr(distributed, "get_client", no_client)
     with pytest.raises(ValueError, match="distributed.Client"):
         uc.unbiased_importance(model, dX, dy, dX, dy)
+
+
+def test_progress_shows_dask_progress(client, capsys):
+    X, y, _ = _data(600, 12)
+    model = lightgbm.LGBMRegressor(n_estimators=2, num_leaves=4, verbose=-1).fit(X, y)
+    uc.unbiased_importance(model, *_dask(2, X, y), *_dask(2, X, y), progress=True)
+    assert "Completed" in capsys.readouterr().out
