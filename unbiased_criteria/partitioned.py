@@ -218,6 +218,8 @@ def partition_step(
         if not (keep_last and t == stop - 1):
             add(t, tree, None)
     pending = stop - 1 if keep_last and stop > start else None
+    if leaves is not None and pending is None and leaves_from + leaves.shape[0] <= stop:
+        leaves = None  # every cached tree is done with: free them until the next round
     return replace(state, raw=raw, g=g, h=h, iteration=iteration, leaves=leaves,
                    leaves_from=leaves_from, pending=pending), out
 

@@ -146,6 +146,7 @@ class _Rows:
         self.states, info = self._split(started)
         n, nonzero = self.reduce(info)[0]
         self.n_rows = int(n)
+        self.largest = int(max(lengths))
         if w is not None and nonzero == 0:
             raise ValueError(f"{w_name} is 0 for every row: those rows carry no evidence")
 
@@ -255,12 +256,14 @@ def _progress(enabled: bool, futures) -> None:
         progress(futures)
 
 
-def _round_chunk(read: Model, train: _Rows, valid: _Rows, memory_budget) -> int:
-    """Trees per round: the leaf ids of a round fit the budget on the largest partition."""
+def _round_chunk(client, read: Model, train: _Rows, valid: _Rows, memory_budget) -> int:
+    """Trees per round: the leaf ids a worker caches in a round (its share of the rows, as if
+    they were spread evenly, and never less than the largest partition) fit the budget."""
     forest = read.forest
     K = max(1, forest.n_outputs)
-    biggest = max(train.n_rows, valid.n_rows)  # conservative: a partition is never larger
-    chunk = chunk_size(biggest, forest.n_trees, memory_budget)
+    workers = max(1, len(client.scheduler_info().get("workers", {})))
+    rows = max(-(-max(train.n_rows, valid.n_rows) // workers), train.largest, valid.largest)
+    chunk = chunk_size(rows, forest.n_trees, memory_budget)
     return max(K, chunk // K * K)
 
 
@@ -298,7 +301,7 @@ def unbiased_importance(
         options, memory_budget, host_params, "importance")
     forest = read.forest
     jack = options.n_blocks > 1
-    chunk = _round_chunk(read, train, valid, memory_budget)
+    chunk = _round_chunk(valid.client, read, train, valid, memory_budget)
     records, replicates, shares = [], [], []
     for start in range(0, forest.n_trees, chunk):
         stop = min(start + chunk, forest.n_trees)
@@ -378,7 +381,7 @@ def prune(
         raise ValueError(f"pruning {obj.name} models is not supported: the host renews their "
                          "leaf values from residual percentiles")
     forest = read.forest
-    chunk = _round_chunk(read, train, valid, memory_budget)
+    chunk = _round_chunk(valid.client, read, train, valid, memory_budget)
     trees = list(forest.trees)
     usable_all, shares = [], []
     replaced = None

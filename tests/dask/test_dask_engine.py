@@ -69,6 +69,13 @@ def test_lightgbm_binary_weighted_sums_and_B_equal_in_memory(client):
                                  _dask(3, w)[0], valid_weight=_dask(4, wv)[0])
     _assert_same_splits(mem, dsk)
     assert dsk.splits["usable"].any()
+    # a small memory budget: several rounds, leaves routed a few trees at a time; the draws
+    # do not depend on the chunking, so U (and its standard error) is the same
+    small = uc.unbiased_importance(model, *_dask(3, X, y), *_dask(4, Xv, yv), train_weight=
+                                   _dask(3, w)[0], valid_weight=_dask(4, wv)[0],
+                                   memory_budget=20_000)
+    pd.testing.assert_frame_equal(small.splits, dsk.splits)
+    pd.testing.assert_frame_equal(small.to_frame(), dsk.to_frame())
     # the standard errors are there (blocks of held-out rows across partitions)
     assert np.isfinite(dsk.to_frame()["std_error"]).all()
 
