@@ -13,8 +13,11 @@ process (``OMP_NUM_THREADS=1``, ``n_jobs=1``, one thread per worker) so that the
 the same compute:
 
 * ``memory``: ``uc.unbiased_importance(booster, X_train, y_train, X_valid, y_valid)``;
-* ``dask-1``, ``dask-2``: the same call on dask Arrays on a ``LocalCluster`` of 1 or 2 worker
-  processes.
+* ``dask-1``: the same call on dask Arrays on a ``LocalCluster`` of 1 worker process, dask's
+  default worker environment;
+* ``dask-1-mmap``, ``dask-2-mmap``: 1 and 2 worker processes started with
+  ``MALLOC_MMAP_THRESHOLD_`` = 1 GiB (``distributed.nanny.pre-spawn-environ``; see
+  ``MMAP_THRESHOLD``).
 
 Reported: wall time, overhead ratio (dask / memory), the client's and each worker's peak
 resident memory above its level before the call (``/proc/self/clear_refs``), and from dask's
@@ -48,6 +51,12 @@ from _common import (
     run_child,
     write_results,
 )
+
+# dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which turns off glibc's
+# adaptive mmap threshold: every temporary array over 128 kB is then mapped and unmapped, and
+# the scoring spends about as long in page faults as in computing. A large mmap threshold
+# restores heap reuse (the ``-mmap`` modes).
+MMAP_THRESHOLD = str(2**30)
 
 
 def _part_seed(kind: str, i: int) -> int:
@@ -106,17 +115,23 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         out = measure(lambda: (uc.unbiased_importance(booster, X, y, Xv, yv, n_jobs=1), None)[1])
         return {"kind": "memory", **out}
 
+    import dask
     import distributed
 
     workers = spec["workers"]
-    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, memory_limit=0) as cluster, \
+    environ = {"distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_": MMAP_THRESHOLD}
+    with dask.config.set(environ if spec["tuned"] else {}), \
+            distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                     dashboard_address=None, memory_limit=0) as cluster, \
             distributed.Client(cluster) as client:
         X, y = _dask("train", spec["rows"], spec["partition_rows"])
         Xv, yv = _dask("valid", spec["valid_rows"], spec["partition_rows"])
         X, y, Xv, yv = client.persist([X, y, Xv, yv])
         distributed.wait([X, y, Xv, yv])
         client.run(lambda: __import__("unbiased_criteria.adapters.dask"))  # warm imports
+        client.run(lambda: __import__("unbiased_criteria.adapters.lightgbm"))
+        mmap = set(client.run(lambda: os.environ.get("MALLOC_MMAP_THRESHOLD_")).values())
+        assert mmap == {MMAP_THRESHOLD if spec["tuned"] else None}, mmap
         before = client.run(_worker_reset)
         cpu_before = client.run(cpu_seconds)
         with distributed.get_task_stream(client) as stream:
@@ -133,7 +148,7 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
                     busy[name] += s["stop"] - s["start"]
                     count[name] += 1
     return {
-        "kind": f"dask-{workers}", **out,
+        "kind": f"dask-{workers}" + ("-mmap" if spec["tuned"] else ""), **out,
         "worker_peak_extra_mb": [round((peaks[w] - before[w]) / MB, 1) for w in peaks],
         "worker_peak_mb": [round(peaks[w] / MB, 1) for w in peaks],
         "worker_cpu_seconds": [round(cpu_after[w] - cpu_before[w], 2) for w in peaks],
@@ -157,8 +172,9 @@ def main() -> None:
     base = {"rows": args.rows, "valid_rows": args.valid_rows, "trees": args.trees,
             "partition_rows": args.partition_rows}
     runs = {}
-    for kind, workers in (("memory", 0), ("dask", 1), ("dask", 2)):
-        spec = {**base, "kind": kind, "workers": workers, "threads": 1}
+    modes = (("memory", 0, False), ("dask", 1, False), ("dask", 1, True), ("dask", 2, True))
+    for kind, workers, tuned in modes:
+        spec = {**base, "kind": kind, "workers": workers, "threads": 1, "tuned": tuned}
         t0 = time.perf_counter()
         r = run_child(__file__, spec)
         runs[r["kind"]] = r
