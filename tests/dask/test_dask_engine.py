@@ -205,3 +205,21 @@ def test_progress_shows_dask_progress(client, capsys):
     model = lightgbm.LGBMRegressor(n_estimators=2, num_leaves=4, verbose=-1).fit(X, y)
     uc.unbiased_importance(model, *_dask(2, X, y), *_dask(2, X, y), progress=True)
     assert "Completed" in capsys.readouterr().out
+
+
+def test_dask_xgboost_estimator(client):
+    X, y, _ = _data(2000, 13)
+    Xv, yv, _ = _data(2000, 14)
+    X2, y2, _ = _data(2000, 15)
+    dX, dy = _dask(2, X, y)
+    model = xgboost_dask.DaskXGBRegressor(n_estimators=4, max_depth=3).fit(dX, dy)
+    dsk = uc.unbiased_importance(model, dX, dy, *_dask(2, Xv, yv))
+    _assert_same_splits(uc.unbiased_importance(model.get_booster(), X, y, Xv, yv), dsk)
+    pruned = uc.prune(model, *_dask(2, X2, y2), *_dask(2, Xv, yv), threshold=-np.inf,
+                      refit_leaves=True)
+    same = uc.prune(model.get_booster(), X2, y2, Xv, yv, threshold=-np.inf, refit_leaves=True)
+    assert type(pruned) is type(model)
+    d = xgboost.DMatrix(Xv)
+    np.testing.assert_allclose(pruned.get_booster().predict(d), same.predict(d), rtol=0,
+                               atol=1e-6)
+    assert not np.allclose(pruned.get_booster().predict(d), model.get_booster().predict(d))
