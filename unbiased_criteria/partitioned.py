@@ -54,7 +54,8 @@ from .trees import Tree
 
 __all__ = [
     "PartitionState", "start_partition", "partition_step", "add_stats", "allocate_draws",
-    "draw_requests", "request_allocation", "tree_scores", "stream",
+    "draw_requests", "request_allocation", "tree_scores", "halves_tree_scores",
+    "allocate_halves", "stream",
 ]
 
 # spawn keys of the partitioned run's streams (trees use 0..; importance.py uses 2**40 + 0..2)
@@ -62,6 +63,7 @@ _ORDER_KEY = 2**40 + 16
 _BLOCKS_KEY = 2**40 + 17
 _BINS_KEY = 2**40 + 18
 _ALLOCATION_KEY = 2**40 + 19
+_HALVES_KEY = 2**40 + 20
 
 
 def stream(random_state: np.random.SeedSequence, *key: int) -> np.random.Generator:
@@ -79,7 +81,8 @@ class PartitionState:
     rows' order (training rows); ``raw`` the running raw scores ``(n, n_outputs)``;
     ``g``, ``h`` the gradients of the current iteration ``iteration``; ``leaves`` the routed
     leaf ids of trees ``leaves_from..`` (tree-major, rank order); ``pending`` the tree whose
-    scores are not added to ``raw`` yet (pruning: the client may still replace it).
+    scores are not added to ``raw`` yet (pruning: the client may still replace it); ``half``
+    the held-out rows of half A in the validation-only mode (rank order).
     """
 
     y: np.ndarray
@@ -93,6 +96,7 @@ class PartitionState:
     leaves: np.ndarray | None = None
     leaves_from: int = 0
     pending: int | None = None
+    half: np.ndarray | None = None
 
     @property
     def n_rows(self) -> int:
@@ -101,13 +105,14 @@ class PartitionState:
 
 def start_partition(
     model: Model, y: np.ndarray, weight: np.ndarray | None, *, held_out: bool,
-    index: int, offset: int, options: GainOptions,
+    index: int, offset: int, options: GainOptions, half_a: int | None = None,
 ) -> PartitionState:
     """A partition's state before the first tree.
 
     Held-out rows (``held_out``) are put in a uniformly random order from the stream of
     partition ``index``; ``offset`` (held-out rows in the partitions before it) spreads the
-    jackknife blocks evenly over the whole set.
+    jackknife blocks evenly over the whole set. ``half_a``: validation-only mode, this
+    partition's rows in half A (:func:`allocate_halves`), a uniform subset of its rows.
     """
     n = int(y.shape[0])
     order = blocks = None
@@ -118,7 +123,19 @@ def start_partition(
         if options.n_blocks > 1:
             perm = stream(options.random_state, _BLOCKS_KEY, index).permutation(n)
             blocks = ((offset + perm) % options.n_blocks).astype(np.intp)
-    return PartitionState(y, weight, order, blocks, _start_scores(model, n))
+    half = None
+    if half_a is not None:
+        half = stream(options.random_state, _HALVES_KEY, index).permutation(n) < half_a
+    return PartitionState(y, weight, order, blocks, _start_scores(model, n), half=half)
+
+
+def allocate_halves(lengths: np.ndarray, options: GainOptions) -> np.ndarray:
+    """Rows of half A in each partition (validation-only mode): ``N // 2`` of the ``N``
+    held-out rows, allocated by a multivariate hypergeometric draw and taken uniformly
+    inside each partition, an exactly uniform half of the whole set as in memory."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    rng = stream(options.random_state, _HALVES_KEY)
+    return allocate_draws(lengths, int(lengths.sum() // 2), rng)
 
 
 def _bias(model: Model) -> tuple[np.ndarray, int]:
@@ -180,8 +197,7 @@ def partition_step(
         return leaves[t - leaves_from].astype(np.intp)
 
     if what == "counts":
-        out = [np.rint(forest.trees[t].node_sums(leaf_ids(t))).astype(np.int64)
-               for t in range(start, stop)]
+        out = [_counts(forest.trees[t], leaf_ids(t), state.half) for t in range(start, stop)]
         return replace(state, leaves=leaves, leaves_from=leaves_from), out
     if what not in ("sums", "draws"):
         raise ValueError(f"what must be 'counts', 'sums' or 'draws', got {what!r}")
@@ -212,9 +228,12 @@ def partition_step(
         if what == "sums":
             out.append(np.stack([tree.node_sums(nodes, gt), tree.node_sums(nodes, ht),
                                  tree.node_sums(nodes)]))
-        else:
+        elif state.half is None:
             out.append(_draw_sums(tree, nodes, gt, ht, state.blocks, requests[i], options,
                                   index, t))
+        else:
+            out.append(_halves_sums(tree, nodes, gt, ht, state.blocks, state.half,
+                                    requests[i], options, index, t))
         if not (keep_last and t == stop - 1):
             add(t, tree, None)
     pending = stop - 1 if keep_last and stop > start else None
@@ -224,7 +243,30 @@ def partition_step(
                    leaves_from=leaves_from, pending=pending), out
 
 
-def _draw_sums(tree, nodes, g, h, blocks, request, options: GainOptions, index: int, t: int):
+def _counts(tree: Tree, nodes: np.ndarray, half: np.ndarray | None) -> np.ndarray:
+    """Held-out rows per node; in the validation-only mode ``(2, n_nodes)``: halves A, B."""
+    if half is None:
+        return np.rint(tree.node_sums(nodes)).astype(np.int64)
+    return np.stack([np.rint(tree.node_sums(nodes[m])).astype(np.int64)
+                     for m in (half, ~half)])
+
+
+def _halves_sums(tree, nodes, g, h, blocks, half, requests, options: GainOptions,
+                 index: int, t: int):
+    """Validation-only mode: ``(2, 3, n_nodes)`` sums ``[G, H, n]`` of halves A and B, then
+    the draw sums of direction 1 (ratios from B) and, with cross-fitting, 2 (from A)."""
+    sums = np.stack([np.stack([tree.node_sums(nodes[m], g[m]), tree.node_sums(nodes[m], h[m]),
+                               tree.node_sums(nodes[m])]) for m in (half, ~half)])
+    rng = stream(options.random_state, _BINS_KEY, index, t)
+    draws = []
+    for m, request in zip((~half, half), requests or (None, None)):
+        part = None if blocks is None else blocks[m]
+        draws.append(_draw_sums(tree, nodes[m], g[m], h[m], part, request, options, rng=rng))
+    return [sums, *draws]
+
+
+def _draw_sums(tree, nodes, g, h, blocks, request, options: GainOptions, index: int = 0,
+               t: int = 0, rng: np.random.Generator | None = None):
     n_blocks = options.n_blocks if blocks is not None else 1
     if request is None:
         return np.zeros((options.n_draws, 3, 0, n_blocks))
@@ -234,7 +276,8 @@ def _draw_sums(tree, nodes, g, h, blocks, request, options: GainOptions, index: 
     if n == 0:
         return out
     values = (g, h, (h != 0).astype(np.float64))
-    rng = stream(options.random_state, _BINS_KEY, index, t)
+    if rng is None:
+        rng = stream(options.random_state, _BINS_KEY, index, t)
     n_bins = rank_bins(n)
     for d in range(options.n_draws):
         bins = rng.integers(0, n_bins, n, dtype=np.int32 if n_bins < 2**31 else np.int64)
@@ -248,9 +291,11 @@ def _draw_sums(tree, nodes, g, h, blocks, request, options: GainOptions, index: 
     return out
 
 
-def add_stats(*parts: list[np.ndarray]) -> list[np.ndarray]:
-    """Element-wise sum of several partitions' :func:`partition_step` outputs."""
-    return [np.sum(arrays, axis=0) for arrays in zip(*parts)]
+def add_stats(*parts: list) -> list:
+    """Element-wise sum of several partitions' :func:`partition_step` outputs (lists of
+    arrays, or of lists of arrays)."""
+    return [add_stats(*items) if isinstance(items[0], list) else np.sum(items, axis=0)
+            for items in zip(*parts)]
 
 
 def allocate_draws(counts: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -293,19 +338,21 @@ def node_paths(tree: Tree) -> np.ndarray:
 
 
 def request_allocation(tree: Tree, counts: np.ndarray, node: np.ndarray, k: np.ndarray,
-                       options: GainOptions, t: int) -> np.ndarray:
+                       options: GainOptions, t: int, direction: int = 0) -> np.ndarray:
     """``(n_draws, n_partitions, n_requests)`` allocations of tree ``t``'s requests;
     ``counts`` is ``(n_partitions, n_nodes)``.
 
     Each request draws from a stream of its own, keyed by the tree and the node's path
     (:func:`node_paths`): a node keeps its allocation (and so its drawn rows) when other
     subtrees are pruned, as the in-memory draws do; hence a loop over the requests (each step
-    vectorised over partitions).
+    vectorised over partitions). ``direction`` 1 keys the validation-only mode's second
+    direction (ratios from half A) apart.
     """
     out = np.zeros((options.n_draws, counts.shape[0], node.size), dtype=np.int64)
     path = node_paths(tree)
     for q, (i, kq) in enumerate(zip(node.tolist(), k.tolist())):
-        rng = stream(options.random_state, _ALLOCATION_KEY, t, path[i])
+        key = (t, path[i]) if direction == 0 else (t, path[i], direction)
+        rng = stream(options.random_state, _ALLOCATION_KEY, *key)
         for d in range(options.n_draws):
             out[d, :, q] = allocate_draws(counts[:, i], kq, rng)
     return out
@@ -364,3 +411,30 @@ def tree_scores(
     return TreeScores(biased_gain(tree, node_sums, score), u.gain, u.k, u.usable, node_sums.n,
                       u.n_valid, node_sums, u.jackknife)
 
+
+
+def halves_tree_scores(
+    tree: Tree, sums: np.ndarray, counts: np.ndarray, requests: tuple, draws: tuple,
+    options: GainOptions, score, jack: bool,
+) -> TreeScores:
+    """Validation-only mode, as :func:`~unbiased_criteria.importance.score_tree`: ``G`` from
+    half A and ratios from B, and with ``options.cross_fit`` the other way round, averaged
+    (usable where both are). ``sums`` ``(2, 3, n_nodes)`` and ``counts`` ``(2, n_nodes)`` of
+    halves A and B over the whole set; ``requests`` the ``(k, usable)`` of each direction
+    (:func:`draw_requests`), ``draws`` their summed draw sums."""
+    a = NodeSums(sums[0, 0], sums[0, 1], np.rint(sums[0, 2]).astype(np.int64))
+    b = NodeSums(sums[1, 0], sums[1, 1], np.rint(sums[1, 2]).astype(np.int64))
+    (k1, usable1), (k2, usable2) = requests
+    u = _unbiased(tree, a.G, counts[1], k1, usable1, draws[0], options, jack)
+    gain, usable, jackknife = u.gain, u.usable, u.jackknife
+    if options.cross_fit:
+        u2 = _unbiased(tree, b.G, counts[0], k2, usable2, draws[1], options, jack)
+        usable = u.usable & u2.usable
+        gain = np.where(usable, (u.gain + u2.gain) / 2.0, np.where(tree.is_leaf, np.nan, 0.0))
+        if jackknife is not None:  # (a direction without usable splits has none: U is 0)
+            other = u2.jackknife if u2.jackknife is not None else 0.0
+            jackknife = np.where(usable, (jackknife + other) / 2.0,
+                                 np.where(tree.is_leaf, np.nan, 0.0))
+    every = NodeSums(a.G + b.G, a.H + b.H, a.n + b.n)
+    return TreeScores(biased_gain(tree, every, score), gain, u.k, usable, a.n, every.n, a,
+                      jackknife)

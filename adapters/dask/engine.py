@@ -40,7 +40,9 @@ from unbiased_criteria.objectives import Objective
 from unbiased_criteria.options import GainOptions
 from unbiased_criteria.partitioned import (
     add_stats,
+    allocate_halves,
     draw_requests,
+    halves_tree_scores,
     partition_step,
     request_allocation,
     start_partition,
@@ -101,7 +103,8 @@ def _router(job: _Job, x, name: str):
     return adapter.make_router(job.model, job.read, x, name, memory_budget=job.memory_budget)
 
 
-def _start(job: _Job, x, y, w, names, held_out: bool, index: int, offset: int):
+def _start(job: _Job, x, y, w, names, held_out: bool, index: int, offset: int,
+           half_a: int | None):
     x_name, y_name, w_name = names
     n = _router(job, x, x_name).n_rows  # checks the features as in memory
     if job.classes is not None:
@@ -109,7 +112,7 @@ def _start(job: _Job, x, y, w, names, held_out: bool, index: int, offset: int):
     labels = check_labels(y, n, y_name, job.objective)
     weight = check_weight(w, n, w_name)
     state = start_partition(job.read, labels, weight, held_out=held_out, index=index,
-                            offset=offset, options=job.options)
+                            offset=offset, options=job.options, half_a=half_a)
     return state, [np.array([n, 0 if weight is None else np.count_nonzero(weight)])]
 
 
@@ -126,7 +129,8 @@ def _step(job: _Job, state, x, x_name: str, start: int, stop: int, what: str, re
 class _Rows:
     """One row set (training or held-out) as per-partition futures on the workers."""
 
-    def __init__(self, client, job_future, X, y, w, names, held_out: bool):
+    def __init__(self, client, job_future, X, y, w, names, held_out: bool,
+                 halves_of: GainOptions | None = None):
         self.client, self.job, self.names, self.held_out = client, job_future, names, held_out
         x_name, y_name, w_name = names
         x = partition_futures(client, X, x_name)
@@ -141,8 +145,13 @@ class _Rows:
             raise ValueError(f"{x_name} has no rows")
         self.x = [x[i] for i in keep]
         self.index = keep
+        # validation-only mode: a uniformly random half A of the whole set
+        half_a = (allocate_halves(lengths, halves_of) if halves_of is not None
+                  else [None] * len(x))
         started = [client.submit(_start, job_future, x[i], ys[i], ws[i], names, held_out, i,
-                                 int(offsets[i]), pure=False) for i in keep]
+                                 int(offsets[i]),
+                                 None if half_a[i] is None else int(half_a[i]), pure=False)
+                   for i in keep]
         self.states, info = self._split(started)
         n, nonzero = self.reduce(info)[0]
         self.n_rows = int(n)
@@ -211,15 +220,14 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
            options, memory_budget, host_params, needed_for):
     if X_valid is None or y_valid is None:
         raise ValueError("X_valid and y_valid are required: held-out rows drive the estimate")
-    if X_train is None or y_train is None:
-        raise ValueError(
-            "with dask inputs X_train and y_train are required (the validation-only mode, "
-            "which splits the held-out rows in halves, runs in memory only)"
-        )
+    if (X_train is None) != (y_train is None):
+        raise ValueError("pass both X_train and y_train, or neither")
+    if X_train is None and train_weight is not None:
+        raise ValueError("train_weight was given without X_train")
     host_model = unwrap_model(model)
     adapter, read, obj = _read(host_model, objective, host_params, needed_for)
     classes = getattr(host_model, "classes_", None)
-    if read.bias_from_labels:
+    if read.bias_from_labels and y_train is not None:
         # the init score is a function of all training labels (LightGBM's boost_from_average):
         # the labels (one column), and only they, come to the client
         import dask
@@ -243,9 +251,11 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
     job = _Job(adapter.__name__, host_model, read, obj, classes, options, int(memory_budget))
     job_future = client.scatter(job, broadcast=True, hash=False)
     valid = _Rows(client, job_future, X_valid, y_valid, valid_weight,
-                  ("X_valid", "y_valid", "valid_weight"), held_out=True)
-    train = _Rows(client, job_future, X_train, y_train, train_weight,
-                  ("X_train", "y_train", "train_weight"), held_out=False)
+                  ("X_valid", "y_valid", "valid_weight"), held_out=True,
+                  halves_of=options if X_train is None else None)
+    train = None if X_train is None else _Rows(
+        client, job_future, X_train, y_train, train_weight,
+        ("X_train", "y_train", "train_weight"), held_out=False)
     return adapter, read, obj, train, valid
 
 
@@ -262,20 +272,41 @@ def _round_chunk(client, read: Model, train: _Rows, valid: _Rows, memory_budget)
     forest = read.forest
     K = max(1, forest.n_outputs)
     workers = max(1, len(client.scheduler_info().get("workers", {})))
-    rows = max(-(-max(train.n_rows, valid.n_rows) // workers), train.largest, valid.largest)
+    sets = [r for r in (train, valid) if r is not None]
+    rows = max(-(-max(r.n_rows for r in sets) // workers), *(r.largest for r in sets))
     chunk = chunk_size(rows, forest.n_trees, memory_budget)
     return max(K, chunk // K * K)
 
 
-def _allocations(tree, counts, options, t, n_parts):
-    """Per partition, tree ``t``'s requests and its share of each ``k``; the tree's ``k``,
-    ``usable`` and held-out counts."""
-    n_valid = counts.sum(axis=0)
-    k, usable, node, req_k = draw_requests(tree, n_valid, options.min_k)
-    if node.size == 0:
-        return [None] * n_parts, (k, usable, n_valid)
-    alloc = request_allocation(tree, counts, node, req_k, options, t)  # (draws, parts, requests)
-    return [(node, alloc[:, p, :]) for p in range(n_parts)], (k, usable, n_valid)
+def _allocations(tree, counts, options, t, n_parts, halves: bool):
+    """Per partition, tree ``t``'s requests and its share of each ``k``; and what scoring
+    needs of them. ``counts`` ``(n_parts, n_nodes)``, or ``(n_parts, 2, n_nodes)`` for the
+    halves A, B of the validation-only mode (direction 1: ratios from B; 2: from A)."""
+    def one(c, direction):
+        k, usable, node, req_k = draw_requests(tree, c.sum(axis=0), options.min_k)
+        if node.size == 0:
+            return [None] * n_parts, (k, usable)
+        alloc = request_allocation(tree, c, node, req_k, options, t, direction)
+        return [(node, alloc[:, p, :]) for p in range(n_parts)], (k, usable)
+
+    if not halves:
+        requests, info = one(counts, 0)
+        return requests, (*info, counts.sum(axis=0))
+    first, info1 = one(counts[:, 1], 0)
+    second, info2 = (one(counts[:, 0], 1) if options.cross_fit
+                     else ([None] * n_parts, (None, None)))
+    return list(zip(first, second)), ((info1, info2), counts.sum(axis=0))
+
+
+def _scores(tree, info, sums, draws, options, read, jack):
+    """A tree's scores from the reduced arrays (``sums`` None: validation-only mode, where
+    ``draws`` holds the halves' sums then each direction's draws)."""
+    if sums is None:
+        requests, counts = info
+        return halves_tree_scores(tree, draws[0], counts, requests, (draws[1], draws[2]),
+                                  options, read.split_score, jack)
+    k, usable, n_valid = info
+    return tree_scores(tree, sums, n_valid, k, usable, draws, options, read.split_score, jack)
 
 
 def unbiased_importance(
@@ -305,16 +336,17 @@ def unbiased_importance(
     records, replicates, shares = [], [], []
     for start in range(0, forest.n_trees, chunk):
         stop = min(start + chunk, forest.n_trees)
-        sums_f = train.step(start, stop, "sums")
+        sums_f = [] if train is None else train.step(start, stop, "sums")
         counts_f = valid.step(start, stop, "counts")
         _progress(progress, sums_f + counts_f)
-        sums = train.reduce(sums_f)
+        sums = [None] * (stop - start) if train is None else train.reduce(sums_f)
         per_part = valid.client.gather(counts_f)
         requests = [[] for _ in valid.x]
         about = []
         for i, t in enumerate(range(start, stop)):
             counts = np.stack([c[i] for c in per_part])
-            share, info = _allocations(forest.trees[t], counts, options, t, len(valid.x))
+            share, info = _allocations(forest.trees[t], counts, options, t, len(valid.x),
+                                       halves=train is None)
             for p, r in enumerate(share):
                 requests[p].append(r)
             about.append(info)
@@ -325,9 +357,7 @@ def unbiased_importance(
             tree = forest.trees[t]
             if tree.n_leaves == 1:
                 continue
-            k, usable, n_valid = about[i]
-            scores = tree_scores(tree, sums[i], n_valid, k, usable, draws[i], options,
-                                 read.split_score, jack)
+            scores = _scores(tree, about[i], sums[i], draws[i], options, read, jack)
             records.append(_split_records(_Step(t, tree), scores, int(forest.tree_class[t])))
             shares.append(_child_share(_Step(t, tree), scores))
             inner = tree.internal_nodes
@@ -394,16 +424,17 @@ def prune(
             counts_of = {t + i: np.stack([c[i] for c in per_part])
                          for i in range(stop - t)}
         tree = forest.trees[t]
-        requests, (k, usable, n_valid) = _allocations(tree, counts_of.pop(t), options, t,
-                                                      len(valid.x))
-        sums_f = train.step(t, t + 1, "sums", replaced=replaced, keep_last=True)
+        requests, info = _allocations(tree, counts_of.pop(t), options, t, len(valid.x),
+                                      halves=train is None)
+        sums_f = (None if train is None
+                  else train.step(t, t + 1, "sums", replaced=replaced, keep_last=True))
         draws_f = valid.step(t, t + 1, "draws", replaced=replaced,
                              requests=[[r] for r in requests], keep_last=True)
-        sums, draws = train.reduce(sums_f)[0], valid.reduce(draws_f)[0]
+        sums = None if train is None else train.reduce(sums_f)[0]
+        draws = valid.reduce(draws_f)[0]
         replaced = None
         if tree.n_leaves > 1:
-            scores = tree_scores(tree, sums, n_valid, k, usable, draws, options,
-                                 read.split_score, False)
+            scores = _scores(tree, info, sums, draws, options, read, False)
             usable_all.append(scores.usable[tree.internal_nodes])
             shares.append(_child_share(_Step(t, tree), scores))
             replaced = prune_tree(tree, scores, read.split_score, options.prune_threshold,

@@ -186,8 +186,8 @@ def test_bad_dask_inputs(client, monkeypatch):
         uc.unbiased_importance(model, dX, dy, dX, dd.from_pandas(y, npartitions=3))
     with pytest.raises(TypeError, match="y_valid must be a dask DataFrame, Series or Array"):
         uc.unbiased_importance(model, dX, dy, dX, y)
-    with pytest.raises(ValueError, match="X_train and y_train are required"):
-        uc.unbiased_importance(model, None, None, dX, dy)
+    with pytest.raises(ValueError, match="pass both X_train and y_train, or neither"):
+        uc.unbiased_importance(model, dX, None, dX, dy)
     bad = dd.from_pandas(pd.Series(np.full(600, np.nan)), npartitions=2)
     with pytest.raises(ValueError, match="y_valid contains NaN labels"):
         uc.unbiased_importance(model, dX, dy, dX, bad)
@@ -223,3 +223,26 @@ def test_dask_xgboost_estimator(client):
     np.testing.assert_allclose(pruned.get_booster().predict(d), same.predict(d), rtol=0,
                                atol=1e-6)
     assert not np.allclose(pruned.get_booster().predict(d), model.get_booster().predict(d))
+
+
+def test_validation_only_mode(client):
+    """X_train = None: G from a random half of the held-out rows, ratios from the other half
+    (and the other way round). B and the counts are over all held-out rows, whatever the
+    halves: they equal the in-memory ones; half A holds exactly half the rows."""
+    X, y, _ = _data(3000, 16)
+    Xv, yv, wv = _data(3001, 17)
+    model = lightgbm.LGBMRegressor(n_estimators=6, num_leaves=8, verbose=-1).fit(X, y)
+    dXv, dyv, dwv = _dask(3, Xv, yv, wv)
+    dsk = uc.unbiased_importance(model, None, None, dXv, dyv, valid_weight=dwv)
+    mem = uc.unbiased_importance(model, None, None, Xv, yv, valid_weight=wv)
+    a, b = mem.splits, dsk.splits
+    for col in ("tree", "node", "n_valid"):
+        np.testing.assert_array_equal(a[col].to_numpy(), b[col].to_numpy(), err_msg=col)
+    np.testing.assert_allclose(b["biased_gain"], a["biased_gain"], rtol=1e-9, atol=0)
+    roots = b[b["node"] == 0]
+    assert (roots["n_train"] == 1500).all()
+    assert b["usable"].any() and np.isfinite(dsk.to_frame()["std_error"]).all()
+    # the informative feature leads, as in memory
+    assert dsk.to_frame().index[0] == mem.to_frame().index[0] == "f0"
+    pruned = uc.prune(model, None, None, dXv, dyv, valid_weight=dwv)
+    assert 0 < pruned.booster_.num_trees() and pruned.predict(Xv).shape == (3001,)
