@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import lightgbm
 import numpy as np
-from unbiased_criteria.adapters.lightgbm.compat import estimator_booster
+from unbiased_criteria.adapters.lightgbm.compat import estimator_booster, set_estimator_booster
 from unbiased_criteria.adapters.lightgbm.reader import read_model
 from unbiased_criteria.adapters.lightgbm.source import RULES, LightGBMSource
 
@@ -215,7 +215,7 @@ def write_model(
     new = copy.deepcopy(model, memo={id(estimator_booster(model)): booster})
     if estimator_booster(new) is not booster:
         # lightgbm.dask estimators deep-copy their state in __getstate__, past the memo
-        new._Booster = booster
+        set_estimator_booster(new, booster)
     return new
 
 
