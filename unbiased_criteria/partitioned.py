@@ -181,6 +181,11 @@ def partition_step(
       ``requests[i]`` is ``(node, k_here)`` with ``k_here`` ``(n_draws, n_requests)`` (None:
       no usable split).
 
+    Validation-only mode (``state.half`` set): ``"counts"`` gives ``(2, n_nodes)`` (halves A,
+    B); ``"draws"`` gives per tree ``[sums, draws_1, draws_2]``: the halves' ``[G, H, n]``
+    ``(2, 3, n_nodes)`` and the draw sums of direction 1 (ratios from B) and 2 (from A), with
+    ``requests[i]`` a pair of requests.
+
     For ``"sums"`` and ``"draws"`` the scores advance: first the pending tree is added
     (``replaced``: the new tree and old-to-new node map that replace it), then each tree after
     it is visited; with ``keep_last`` the last one stays pending.

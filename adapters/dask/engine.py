@@ -6,7 +6,8 @@ sums (:func:`unbiased_criteria.partitioned.partition_step`); dask adds them up i
 tasks, and only those small arrays reach the client, which draws the k-allocations and scores
 the splits. Importance takes two rounds per chunk of trees (node counts and training sums,
 then the draws); pruning one round per tree (each tree is scored at the pruned trees before
-it).
+it). Without training rows (validation-only mode) the held-out partitions give the sums of a
+uniformly random half A and the draws of both directions.
 """
 
 from __future__ import annotations
