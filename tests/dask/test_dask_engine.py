@@ -246,3 +246,19 @@ def test_validation_only_mode(client):
     assert dsk.to_frame().index[0] == mem.to_frame().index[0] == "f0"
     pruned = uc.prune(model, None, None, dXv, dyv, valid_weight=dwv)
     assert 0 < pruned.booster_.num_trees() and pruned.predict(Xv).shape == (3001,)
+
+
+def test_pure_noise_loses_most_splits(client):
+    """The in-memory pruning check (tests/statistics/test_pruning.py) on dask inputs."""
+    rng = np.random.default_rng(0)
+    X, Xv = (pd.DataFrame(rng.standard_normal((2000, 5)), columns=[f"f{i}" for i in range(5)])
+             for _ in range(2))
+    y, yv = pd.Series(rng.standard_normal(2000)), pd.Series(rng.standard_normal(2000))
+    model = lightgbm.LGBMRegressor(n_estimators=10, num_leaves=15, learning_rate=0.05,
+                                   verbose=-1).fit(X, y)
+    pruned = uc.prune(model, *_dask(2, X, y), *_dask(3, Xv, yv), random_state=0)
+    before = model.booster_.dump_model()["tree_info"]
+    after = pruned.booster_.dump_model()["tree_info"]
+    splits_before = sum(t["num_leaves"] - 1 for t in before)
+    splits_after = sum(t["num_leaves"] - 1 for t in after)
+    assert splits_after <= 0.2 * splits_before, (splits_before, splits_after)
