@@ -43,6 +43,17 @@ _ADAPTERS = {
 
 DEFAULT_MEMORY_BUDGET = 512 * 2**20
 
+_DASK_ENGINE = "unbiased_criteria.adapters.dask"
+
+
+def _dask_engine(model, *data) -> ModuleType | None:
+    """The dask engine when any of ``data`` is a dask collection or ``model`` is the dict
+    ``xgboost.dask.train`` returns (recognised by module names: dask is not imported)."""
+    dask_data = any(type(d).__module__.split(".")[0] in ("dask", "dask_expr") for d in data)
+    dask_model = (isinstance(model, dict) and "booster" in model
+                  and type(model["booster"]).__module__.split(".")[0] == "xgboost")
+    return importlib.import_module(_DASK_ENGINE) if dask_data or dask_model else None
+
 
 def adapter_for(model: Any) -> ModuleType:
     """The adapter module of ``model``'s host, found from its class (and base classes); for a
@@ -318,6 +329,9 @@ def unbiased_importance(
     ImportanceReport
         ``report.to_frame()`` per feature, ``report.splits`` per split.
 
+    Dask collections (for ``X_*``, ``y_*`` and the weights, with matching partitions) run on
+    the current ``distributed`` cluster, each partition on its worker (README, "Dask").
+
     Warns
     -----
     UserWarning
@@ -328,6 +342,14 @@ def unbiased_importance(
         counts them), and when a parameter the dump lacks takes the host's default.
     """
     threads = resolve_n_jobs(n_jobs)
+    engine = _dask_engine(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight)
+    if engine is not None:
+        return engine.unbiased_importance(
+            model, X_train, y_train, X_valid, y_valid, train_weight=train_weight,
+            valid_weight=valid_weight, objective=objective, n_draws=n_draws, min_k=min_k,
+            random_state=random_state, cross_fit=cross_fit, n_blocks=n_blocks,
+            progress=progress, memory_budget=memory_budget, host_params=host_params,
+            n_jobs=n_jobs)
     options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
                           cross_fit=cross_fit, n_blocks=n_blocks)
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
@@ -434,8 +456,17 @@ def prune(
     A new model of the same type as ``model`` (Booster or fitted estimator); ``model`` is not
     changed. A dumped model gives a dump of the same format holding the pruned trees: a dict
     (LightGBM) or list of tree dicts (XGBoost) for a parsed dump, a JSON string for a JSON
-    string or a file.
+    string or a file. Dask collections run on the current ``distributed`` cluster (README,
+    "Dask"); an ``xgboost.dask.train`` result gives the same dict with the pruned Booster.
     """
+    engine = _dask_engine(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight)
+    if engine is not None:
+        return engine.prune(
+            model, X_train, y_train, X_valid, y_valid, threshold=threshold,
+            refit_leaves=refit_leaves, train_weight=train_weight, valid_weight=valid_weight,
+            objective=objective, n_draws=n_draws, min_k=min_k, random_state=random_state,
+            cross_fit=cross_fit, progress=progress, memory_budget=memory_budget,
+            host_params=host_params, n_jobs=n_jobs)
     result = prune_forest(
         model, X_train, y_train, X_valid, y_valid, threshold=threshold,
         refit_leaves=refit_leaves, train_weight=train_weight, valid_weight=valid_weight,

@@ -33,7 +33,8 @@ from unbiased_criteria.adapters._compat import HostVersionError, private
 
 __all__ = [
     "KNOWN_VERSIONS", "HostVersionError", "choose_param_value", "bind_params", "unbind_params",
-    "is_constructed", "boost_one_iteration", "estimator_booster", "EVAL_RESULT",
+    "is_constructed", "boost_one_iteration", "estimator_booster", "set_estimator_booster",
+    "EVAL_RESULT",
     "check_estimator_layout",
 ]
 
@@ -95,6 +96,11 @@ def boost_one_iteration(booster: lightgbm.Booster, grad, hess) -> None:
 def estimator_booster(model: lightgbm.LGBMModel) -> lightgbm.Booster | None:
     """A LightGBM estimator's Booster object, None when it is not fitted."""
     return getattr(model, "_Booster", None)
+
+
+def set_estimator_booster(model: lightgbm.LGBMModel, booster: lightgbm.Booster) -> None:
+    """Make ``booster`` the Booster of the (fitted) estimator ``model``."""
+    model._Booster = booster
 
 
 def check_estimator_layout() -> None:

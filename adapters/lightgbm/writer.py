@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import lightgbm
 import numpy as np
-from unbiased_criteria.adapters.lightgbm.compat import estimator_booster
+from unbiased_criteria.adapters.lightgbm.compat import estimator_booster, set_estimator_booster
 from unbiased_criteria.adapters.lightgbm.reader import read_model
 from unbiased_criteria.adapters.lightgbm.source import RULES, LightGBMSource
 
@@ -212,7 +212,11 @@ def write_model(
     if isinstance(model, lightgbm.Booster):
         return booster
     # a copy of the estimator whose booster is the new one (the old one is not copied)
-    return copy.deepcopy(model, memo={id(estimator_booster(model)): booster})
+    new = copy.deepcopy(model, memo={id(estimator_booster(model)): booster})
+    if estimator_booster(new) is not booster:
+        # lightgbm.dask estimators deep-copy their state in __getstate__, past the memo
+        set_estimator_booster(new, booster)
+    return new
 
 
 #: canonical objective of a natively grown forest -> LightGBM's objective line

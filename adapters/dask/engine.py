@@ -1,0 +1,456 @@
+"""Unbiased importance and pruning on dask collections, run by dask's distributed scheduler.
+
+Every partition stays on its worker. A task per partition routes its rows (the host's
+``pred_leaf``, through the host adapter's router), replays its raw scores and returns per-node
+sums (:func:`unbiased_criteria.partitioned.partition_step`); dask adds them up in a tree of
+tasks, and only those small arrays reach the client, which draws the k-allocations and scores
+the splits. Importance takes two rounds per chunk of trees (node counts and training sums,
+then the draws); pruning one round per tree (each tree is scored at the pruned trees before
+it). Without training rows (validation-only mode) the held-out partitions give the sums of a
+uniformly random half A and the draws of both directions.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import operator
+import warnings
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+from unbiased_criteria.adapters.dask.inputs import (
+    is_dask,
+    is_xgboost_dask_result,
+    partition_futures,
+    unwrap_model,
+)
+
+from unbiased_criteria.api import (
+    _child_share,
+    _records_frame,
+    _split_records,
+    _warn_unusable,
+    adapter_for,
+)
+from unbiased_criteria.dumps import Dump
+from unbiased_criteria.model import Model, chunk_size
+from unbiased_criteria.objectives import Objective
+from unbiased_criteria.options import GainOptions
+from unbiased_criteria.partitioned import (
+    add_stats,
+    allocate_halves,
+    draw_requests,
+    halves_tree_scores,
+    partition_step,
+    request_allocation,
+    start_partition,
+    tree_scores,
+)
+from unbiased_criteria.progress import progress_bar
+from unbiased_criteria.pruning import prune_tree
+from unbiased_criteria.replay import resolve_bias
+from unbiased_criteria.report import ImportanceReport
+from unbiased_criteria.validation import check_labels, check_weight, encode_classes
+
+__all__ = ["unbiased_importance", "prune", "uses_dask"]
+
+log = logging.getLogger(__name__)
+
+#: partitions' results added per reduction task
+_FAN_IN = 8
+
+
+def uses_dask(model, *data) -> bool:
+    """Any dask collection among ``data``, or an ``xgboost.dask.train`` result."""
+    return is_xgboost_dask_result(model) or any(is_dask(d) for d in data)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What every task needs, sent to each worker once."""
+
+    adapter: str
+    model: Any
+    read: Model
+    objective: Objective
+    classes: Any
+    options: GainOptions
+    memory_budget: int
+
+
+def _client():
+    from distributed import get_client
+
+    try:
+        return get_client()
+    except ValueError:
+        raise ValueError(
+            "dask inputs are computed on a dask.distributed cluster: create a "
+            "distributed.Client (e.g. Client(LocalCluster())) before the call"
+        ) from None
+
+
+# ---- tasks (run on the workers) ----------------------------------------------------------
+
+def _n_rows(x) -> int:
+    return int(x.shape[0])
+
+
+def _router(job: _Job, x, name: str):
+    adapter: ModuleType = importlib.import_module(job.adapter)
+    return adapter.make_router(job.model, job.read, x, name, memory_budget=job.memory_budget)
+
+
+def _start(job: _Job, x, y, w, names, held_out: bool, index: int, offset: int,
+           half_a: int | None):
+    x_name, y_name, w_name = names
+    n = _router(job, x, x_name).n_rows  # checks the features as in memory
+    if job.classes is not None:
+        y = encode_classes(y, job.classes, y_name)
+    labels = check_labels(y, n, y_name, job.objective)
+    weight = check_weight(w, n, w_name)
+    state = start_partition(job.read, labels, weight, held_out=held_out, index=index,
+                            offset=offset, options=job.options, half_a=half_a)
+    return state, [np.array([n, 0 if weight is None else np.count_nonzero(weight)])]
+
+
+def _step(job: _Job, state, x, x_name: str, start: int, stop: int, what: str, replaced,
+          requests, keep_last: bool, index: int):
+    router = _router(job, x, x_name)
+    return partition_step(state, job.read, job.objective, router.leaf_nodes, router.chunk,
+                          start, stop, what=what, replaced=replaced, requests=requests,
+                          keep_last=keep_last, options=job.options, index=index)
+
+
+# ---- the client's side ---------------------------------------------------------------------
+
+class _Rows:
+    """One row set (training or held-out) as per-partition futures on the workers."""
+
+    def __init__(self, client, job_future, X, y, w, names, held_out: bool,
+                 halves_of: GainOptions | None = None):
+        self.client, self.job, self.names, self.held_out = client, job_future, names, held_out
+        x_name, y_name, w_name = names
+        x = partition_futures(client, X, x_name)
+        ys = partition_futures(client, y, y_name, like=x_name, n_parts=len(x))
+        ws = (partition_futures(client, w, w_name, like=x_name, n_parts=len(x))
+              if w is not None else [None] * len(x))
+        lengths = client.gather(client.map(_n_rows, x, pure=False))
+        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        # empty partitions carry no rows: leave them out (the hosts refuse to route 0 rows)
+        keep = [i for i, n in enumerate(lengths) if n > 0]
+        if not keep:
+            raise ValueError(f"{x_name} has no rows")
+        self.x = [x[i] for i in keep]
+        self.index = keep
+        # validation-only mode: a uniformly random half A of the whole set
+        half_a = (allocate_halves(lengths, halves_of) if halves_of is not None
+                  else [None] * len(x))
+        started = [client.submit(_start, job_future, x[i], ys[i], ws[i], names, held_out, i,
+                                 int(offsets[i]),
+                                 None if half_a[i] is None else int(half_a[i]), pure=False)
+                   for i in keep]
+        self.states, info = self._split(started)
+        n, nonzero = self.reduce(info)[0]
+        self.n_rows = int(n)
+        self.largest = int(max(lengths))
+        if w is not None and nonzero == 0:
+            raise ValueError(f"{w_name} is 0 for every row: those rows carry no evidence")
+
+    def _split(self, results):
+        get = self.client.submit
+        states = [get(operator.getitem, r, 0, pure=False) for r in results]
+        stats = [get(operator.getitem, r, 1, pure=False) for r in results]
+        return states, stats
+
+    def step(self, start, stop, what, replaced=None, requests=None, keep_last=False):
+        """Run :func:`partition_step` on every partition; the new states replace the old ones
+        and the per-partition results' futures are returned."""
+        requests = requests or [None] * len(self.x)
+        results = [
+            self.client.submit(_step, self.job, s, x, self.names[0], start, stop, what,
+                               replaced, r, keep_last, i, pure=False)
+            for s, x, r, i in zip(self.states, self.x, requests, self.index)
+        ]
+        self.states, stats = self._split(results)
+        return stats
+
+    def reduce(self, stats) -> list[np.ndarray]:
+        """The partitions' results added up in a tree of tasks on the workers."""
+        while len(stats) > 1:
+            stats = [self.client.submit(add_stats, *stats[i:i + _FAN_IN], pure=False)
+                     for i in range(0, len(stats), _FAN_IN)]
+        return stats[0].result()
+
+
+def _read(model, objective, host_params, needed_for: str):
+    if isinstance(model, Dump) or isinstance(model, dict | str | list):
+        raise ValueError("dumped models are not supported with dask inputs: pass the host's "
+                         "model (Booster or estimator)")
+    adapter = adapter_for(model)
+    read = adapter.read_model(model)
+    if objective is not None:
+        obj = adapter.make_objective(objective, read)
+    elif read.objective is None:
+        raise ValueError(
+            "the model's objective is unknown (a custom objective) or cannot be read from "
+            "the model: pass objective= (a name such as 'binary' or a callable "
+            "f(y, raw_score, weight) -> (grad, hess))"
+        )
+    else:
+        obj = read.objective
+    if read.leaf_params_unknown:
+        message = (
+            "the model does not store its learning rate and L2 penalty (eta, lambda), and "
+            "with dask inputs they are not inferred from the leaves: pass them with "
+            "booster.set_param({'eta': ..., 'lambda': ...}) before the call"
+        )
+        if needed_for == "prune":
+            raise ValueError(message)
+        warnings.warn(f"{message}; biased_gain will not match the host's gain", UserWarning,
+                      stacklevel=4)
+    if host_params:
+        raise ValueError("host_params is for dumped models only")
+    return adapter, read, obj
+
+
+def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
+           options, memory_budget, host_params, needed_for):
+    if X_valid is None or y_valid is None:
+        raise ValueError("X_valid and y_valid are required: held-out rows drive the estimate")
+    if (X_train is None) != (y_train is None):
+        raise ValueError("pass both X_train and y_train, or neither")
+    if X_train is None and train_weight is not None:
+        raise ValueError("train_weight was given without X_train")
+    host_model = unwrap_model(model)
+    adapter, read, obj = _read(host_model, objective, host_params, needed_for)
+    classes = getattr(host_model, "classes_", None)
+    if read.bias_from_labels and y_train is not None:
+        # the init score is a function of all training labels (LightGBM's boost_from_average):
+        # the labels (one column), and only they, come to the client
+        import dask
+
+        log.info("collecting the training labels for the init score")
+        y_all, w_all = dask.compute(y_train, train_weight)
+        y_all = np.asarray(y_all)
+        if classes is not None:
+            y_all = encode_classes(y_all, classes, "y_train")
+        y_all = check_labels(y_all, y_all.shape[0], "y_train", obj)
+        w_all = check_weight(w_all, y_all.shape[0], "train_weight")
+        read = resolve_bias(read, obj, y_all, w_all)
+    else:
+        read = resolve_bias(read, obj, None, None)
+    for message in read.warnings:
+        warnings.warn(message, UserWarning, stacklevel=4)
+    if read.forest.n_trees == 0:
+        warnings.warn("the model has no trees: there is no split to score", UserWarning,
+                      stacklevel=4)
+    client = _client()
+    job = _Job(adapter.__name__, host_model, read, obj, classes, options, int(memory_budget))
+    job_future = client.scatter(job, broadcast=True, hash=False)
+    valid = _Rows(client, job_future, X_valid, y_valid, valid_weight,
+                  ("X_valid", "y_valid", "valid_weight"), held_out=True,
+                  halves_of=options if X_train is None else None)
+    train = None if X_train is None else _Rows(
+        client, job_future, X_train, y_train, train_weight,
+        ("X_train", "y_train", "train_weight"), held_out=False)
+    return adapter, read, obj, train, valid
+
+
+def _progress(enabled: bool, futures) -> None:
+    if enabled:
+        from distributed import progress
+
+        progress(futures)
+
+
+def _round_chunk(client, read: Model, train: _Rows, valid: _Rows, memory_budget) -> int:
+    """Trees per round: the leaf ids a worker caches in a round (its share of the rows, as if
+    they were spread evenly, and never less than the largest partition) fit the budget."""
+    forest = read.forest
+    K = max(1, forest.n_outputs)
+    workers = max(1, len(client.scheduler_info().get("workers", {})))
+    sets = [r for r in (train, valid) if r is not None]
+    rows = max(-(-max(r.n_rows for r in sets) // workers), *(r.largest for r in sets))
+    chunk = chunk_size(rows, forest.n_trees, memory_budget)
+    return max(K, chunk // K * K)
+
+
+def _allocations(tree, counts, options, t, n_parts, halves: bool):
+    """Per partition, tree ``t``'s requests and its share of each ``k``; and what scoring
+    needs of them. ``counts`` ``(n_parts, n_nodes)``, or ``(n_parts, 2, n_nodes)`` for the
+    halves A, B of the validation-only mode (direction 1: ratios from B; 2: from A)."""
+    def one(c, direction):
+        k, usable, node, req_k = draw_requests(tree, c.sum(axis=0), options.min_k)
+        if node.size == 0:
+            return [None] * n_parts, (k, usable)
+        alloc = request_allocation(tree, c, node, req_k, options, t, direction)
+        return [(node, alloc[:, p, :]) for p in range(n_parts)], (k, usable)
+
+    if not halves:
+        requests, info = one(counts, 0)
+        return requests, (*info, counts.sum(axis=0))
+    first, info1 = one(counts[:, 1], 0)
+    second, info2 = (one(counts[:, 0], 1) if options.cross_fit
+                     else ([None] * n_parts, (None, None)))
+    return list(zip(first, second)), ((info1, info2), counts.sum(axis=0))
+
+
+def _scores(tree, info, sums, draws, options, read, jack):
+    """A tree's scores from the reduced arrays (``sums`` None: validation-only mode, where
+    ``draws`` holds the halves' sums then each direction's draws)."""
+    if sums is None:
+        requests, counts = info
+        return halves_tree_scores(tree, draws[0], counts, requests, (draws[1], draws[2]),
+                                  options, read.split_score, jack)
+    k, usable, n_valid = info
+    return tree_scores(tree, sums, n_valid, k, usable, draws, options, read.split_score, jack)
+
+
+def unbiased_importance(
+    model, X_train, y_train, X_valid, y_valid, *, train_weight=None, valid_weight=None,
+    objective=None, n_draws=1, min_k=5, random_state=None, cross_fit=True, n_blocks=20,
+    progress=False, memory_budget=512 * 2**20, host_params=None, n_jobs=None,
+) -> ImportanceReport:
+    """:func:`unbiased_criteria.unbiased_importance` on dask collections (same arguments and
+    report; ``n_jobs`` is the workers' business and is ignored)."""
+    if not any(is_dask(d) for d in (X_train, y_train, X_valid, y_valid)):
+        import unbiased_criteria as uc  # an xgboost.dask.train result with in-memory rows
+
+        return uc.unbiased_importance(
+            unwrap_model(model), X_train, y_train, X_valid, y_valid, train_weight=train_weight,
+            valid_weight=valid_weight, objective=objective, n_draws=n_draws, min_k=min_k,
+            random_state=random_state, cross_fit=cross_fit, n_blocks=n_blocks,
+            progress=progress, memory_budget=memory_budget, host_params=host_params,
+            n_jobs=n_jobs)
+    options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
+                          cross_fit=cross_fit, n_blocks=n_blocks)
+    _, read, _, train, valid = _setup(
+        model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
+        options, memory_budget, host_params, "importance")
+    forest = read.forest
+    jack = options.n_blocks > 1
+    chunk = _round_chunk(valid.client, read, train, valid, memory_budget)
+    records, replicates, shares = [], [], []
+    for start in range(0, forest.n_trees, chunk):
+        stop = min(start + chunk, forest.n_trees)
+        sums_f = [] if train is None else train.step(start, stop, "sums")
+        counts_f = valid.step(start, stop, "counts")
+        _progress(progress, sums_f + counts_f)
+        sums = [None] * (stop - start) if train is None else train.reduce(sums_f)
+        per_part = valid.client.gather(counts_f)
+        requests = [[] for _ in valid.x]
+        about = []
+        for i, t in enumerate(range(start, stop)):
+            counts = np.stack([c[i] for c in per_part])
+            share, info = _allocations(forest.trees[t], counts, options, t, len(valid.x),
+                                       halves=train is None)
+            for p, r in enumerate(share):
+                requests[p].append(r)
+            about.append(info)
+        draws_f = valid.step(start, stop, "draws", requests=requests)
+        _progress(progress, draws_f)
+        draws = valid.reduce(draws_f)
+        for i, t in enumerate(range(start, stop)):
+            tree = forest.trees[t]
+            if tree.n_leaves == 1:
+                continue
+            scores = _scores(tree, about[i], sums[i], draws[i], options, read, jack)
+            records.append(_split_records(_Step(t, tree), scores, int(forest.tree_class[t])))
+            shares.append(_child_share(_Step(t, tree), scores))
+            inner = tree.internal_nodes
+            if scores.jackknife is not None:
+                replicates.append(scores.jackknife[:, inner].T)
+            elif jack:
+                replicates.append(np.zeros((inner.size, options.n_blocks)))
+    if records:
+        _warn_unusable(np.concatenate([r["usable"] for r in records]), np.concatenate(shares),
+                       options.min_k, valid.n_rows)
+    report = ImportanceReport(_records_frame(records, forest.feature_names),
+                              forest.feature_names, host=read.host,
+                              jackknife=np.concatenate(replicates) if replicates else None)
+    report.rows_near_threshold = {}
+    return report
+
+
+@dataclass(frozen=True)
+class _Step:  # what _split_records / _child_share read of a TreeStep
+    index: int
+    tree: Any
+
+
+def prune(
+    model, X_train, y_train, X_valid, y_valid, *, threshold=0.0, refit_leaves=False,
+    train_weight=None, valid_weight=None, objective=None, n_draws=1, min_k=5,
+    random_state=None, cross_fit=True, progress=False, memory_budget=512 * 2**20,
+    host_params=None, n_jobs=None,
+):
+    """:func:`unbiased_criteria.prune` on dask collections: the same kind of model back (for
+    an ``xgboost.dask.train`` result, the dict with the pruned Booster)."""
+    if not any(is_dask(d) for d in (X_train, y_train, X_valid, y_valid)):
+        import unbiased_criteria as uc  # an xgboost.dask.train result with in-memory rows
+
+        pruned = uc.prune(
+            unwrap_model(model), X_train, y_train, X_valid, y_valid, threshold=threshold,
+            refit_leaves=refit_leaves, train_weight=train_weight, valid_weight=valid_weight,
+            objective=objective, n_draws=n_draws, min_k=min_k, random_state=random_state,
+            cross_fit=cross_fit, progress=progress, memory_budget=memory_budget,
+            host_params=host_params, n_jobs=n_jobs)
+        return {**model, "booster": pruned}
+    if threshold is None:
+        raise ValueError("threshold must be a number (-inf keeps every split), got None")
+    options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
+                          cross_fit=cross_fit, prune_threshold=threshold,
+                          argument_names={"prune_threshold": "threshold"})
+    adapter, read, obj, train, valid = _setup(
+        model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
+        options, memory_budget, host_params, "prune")
+    if obj.renews_leaves:
+        raise ValueError(f"pruning {obj.name} models is not supported: the host renews their "
+                         "leaf values from residual percentiles")
+    forest = read.forest
+    chunk = _round_chunk(valid.client, read, train, valid, memory_budget)
+    trees = list(forest.trees)
+    usable_all, shares = [], []
+    replaced = None
+    counts_of: dict[int, np.ndarray] = {}
+    bar = progress_bar(forest.n_trees, progress, "trees")
+    for t in range(forest.n_trees):
+        if t not in counts_of:  # held-out node counts do not depend on the pruning
+            stop = min(t + chunk, forest.n_trees)
+            per_part = valid.client.gather(valid.step(t, stop, "counts"))
+            counts_of = {t + i: np.stack([c[i] for c in per_part])
+                         for i in range(stop - t)}
+        tree = forest.trees[t]
+        requests, info = _allocations(tree, counts_of.pop(t), options, t, len(valid.x),
+                                      halves=train is None)
+        sums_f = (None if train is None
+                  else train.step(t, t + 1, "sums", replaced=replaced, keep_last=True))
+        draws_f = valid.step(t, t + 1, "draws", replaced=replaced,
+                             requests=[[r] for r in requests], keep_last=True)
+        sums = None if train is None else train.reduce(sums_f)[0]
+        draws = valid.reduce(draws_f)[0]
+        replaced = None
+        if tree.n_leaves > 1:
+            scores = _scores(tree, info, sums, draws, options, read, False)
+            usable_all.append(scores.usable[tree.internal_nodes])
+            shares.append(_child_share(_Step(t, tree), scores))
+            replaced = prune_tree(tree, scores, read.split_score, options.prune_threshold,
+                                  refit_leaves)
+            if replaced is not None:
+                trees[t] = replaced[0]
+        bar.update(1)
+    bar.close()
+    if usable_all:
+        _warn_unusable(np.concatenate(usable_all), np.concatenate(shares), options.min_k,
+                       valid.n_rows)
+    before = sum(t.n_leaves for t in forest.trees)
+    after = sum(t.n_leaves for t in trees)
+    log.info("pruning kept %d of %d leaves", after, before)
+    pruned = adapter.write_model(unwrap_model(model), forest.with_trees(trees))
+    if is_xgboost_dask_result(model):
+        return {**model, "booster": pruned}
+    return pruned
