@@ -192,3 +192,70 @@ def test_jackknife_replicates_leave_a_block_out_of_the_d1_ratios():
             rI = g[v].mean(dtype=np.float64)
             want = GL * rL + (GI - GL) * rR - GI * rI
             np.testing.assert_allclose(grown.jackknife[j, blk], want, rtol=1e-9, atol=1e-9)
+
+
+def test_k_draw_sums_are_the_first_k_rows_of_each_side():
+    """The vectorised k-draw (one flatnonzero over every candidate) sums exactly the first k
+    rows in the shuffled order that go left, that go right, and of the node: checked by hand
+    per candidate, including k = 0, k = 1, ties (n_L = n_R) and every row on one side."""
+    from unbiased_criteria.grower import _first_k_sums
+
+    rng = np.random.default_rng(11)
+    m = 40
+    left = rng.uniform(size=(9, m)) < np.array([.1, .3, .5, .7, .9, 0, 1, .5, .02])[:, None]
+    left[7] = np.arange(m) % 2 == 0  # a tie: n_L = n_R = 20
+    left[8] = np.arange(m) == 17  # k = 1, the single left row late in the order
+    vals = rng.normal(size=(2, m))
+    cum = np.concatenate([np.zeros((2, 1)), np.cumsum(vals, axis=1)], axis=1)
+    nL = left.sum(axis=1)
+    k = np.minimum(nL, m - nL)
+    sL, sR = _first_k_sums(left, k, vals, cum)
+    for j in range(left.shape[0]):
+        want_L = vals[:, np.flatnonzero(left[j])[: k[j]]].sum(axis=1)
+        want_R = vals[:, np.flatnonzero(~left[j])[: k[j]]].sum(axis=1)
+        np.testing.assert_allclose(sL[:, j], want_L, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(sR[:, j], want_R, rtol=1e-12, atol=1e-12)
+    assert k[5] == 0 and k[6] == 0 and k[7] == 20 and k[8] == 1
+
+
+def test_unbiased_gain_on_d1_by_hand_with_unequal_hessians():
+    """Log-loss hessians (the k-draw path): the root's U of every candidate equals U by hand
+    from the same shuffle of D1' (first k rows of I, of L and of R)."""
+    rng = np.random.default_rng(12)
+    n = 3000
+    X = rng.normal(size=(n, 4))
+    X[rng.uniform(size=(n, 4)) < 0.05] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + rng.normal(size=n) > 0).astype(float)
+    p = 1 / (1 + np.exp(-0.5 * np.nan_to_num(X[:, 1])))
+    g, h = p - y, p * (1 - p)
+    D, V1, V2 = np.array_split(rng.permutation(n), 3)
+    binner = fit_bins(X, 255)
+    codes = feature_major(binner.transform(X))
+    params = GrowerParams(num_leaves=2, min_child_samples=5)
+    grown = grow_tree(codes, g, h, RowSets(D, V1, V2), binner, params, np.random.default_rng(4))
+    order = V1[np.random.default_rng(4).permutation(V1.size)]  # the root's shuffle of D1'
+    bins = binner.transform(X)
+    c = grown.candidates
+    assert (c["node"] == 0).sum() == 4
+    for j in np.flatnonzero(c["node"] == 0):
+        f, b = int(c["feature"][j]), int(c["bin"][j])
+        go = bins[:, f] <= b  # NaN rows are in the last bin: right here
+        # NaN rows go to the side that reproduces B on D
+        GI, HI = g[D].sum(), h[D].sum()
+        best = None
+        for nan_left in (False, True):
+            gl = go | (nan_left & np.isnan(X[:, f]))
+            GL, HL = g[D][gl[D]].sum(), h[D][gl[D]].sum()
+            B = GL**2 / HL + (GI - GL) ** 2 / (HI - HL) - GI**2 / HI
+            if best is None or abs(B - c["biased_gain"][j]) < abs(best[0] - c["biased_gain"][j]):
+                best = (B, gl, GL)
+        _, gl, GL = best
+        lo = order[gl[order]]
+        ro = order[~gl[order]]
+        k = min(lo.size, ro.size)
+        assert k == c["k"][j]
+        rL = g[lo[:k]].sum() / h[lo[:k]].sum()
+        rR = g[ro[:k]].sum() / h[ro[:k]].sum()
+        rI = g[order[:k]].sum() / h[order[:k]].sum()
+        want = GL * rL + (GI - GL) * rR - GI * rI
+        np.testing.assert_allclose(c["unbiased_gain"][j], want, rtol=1e-9, atol=1e-9)
