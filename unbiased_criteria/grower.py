@@ -114,11 +114,22 @@ def feature_major(codes: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(codes.T)
 
 
+#: rows up to which one bincount over all features beats one per feature (measured)
+_SMALL_NODE = 2000
+
+
 def _histogram(codes: np.ndarray, rows: np.ndarray, g, h, width: int) -> np.ndarray:
     """(3, p * width): sums of g, h and row counts per (feature, bin) over ``rows``."""
     p = codes.shape[0]
-    sub = codes[:, rows]
-    gr, hr = g[rows], h[rows]
+    sub = codes.take(rows, axis=1)  # take(): several times faster than codes[:, rows]
+    gr, hr = g.take(rows), h.take(rows)
+    if rows.size <= _SMALL_NODE:  # few rows: one bincount over (feature, bin) keys
+        keys = sub.astype(np.intp)
+        keys += (np.arange(p, dtype=np.intp) * width)[:, None]
+        keys = keys.ravel()
+        return np.stack([np.bincount(keys, np.tile(gr, p), minlength=p * width),
+                         np.bincount(keys, np.tile(hr, p), minlength=p * width),
+                         np.bincount(keys, minlength=p * width).astype(np.float64)])
     out = np.empty((3, p, width))
     for f in range(p):  # three bincounts per feature (faster than one over repeated weights)
         out[0, f] = np.bincount(sub[f], gr, minlength=width)
@@ -139,21 +150,39 @@ class _Best:
     nL: np.ndarray
 
 
+def _split_scores(GL, HL, G, H, score: SplitScore) -> np.ndarray:
+    """``S(GL, HL) + S(G - GL, H - HL) - S(G, H)``: the host's gain B of every threshold."""
+    if score.l1 == 0 and score.max_delta_step == 0:  # plain G^2 / (H + l2), fewer passes
+        lam = score.l2
+        HLl, HRl = HL + lam, (H - HL) + lam
+        GR = G - GL
+        with np.errstate(divide="ignore", invalid="ignore"):
+            left = np.where(HLl > 0, GL * GL / HLl, 0.0)
+            right = np.where(HRl > 0, GR * GR / HRl, 0.0)
+        parent = G * G / (H + lam) if H + lam > 0 else 0.0
+        left += right
+        left -= parent
+        return left
+    return node_score(GL, HL, score) + node_score(G - GL, H - HL, score) - node_score(G, H, score)
+
+
 def _best_thresholds(hist: np.ndarray, p: int, width: int, n_bins: np.ndarray,
                      G: float, H: float, n: float, params: GrowerParams) -> _Best:
     """Best threshold per feature from cumulative sums, NaN rows tried on both sides."""
     hist = hist.reshape(3, p, width)
     cum = np.cumsum(hist[:, :, :-1], axis=2)  # (3, p, width-1): sums over bins <= b
     nan = hist[:, :, -1:]  # (3, p, 1)
-    side = np.stack([cum, cum + nan], axis=1)  # (3, 2, p, width-1): NaN right / left
+    if nan[2].any():
+        side = np.stack([cum, cum + nan], axis=1)  # (3, 2, p, width-1): NaN right / left
+    else:  # no NaN row in the node: sending NaN left changes nothing (right is kept)
+        side = cum[:, None]
     GL, HL, nL = side
-    GR, HR, nR = G - GL, H - HL, n - nL
-    score = params.score
-    gain = node_score(GL, HL, score) + node_score(GR, HR, score) - node_score(G, H, score)
+    nR = n - nL
+    gain = _split_scores(GL, HL, G, H, params.score)
     valid = (
         (np.arange(width - 1)[None, None, :] <= (n_bins - 2)[None, :, None])
         & (nL >= params.min_child_samples) & (nR >= params.min_child_samples)
-        & (HL >= params.min_child_weight) & (HR >= params.min_child_weight)
+        & (HL >= params.min_child_weight) & (H - HL >= params.min_child_weight)
         & (gain > params.min_split_gain)
     )
     gain = np.where(valid, gain, -np.inf)
@@ -282,13 +311,21 @@ def _first_k_sums(left: np.ndarray, k: np.ndarray, vals: np.ndarray,
     np.cumsum(k, out=start[1:])
     first = np.repeat(start[:-1], k)  # where each entry's candidate starts
     # candidate * m + (larger-side rows before the entry): sorted, candidates apart
-    key = flat - np.arange(flat.size) + first
+    key = flat - np.arange(flat.size)
+    key += first
     r_star = np.searchsorted(key, np.arange(q) * m + k - 1, side="right") - start[:-1]
     pos = flat - np.repeat(np.arange(q, dtype=np.int64) * m, k)
-    csum = np.zeros((vals.shape[0], flat.size + 1))
-    np.cumsum(np.take(vals, pos, axis=1), axis=1, out=csum[:, 1:])
-    small = csum[:, start[1:]] - csum[:, start[:-1]]
-    large = cum[:, k + r_star] - (csum[:, start[:-1] + r_star] - csum[:, start[:-1]])
+    v = vals.shape[0]
+    gathered = np.zeros((v, flat.size + 1))  # a zero column ends the last segment
+    vals.take(pos, axis=1, out=gathered[:, :-1])
+    # sums over [start, start + r*) and [start + r*, next start): reduceat gives a lone
+    # element for an empty range, zeroed below
+    cuts = np.empty(2 * q, dtype=np.int64)
+    cuts[0::2], cuts[1::2] = start[:-1], start[:-1] + r_star
+    red = np.add.reduceat(gathered, cuts, axis=1)
+    before = np.where(r_star > 0, red[:, 0::2], 0.0)  # smaller side's rows before t
+    small = before + np.where(k > r_star, red[:, 1::2], 0.0)
+    large = cum[:, k + r_star] - before
     return np.where(small_left, small, large), np.where(small_left, large, small)
 
 
@@ -306,20 +343,23 @@ def _unbiased(codes, rows, feats, masks, g, h, GL, GR, GI,
     if m == 0 or q == 0:
         jack = np.zeros((q, n_blocks)) if blocks is not None else None
         return np.zeros(q), np.zeros(q, dtype=np.int64), np.zeros(q, dtype=bool), jack
-    order = rows[rng.permutation(m)]
+    order = rows.take(rng.permutation(m))
     left = _goes_left(codes, order, feats, masks)  # (q, m)
-    gv = g[order].astype(np.float64)
-    hv = h[order].astype(np.float64)
+    gv = g.take(order).astype(np.float64, copy=False)
+    hv = h.take(order).astype(np.float64, copy=False)
     nL = np.count_nonzero(left, axis=1)
     k = np.minimum(nL, m - nL)
     kI = np.full(q, m) if all_rows else k
-    if not all_rows and blocks is None and np.all(hv != 0):
+    if not all_rows and blocks is None and hv.all():
         # every row has a non-zero hessian: the third sum is the row count, k everywhere
         vals = np.stack([gv, hv])
-        cum = np.concatenate([np.zeros((2, 1)), np.cumsum(vals, axis=1)], axis=1)
-        sL, sR = _first_k_sums(left, k, vals, cum)
-        sL, sR, sI = np.vstack([sL, k]), np.vstack([sR, k]), np.vstack([cum[:, k], k])
-        U, usable, _ = _combine(sL, sR, sI, k, GL, GR, GI, params)
+        cum = np.zeros((2, m + 1))
+        np.cumsum(vals, axis=1, out=cum[:, 1:])
+        sums = np.empty((3, 3, q))  # L, R, I
+        sums[0, :2], sums[1, :2] = _first_k_sums(left, k, vals, cum)
+        sums[2, :2] = cum[:, k]
+        sums[:, 2] = k
+        U, usable, _ = _combine(sums[0], sums[1], sums[2], k, GL, GR, GI, params)
         return U, k, usable, None
     vals = np.stack([gv, hv, (hv != 0).astype(np.float64)])  # (3, m)
     cum = np.concatenate([np.zeros((3, 1)), np.cumsum(vals, axis=1)], axis=1)
@@ -499,7 +539,7 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
             if i == 2 and shared:
                 parts.append(parts[1])
                 continue
-            go = mask[codes[f, rows]]
+            go = mask.take(codes[f].take(rows))
             parts.append((rows[go], rows[~go]))
         dl_rows, dr_rows = parts[0]
         small_left = dl_rows.size <= dr_rows.size
