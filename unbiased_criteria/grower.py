@@ -292,8 +292,8 @@ def _first_k(left: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return takeL, takeR
 
 
-def _first_k_sums(left: np.ndarray, k: np.ndarray, vals: np.ndarray,
-                  cum: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _first_k_sums(left: np.ndarray, k: np.ndarray, vals: np.ndarray, cum: np.ndarray,
+                  nL: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Sums (v, q) of ``vals`` (v, m) over the first ``k`` rows (in order) that go left, and right.
 
     The smaller side (``k`` rows) is taken whole. The larger side's first ``k`` rows are the
@@ -304,7 +304,7 @@ def _first_k_sums(left: np.ndarray, k: np.ndarray, vals: np.ndarray,
     One ``flatnonzero`` over every candidate; the rest costs the smaller sides' rows.
     """
     q, m = left.shape
-    small_left = np.count_nonzero(left, axis=1) * 2 <= m
+    small_left = (np.count_nonzero(left, axis=1) if nL is None else nL) * 2 <= m
     # flat positions (candidate * m + row) of each candidate's smaller side, k[j] of them
     flat = np.flatnonzero(left == small_left[:, None])  # 1-D: far faster than 2-D nonzero
     start = np.zeros(q + 1, dtype=np.int64)
@@ -356,7 +356,7 @@ def _unbiased(codes, rows, feats, masks, g, h, GL, GR, GI,
         cum = np.zeros((2, m + 1))
         np.cumsum(vals, axis=1, out=cum[:, 1:])
         sums = np.empty((3, 3, q))  # L, R, I
-        sums[0, :2], sums[1, :2] = _first_k_sums(left, k, vals, cum)
+        sums[0, :2], sums[1, :2] = _first_k_sums(left, k, vals, cum, nL)
         sums[2, :2] = cum[:, k]
         sums[:, 2] = k
         U, usable, _ = _combine(sums[0], sums[1], sums[2], k, GL, GR, GI, params)
@@ -378,7 +378,7 @@ def _unbiased(codes, rows, feats, masks, g, h, GL, GR, GI,
                                   axis=1)
             by_block = (bL, bR, cumb[:, kI, :])
     else:
-        sL, sR = _first_k_sums(left, k, vals, cum)
+        sL, sR = _first_k_sums(left, k, vals, cum, nL)
     sI = cum[:, kI]
     U, usable, jack = _combine(sL, sR, sI, k, GL, GR, GI, params, by_block)
     return U, k, usable, jack
