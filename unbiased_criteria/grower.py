@@ -475,6 +475,9 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
         stats.append((float(G), float(H), float(rows[0].size)))
         return node
 
+    all_features = np.ones(p, dtype=bool)
+    allowed_of: dict[int, np.ndarray] = {}  # criterion="biased": features a node may try
+
     def search(node):
         G, H, nD = stats[node]
         if params.max_depth > 0 and depth[node] >= params.max_depth:
@@ -484,6 +487,12 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
         best = _best_thresholds(hist_of[node], p, width, binner.n_bins, G, H, nD, params)
         if binner.categorical.any():
             _best_categorical(best, hist_of[node], p, width, binner, G, H, nD, params)
+        if not unbiased:
+            # LightGBM searches a node only on the features that had a valid split at its
+            # parent (FeatureHistogram::is_splittable); with L2 > 0 or row bounds a feature
+            # can lose every valid split near the root and is then never tried below it
+            best.gain[~allowed_of.get(node, all_features)] = -np.inf
+            allowed_of[node] = np.isfinite(best.gain)
         feats = np.flatnonzero(np.isfinite(best.gain))
         if feats.size == 0:
             return
@@ -557,6 +566,8 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
         children = [add_node(tuple(part[side] for part in parts), depth[node] + 1, hists[side],
                              hists1[side]) for side in (0, 1)]
         left_of[node] = children[0]
+        if not unbiased:
+            allowed_of[children[0]] = allowed_of[children[1]] = allowed_of.pop(node)
         rows_of[node] = None  # the children hold the rows now
         n_leaves += 1
         for c in children:

@@ -63,13 +63,15 @@ def test_bins_bad_input():
 
 
 @pytest.mark.parametrize("objective,l2,leaves", [
-    ("regression", 0.0, 8), ("regression", 2.0, 15), ("binary", 0.0, 12),
-    ("multiclass", 0.0, 10),
+    ("regression", 0.0, 8), ("regression", 2.0, 15), ("regression", 100.0, 12),
+    ("binary", 0.0, 12), ("binary", 2.0, 12), ("binary", 10.0, 12), ("multiclass", 0.0, 10),
 ])
 def test_biased_first_iteration_equals_lightgbm(objective, l2, leaves):
     """criterion='biased', every row in D: LightGBM's first iteration, on data whose
     distinct values are fewer than max_bin (so both bin the same): same partition, same leaf
-    values, same split gains."""
+    values, same split gains. With L2 > 0 a feature without a valid split at a node is not
+    tried below it (LightGBM's rule; binary L2 2 and 10, regression L2 100 stop early or
+    split elsewhere without it)."""
     lgb = pytest.importorskip("lightgbm")
     from unbiased_criteria.adapters.lightgbm import read_model
 
