@@ -245,11 +245,25 @@ def _best_categorical(best: _Best, hist: np.ndarray, p: int, width: int, binner:
 def _goes_left(codes, rows, feats, masks) -> np.ndarray:
     """(q, m) whether each of ``rows`` goes left at each candidate (``masks`` (q, width))."""
     feats = np.asarray(feats)
+    q, width = masks.shape
     # take() gathers a node's rows several times faster than fancy indexing codes[:, rows]
-    x = codes.take(rows, axis=1) if feats.size > 1 else codes[feats[0]].take(rows)[None, :]
-    keys = x[feats].astype(np.intp) if feats.size > 1 else x.astype(np.intp)
-    keys += (np.arange(feats.size, dtype=np.intp) * masks.shape[1])[:, None]
-    return masks.ravel().take(keys)
+    if q == 1:
+        x = codes[feats[0]].take(rows)[None, :]
+    else:
+        x = codes.take(rows, axis=1)
+        if q < codes.shape[0]:  # feats is sorted: all features when q == p
+            x = x[feats]
+    # a mask whose value bins are a prefix 0..c-1 (every numeric threshold) is "code < c":
+    # one comparison of the codes, no lookup; NaN (the last bin) is added where it goes left
+    count = masks[:, :-1].sum(axis=1)
+    prefix = (masks[:, :-1] == (np.arange(width - 1) < count[:, None])).all(axis=1)
+    left = x < count.astype(x.dtype)[:, None]
+    nan_left = np.flatnonzero(prefix & masks[:, -1])
+    if nan_left.size:
+        left[nan_left] |= x[nan_left] == width - 1
+    for j in np.flatnonzero(~prefix):  # category sets: a lookup
+        left[j] = masks[j].take(x[j])
+    return left
 
 
 def _combine(sL, sR, sI, k, GL, GR, GI, params: GrowerParams, blocks=None):

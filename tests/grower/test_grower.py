@@ -261,3 +261,26 @@ def test_unbiased_gain_on_d1_by_hand_with_unequal_hessians():
         rI = g[order[:k]].sum() / h[order[:k]].sum()
         want = GL * rL + (GI - GL) * rR - GI * rI
         np.testing.assert_allclose(c["unbiased_gain"][j], want, rtol=1e-9, atol=1e-9)
+
+
+def test_goes_left_is_the_mask_lookup():
+    """Prefix masks (numeric thresholds, NaN either side) compare codes instead of looking
+    them up: same answer as the lookup ``mask[code]``, category sets included."""
+    from unbiased_criteria.grower import _goes_left
+
+    rng = np.random.default_rng(13)
+    width, p, n = 12, 5, 300
+    codes = rng.integers(0, width, size=(p, n)).astype(np.uint8)  # width - 1: the NaN bin
+    masks = np.zeros((p, width), dtype=bool)
+    masks[0, :4] = True  # bins 0..3 left, NaN right
+    masks[1, :7] = True
+    masks[1, -1] = True  # NaN left
+    masks[2, [1, 4, 5]] = True  # a category set
+    masks[3, -1] = True  # only NaN left (prefix of length 0)
+    masks[4, [0, 1, 2]] = True  # a category set that is a prefix
+    rows = rng.permutation(n)[:200]
+    want = np.stack([masks[f][codes[f, rows]] for f in range(p)])
+    np.testing.assert_array_equal(_goes_left(codes, rows, np.arange(p), masks), want)
+    sub = np.array([1, 2, 4])
+    np.testing.assert_array_equal(_goes_left(codes, rows, sub, masks[sub]), want[sub])
+    np.testing.assert_array_equal(_goes_left(codes, rows, sub[1:2], masks[2:3]), want[2:3])
