@@ -284,3 +284,35 @@ def test_goes_left_is_the_mask_lookup():
     sub = np.array([1, 2, 4])
     np.testing.assert_array_equal(_goes_left(codes, rows, sub, masks[sub]), want[sub])
     np.testing.assert_array_equal(_goes_left(codes, rows, sub[1:2], masks[2:3]), want[2:3])
+
+
+@pytest.mark.parametrize("all_rows", [False, True])
+def test_decision_on_one_candidate_matches_the_general_k_draw(all_rows):
+    """The decision's single-candidate path gives the general path's U, k and usability
+    (same shuffle, same first-k rows; every row when hessians are equal), NaN bins and a
+    category set included."""
+    from unbiased_criteria.grower import _unbiased, _unbiased_one
+
+    rng = np.random.default_rng(14)
+    width, n = 10, 500
+    codes = rng.integers(0, width, size=(2, n)).astype(np.uint8)
+    g = rng.normal(size=n)
+    h = np.ones(n) if all_rows else rng.uniform(0.05, 0.25, size=n)
+    params = GrowerParams(min_k=3)
+    for trial in range(20):
+        rows = np.sort(rng.permutation(n)[: rng.integers(1, 200)])
+        mask = np.zeros(width, dtype=bool)
+        if trial % 2:
+            mask[rng.permutation(width - 1)[:3]] = True  # a category set
+        else:
+            mask[: rng.integers(0, width - 1)] = True
+            mask[-1] = bool(trial % 4)  # NaN left in half the numeric ones
+        f = trial % 2
+        GL, GR, GI = np.array([1.5]), np.array([-0.5]), 1.0
+        want = _unbiased(codes, rows, np.array([f]), mask[None], g, h, GL, GR, GI,
+                         np.random.default_rng(trial), params, all_rows)
+        got = _unbiased_one(codes, rows, f, mask, g, h, GL, GR, GI,
+                            np.random.default_rng(trial), params, all_rows)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-9, atol=1e-12)
+        np.testing.assert_array_equal(got[1], want[1])
+        np.testing.assert_array_equal(got[2], want[2])
