@@ -7,6 +7,8 @@ adapters, and ``unbiased_criteria`` exports them lazily by module name.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -112,6 +114,9 @@ class _UnbiasedGBM(BaseEstimator):
                 raise ValueError(f"{name}: expected a positive integer, got {value!r}")
         if self.num_leaves < 2:
             raise ValueError(f"num_leaves: expected at least 2, got {self.num_leaves!r}")
+        if self.n_jobs not in (None, 1):
+            warnings.warn(f"n_jobs={self.n_jobs!r} is ignored: the grower runs on one thread",
+                          UserWarning, stacklevel=3)
         score = SplitScore(l1=float(self.reg_alpha), l2=float(self.reg_lambda),
                            max_delta_step=float(self.max_delta_step))
         grower = GrowerParams(
@@ -265,8 +270,9 @@ class UnbiasedGBMRegressor(RegressorMixin, _UnbiasedGBM):
     ordinary histogram GBDT on all rows), ``min_k`` (fewest drawn validation rows per child
     for a usable U), ``early_stopping_rounds`` (on the last ``eval_set``), ``n_blocks``
     (jackknife blocks for the importance's standard errors; 0: none). ``n_jobs`` is accepted
-    for compatibility and unused (numpy). ``fit(..., categorical_feature=[...])`` names
-    columns of integer codes to split by category sets (pandas categoricals are found alone).
+    for compatibility and ignored (one thread; a value other than None or 1 warns).
+    ``fit(..., categorical_feature=[...])`` names columns of integer codes to split by
+    category sets (pandas categoricals are found alone).
     """
 
     def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None,

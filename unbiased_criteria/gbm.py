@@ -185,10 +185,9 @@ def fit_gbm(
             raw[:, k] += tree.value[grown.row_leaf]
             for ex, er in zip(evals_X, evals_raw):
                 er[:, k] += tree.predict(ex)
-            c = pd.DataFrame(grown.candidates)
-            c.insert(0, "tree", t)
-            c.insert(1, "iteration", it)
-            parts.append(c)
+            size = len(grown.candidates["node"])
+            parts.append({"tree": np.full(size, t), "iteration": np.full(size, it),
+                          **grown.candidates})
         for (name, _, ey, ew), er in zip(eval_sets, evals_raw):
             history[name].append(metric(ey, er if K > 1 else er[:, 0], ew, objective))
         if eval_sets and params.early_stopping_rounds:
@@ -206,7 +205,11 @@ def fit_gbm(
     if not (eval_sets and params.early_stopping_rounds):
         best_iter = n_iter
     trees = trees[: best_iter * K]
-    candidates = pd.concat(parts[: best_iter * K], ignore_index=True) if parts else pd.DataFrame()
+    # one DataFrame at the end (cheaper than one per tree); trees without candidates hold
+    # float placeholders that must not turn the integer columns to float
+    kept = [c for c in parts[: best_iter * K] if len(c["node"])] or parts[:1]
+    candidates = pd.DataFrame({key: np.concatenate([c[key] for c in kept])
+                               for key in kept[0]}) if kept else pd.DataFrame()
     names = tuple(feature_names) if feature_names is not None else tuple(
         f"Column_{j}" for j in range(p))
     forest = Forest(

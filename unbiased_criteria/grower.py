@@ -114,11 +114,22 @@ def feature_major(codes: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(codes.T)
 
 
+#: rows up to which one bincount over all features beats one per feature (measured)
+_SMALL_NODE = 2000
+
+
 def _histogram(codes: np.ndarray, rows: np.ndarray, g, h, width: int) -> np.ndarray:
     """(3, p * width): sums of g, h and row counts per (feature, bin) over ``rows``."""
     p = codes.shape[0]
-    sub = codes[:, rows]
-    gr, hr = g[rows], h[rows]
+    sub = codes.take(rows, axis=1)  # take(): several times faster than codes[:, rows]
+    gr, hr = g.take(rows), h.take(rows)
+    if rows.size <= _SMALL_NODE:  # few rows: one bincount over (feature, bin) keys
+        keys = sub.astype(np.intp)
+        keys += (np.arange(p, dtype=np.intp) * width)[:, None]
+        keys = keys.ravel()
+        return np.stack([np.bincount(keys, np.tile(gr, p), minlength=p * width),
+                         np.bincount(keys, np.tile(hr, p), minlength=p * width),
+                         np.bincount(keys, minlength=p * width).astype(np.float64)])
     out = np.empty((3, p, width))
     for f in range(p):  # three bincounts per feature (faster than one over repeated weights)
         out[0, f] = np.bincount(sub[f], gr, minlength=width)
@@ -139,21 +150,39 @@ class _Best:
     nL: np.ndarray
 
 
+def _split_scores(GL, HL, G, H, score: SplitScore) -> np.ndarray:
+    """``S(GL, HL) + S(G - GL, H - HL) - S(G, H)``: the host's gain B of every threshold."""
+    if score.l1 == 0 and score.max_delta_step == 0:  # plain G^2 / (H + l2), fewer passes
+        lam = score.l2
+        HLl, HRl = HL + lam, (H - HL) + lam
+        GR = G - GL
+        with np.errstate(divide="ignore", invalid="ignore"):
+            left = np.where(HLl > 0, GL * GL / HLl, 0.0)
+            right = np.where(HRl > 0, GR * GR / HRl, 0.0)
+        parent = G * G / (H + lam) if H + lam > 0 else 0.0
+        left += right
+        left -= parent
+        return left
+    return node_score(GL, HL, score) + node_score(G - GL, H - HL, score) - node_score(G, H, score)
+
+
 def _best_thresholds(hist: np.ndarray, p: int, width: int, n_bins: np.ndarray,
                      G: float, H: float, n: float, params: GrowerParams) -> _Best:
     """Best threshold per feature from cumulative sums, NaN rows tried on both sides."""
     hist = hist.reshape(3, p, width)
     cum = np.cumsum(hist[:, :, :-1], axis=2)  # (3, p, width-1): sums over bins <= b
     nan = hist[:, :, -1:]  # (3, p, 1)
-    side = np.stack([cum, cum + nan], axis=1)  # (3, 2, p, width-1): NaN right / left
+    if nan[2].any():
+        side = np.stack([cum, cum + nan], axis=1)  # (3, 2, p, width-1): NaN right / left
+    else:  # no NaN row in the node: sending NaN left changes nothing (right is kept)
+        side = cum[:, None]
     GL, HL, nL = side
-    GR, HR, nR = G - GL, H - HL, n - nL
-    score = params.score
-    gain = node_score(GL, HL, score) + node_score(GR, HR, score) - node_score(G, H, score)
+    nR = n - nL
+    gain = _split_scores(GL, HL, G, H, params.score)
     valid = (
         (np.arange(width - 1)[None, None, :] <= (n_bins - 2)[None, :, None])
         & (nL >= params.min_child_samples) & (nR >= params.min_child_samples)
-        & (HL >= params.min_child_weight) & (HR >= params.min_child_weight)
+        & (HL >= params.min_child_weight) & (H - HL >= params.min_child_weight)
         & (gain > params.min_split_gain)
     )
     gain = np.where(valid, gain, -np.inf)
@@ -214,11 +243,27 @@ def _best_categorical(best: _Best, hist: np.ndarray, p: int, width: int, binner:
 
 
 def _goes_left(codes, rows, feats, masks) -> np.ndarray:
-    """(m, q) whether each of ``rows`` goes left at each candidate (``masks`` (q, width))."""
+    """(q, m) whether each of ``rows`` goes left at each candidate (``masks`` (q, width))."""
     feats = np.asarray(feats)
-    # gather the node's rows first: indexing features first would copy every training row
-    x = (codes[feats[0], rows][None, :] if feats.size == 1 else codes[:, rows][feats]).T
-    return masks[np.arange(feats.size)[None, :], x]
+    q, width = masks.shape
+    # take() gathers a node's rows several times faster than fancy indexing codes[:, rows]
+    if q == 1:
+        x = codes[feats[0]].take(rows)[None, :]
+    else:
+        x = codes.take(rows, axis=1)
+        if q < codes.shape[0]:  # feats is sorted: all features when q == p
+            x = x[feats]
+    # a mask whose value bins are a prefix 0..c-1 (every numeric threshold) is "code < c":
+    # one comparison of the codes, no lookup; NaN (the last bin) is added where it goes left
+    count = masks[:, :-1].sum(axis=1)
+    prefix = (masks[:, :-1] == (np.arange(width - 1) < count[:, None])).all(axis=1)
+    left = x < count.astype(x.dtype)[:, None]
+    nan_left = np.flatnonzero(prefix & masks[:, -1])
+    if nan_left.size:
+        left[nan_left] |= x[nan_left] == width - 1
+    for j in np.flatnonzero(~prefix):  # category sets: a lookup
+        left[j] = masks[j].take(x[j])
+    return left
 
 
 def _combine(sL, sR, sI, k, GL, GR, GI, params: GrowerParams, blocks=None):
@@ -248,6 +293,56 @@ def _combine(sL, sR, sI, k, GL, GR, GI, params: GrowerParams, blocks=None):
     return U, usable, np.where(ok, jack, 0.0).reshape(q, -1)
 
 
+def _first_k(left: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(q, m) masks of the first ``k`` rows (in order) that go left and that go right."""
+    q, m = left.shape
+    small_left = np.count_nonzero(left, axis=1) * 2 <= m  # the smaller side is taken whole
+    last = np.full(q, -1)  # position of the k-th row of the larger side
+    for j in np.flatnonzero(k > 0):
+        last[j] = np.flatnonzero(left[j] != small_left[j])[k[j] - 1]
+    pos = np.arange(m)[None, :]
+    takeL = left & (pos <= np.where(small_left, m - 1, last)[:, None])
+    takeR = ~left & (pos <= np.where(small_left, last, m - 1)[:, None])
+    return takeL, takeR
+
+
+def _first_k_sums(left: np.ndarray, k: np.ndarray, vals: np.ndarray, cum: np.ndarray,
+                  nL: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Sums (v, q) of ``vals`` (v, m) over the first ``k`` rows (in order) that go left, and right.
+
+    The smaller side (``k`` rows) is taken whole. The larger side's first ``k`` rows are the
+    rows up to its k-th, at position ``t``: their sum is the prefix sum of every row up to
+    ``t`` (``cum``) minus the smaller side's rows before ``t``. With the smaller side's
+    positions ``pos_0 < pos_1 < ...``, ``pos_r - r`` larger-side rows come before ``pos_r``,
+    so ``r* = #{r: pos_r - r <= k - 1}`` of them come before ``t``, and ``t = k - 1 + r*``.
+    One ``flatnonzero`` over every candidate; the rest costs the smaller sides' rows.
+    """
+    q, m = left.shape
+    small_left = (np.count_nonzero(left, axis=1) if nL is None else nL) * 2 <= m
+    # flat positions (candidate * m + row) of each candidate's smaller side, k[j] of them
+    flat = np.flatnonzero(left == small_left[:, None])  # 1-D: far faster than 2-D nonzero
+    start = np.zeros(q + 1, dtype=np.int64)
+    np.cumsum(k, out=start[1:])
+    first = np.repeat(start[:-1], k)  # where each entry's candidate starts
+    # candidate * m + (larger-side rows before the entry): sorted, candidates apart
+    key = flat - np.arange(flat.size)
+    key += first
+    r_star = np.searchsorted(key, np.arange(q) * m + k - 1, side="right") - start[:-1]
+    pos = flat - np.repeat(np.arange(q, dtype=np.int64) * m, k)
+    v = vals.shape[0]
+    gathered = np.zeros((v, flat.size + 1))  # a zero column ends the last segment
+    vals.take(pos, axis=1, out=gathered[:, :-1])
+    # sums over [start, start + r*) and [start + r*, next start): reduceat gives a lone
+    # element for an empty range, zeroed below
+    cuts = np.empty(2 * q, dtype=np.int64)
+    cuts[0::2], cuts[1::2] = start[:-1], start[:-1] + r_star
+    red = np.add.reduceat(gathered, cuts, axis=1)
+    before = np.where(r_star > 0, red[:, 0::2], 0.0)  # smaller side's rows before t
+    small = before + np.where(k > r_star, red[:, 1::2], 0.0)
+    large = cum[:, k + r_star] - before
+    return np.where(small_left, small, large), np.where(small_left, large, small)
+
+
 def _unbiased(codes, rows, feats, masks, g, h, GL, GR, GI,
               rng, params: GrowerParams, all_rows: bool, blocks=None, n_blocks: int = 0):
     """U of each candidate on the validation ``rows`` of a node; (U, k, usable, jackknife).
@@ -262,36 +357,73 @@ def _unbiased(codes, rows, feats, masks, g, h, GL, GR, GI,
     if m == 0 or q == 0:
         jack = np.zeros((q, n_blocks)) if blocks is not None else None
         return np.zeros(q), np.zeros(q, dtype=np.int64), np.zeros(q, dtype=bool), jack
-    order = rows[rng.permutation(m)]
-    left = _goes_left(codes, order, feats, masks)
-    gv = g[order].astype(np.float64)
-    hv = h[order].astype(np.float64)
-    hz = (hv != 0).astype(np.float64)
-    nL = left.sum(axis=0)
+    order = rows.take(rng.permutation(m))
+    left = _goes_left(codes, order, feats, masks)  # (q, m)
+    gv = g.take(order).astype(np.float64, copy=False)
+    hv = h.take(order).astype(np.float64, copy=False)
+    nL = np.count_nonzero(left, axis=1)
     k = np.minimum(nL, m - nL)
-    vals = np.stack([gv, hv, hz])  # (3, m)
-    if all_rows:
-        takeL = left
-        takeR = ~left
-        kI = np.full(q, m)
-    else:
-        takeL = left & (np.cumsum(left, axis=0) <= k)
-        right = ~left
-        takeR = right & (np.cumsum(right, axis=0) <= k)
-        kI = k
-    sL, sR = vals @ takeL, vals @ takeR
+    kI = np.full(q, m) if all_rows else k
+    if not all_rows and blocks is None and hv.all():
+        # every row has a non-zero hessian: the third sum is the row count, k everywhere
+        vals = np.stack([gv, hv])
+        cum = np.zeros((2, m + 1))
+        np.cumsum(vals, axis=1, out=cum[:, 1:])
+        sums = np.empty((3, 3, q))  # L, R, I
+        sums[0, :2], sums[1, :2] = _first_k_sums(left, k, vals, cum, nL)
+        sums[2, :2] = cum[:, k]
+        sums[:, 2] = k
+        U, usable, _ = _combine(sums[0], sums[1], sums[2], k, GL, GR, GI, params)
+        return U, k, usable, None
+    vals = np.stack([gv, hv, (hv != 0).astype(np.float64)])  # (3, m)
     cum = np.concatenate([np.zeros((3, 1)), np.cumsum(vals, axis=1)], axis=1)
-    sI = cum[:, kI]
     by_block = None
-    if blocks is not None:
-        onehot = (blocks[order][:, None] == np.arange(n_blocks)).astype(np.float64)  # (m, B)
-        weighted = vals[:, :, None] * onehot[None]  # (3, m, B)
-        bL = np.einsum("vmb,mq->vqb", weighted, takeL.astype(np.float64))
-        bR = np.einsum("vmb,mq->vqb", weighted, takeR.astype(np.float64))
-        cumb = np.concatenate([np.zeros((3, 1, n_blocks)), np.cumsum(weighted, axis=1)], axis=1)
-        by_block = (bL, bR, cumb[:, kI, :])
+    if all_rows or blocks is not None:
+        takeL, takeR = (left, ~left) if all_rows else _first_k(left, k)
+        # an explicit cast keeps the product in BLAS (mixed float @ bool is a slow loop)
+        fL, fR = takeL.astype(np.float64), takeR.astype(np.float64)
+        sL, sR = vals @ fL.T, vals @ fR.T
+        if blocks is not None:
+            onehot = (blocks[order][:, None] == np.arange(n_blocks)).astype(np.float64)
+            weighted = vals[:, :, None] * onehot[None]  # (3, m, B)
+            bL = np.einsum("vmb,qm->vqb", weighted, fL)
+            bR = np.einsum("vmb,qm->vqb", weighted, fR)
+            cumb = np.concatenate([np.zeros((3, 1, n_blocks)), np.cumsum(weighted, axis=1)],
+                                  axis=1)
+            by_block = (bL, bR, cumb[:, kI, :])
+    else:
+        sL, sR = _first_k_sums(left, k, vals, cum, nL)
+    sI = cum[:, kI]
     U, usable, jack = _combine(sL, sR, sI, k, GL, GR, GI, params, by_block)
     return U, k, usable, jack
+
+
+def _unbiased_one(codes, rows, f: int, mask, g, h, GL, GR, GI, rng, params: GrowerParams,
+                  all_rows: bool):
+    """:func:`_unbiased` of one candidate (the decision on D2'), with a few array calls:
+    the same shuffle and the same first-k draws. With every row used (``all_rows``) the order
+    is irrelevant and the rows are not shuffled."""
+    m = rows.size
+    if m == 0:
+        return np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=bool), None
+    order = rows if all_rows else rows.take(rng.permutation(m))
+    left = _goes_left(codes, order, np.array([f]), mask[None, :])[0]
+    on_left, on_right = np.flatnonzero(left), np.flatnonzero(~left)
+    k = min(on_left.size, on_right.size)
+    if not all_rows:
+        on_left, on_right = on_left[:k], on_right[:k]
+    gv, hv = g.take(order), h.take(order)
+    head = slice(None) if all_rows else slice(0, k)
+
+    def sums(gs, hs):
+        return [gs.sum(dtype=np.float64), hs.sum(dtype=np.float64), np.count_nonzero(hs)]
+
+    sL = np.array(sums(gv.take(on_left), hv.take(on_left)), dtype=np.float64)[:, None]
+    sR = np.array(sums(gv.take(on_right), hv.take(on_right)), dtype=np.float64)[:, None]
+    sI = np.array(sums(gv[head], hv[head]), dtype=np.float64)[:, None]
+    kk = np.array([k])
+    U, usable, _ = _combine(sL, sR, sI, kk, GL, GR, GI, params)
+    return U, kk, usable, None
 
 
 def _block_histogram(codes, rows, g, h, width, blocks, n_blocks) -> np.ndarray:
@@ -385,6 +517,9 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
         stats.append((float(G), float(H), float(rows[0].size)))
         return node
 
+    all_features = np.ones(p, dtype=bool)
+    allowed_of: dict[int, np.ndarray] = {}  # criterion="biased": features a node may try
+
     def search(node):
         G, H, nD = stats[node]
         if params.max_depth > 0 and depth[node] >= params.max_depth:
@@ -394,6 +529,12 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
         best = _best_thresholds(hist_of[node], p, width, binner.n_bins, G, H, nD, params)
         if binner.categorical.any():
             _best_categorical(best, hist_of[node], p, width, binner, G, H, nD, params)
+        if not unbiased:
+            # LightGBM searches a node only on the features that had a valid split at its
+            # parent (FeatureHistogram::is_splittable); with L2 > 0 or row bounds a feature
+            # can lose every valid split near the root and is then never tried below it
+            best.gain[~allowed_of.get(node, all_features)] = -np.inf
+            allowed_of[node] = np.isfinite(best.gain)
         feats = np.flatnonzero(np.isfinite(best.gain))
         if feats.size == 0:
             return
@@ -418,8 +559,8 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
             j = int(np.flatnonzero(ok1)[np.argmax(U1[ok1])])
             chosen[j] = True
             f = int(feats[j])
-            U2, _, ok2, _ = _unbiased(codes, rows_of[node][2], feats[j:j + 1], best.mask[f:f + 1],
-                                   g, h, GL[j:j + 1], GR[j:j + 1], G, rng, params, all_rows)
+            U2, _, ok2, _ = _unbiased_one(codes, rows_of[node][2], f, best.mask[f], g, h,
+                                          GL[j:j + 1], GR[j:j + 1], G, rng, params, all_rows)
             decision[j] = U2[0] if ok2[0] else np.nan
             if ok2[0] and U2[0] > params.stop_threshold:
                 split_of[node] = (U1[j], f, int(best.bin[f]), best.mask[f], best.gain[f])
@@ -449,7 +590,7 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
             if i == 2 and shared:
                 parts.append(parts[1])
                 continue
-            go = mask[codes[f, rows]]
+            go = mask.take(codes[f].take(rows))
             parts.append((rows[go], rows[~go]))
         dl_rows, dr_rows = parts[0]
         small_left = dl_rows.size <= dr_rows.size
@@ -467,6 +608,8 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
         children = [add_node(tuple(part[side] for part in parts), depth[node] + 1, hists[side],
                              hists1[side]) for side in (0, 1)]
         left_of[node] = children[0]
+        if not unbiased:
+            allowed_of[children[0]] = allowed_of[children[1]] = allowed_of.pop(node)
         rows_of[node] = None  # the children hold the rows now
         n_leaves += 1
         for c in children:

@@ -341,3 +341,16 @@ def test_standard_errors_calibrated_on_null_data():
     assert np.all(np.abs(z.mean(axis=0)) < 0.3)
     assert np.all((z.std(axis=0) > 0.8) & (z.std(axis=0) < 1.25))
     assert picked / z.size <= 0.1
+
+
+def test_n_jobs_is_ignored_with_a_warning():
+    """The grower runs on one thread: n_jobs=None or 1 is silent, anything else warns."""
+    import warnings
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(200, 3)), rng.normal(size=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        uc.UnbiasedGBMRegressor(n_estimators=2, n_jobs=1).fit(X, y)
+    with pytest.warns(UserWarning, match="n_jobs=-1 is ignored"):
+        uc.UnbiasedGBMRegressor(n_estimators=2, n_jobs=-1).fit(X, y)

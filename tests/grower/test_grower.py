@@ -63,13 +63,15 @@ def test_bins_bad_input():
 
 
 @pytest.mark.parametrize("objective,l2,leaves", [
-    ("regression", 0.0, 8), ("regression", 2.0, 15), ("binary", 0.0, 12),
-    ("multiclass", 0.0, 10),
+    ("regression", 0.0, 8), ("regression", 2.0, 15), ("regression", 100.0, 12),
+    ("binary", 0.0, 12), ("binary", 2.0, 12), ("binary", 10.0, 12), ("multiclass", 0.0, 10),
 ])
 def test_biased_first_iteration_equals_lightgbm(objective, l2, leaves):
     """criterion='biased', every row in D: LightGBM's first iteration, on data whose
     distinct values are fewer than max_bin (so both bin the same): same partition, same leaf
-    values, same split gains."""
+    values, same split gains. With L2 > 0 a feature without a valid split at a node is not
+    tried below it (LightGBM's rule; binary L2 2 and 10, regression L2 100 stop early or
+    split elsewhere without it)."""
     lgb = pytest.importorskip("lightgbm")
     from unbiased_criteria.adapters.lightgbm import read_model
 
@@ -192,3 +194,125 @@ def test_jackknife_replicates_leave_a_block_out_of_the_d1_ratios():
             rI = g[v].mean(dtype=np.float64)
             want = GL * rL + (GI - GL) * rR - GI * rI
             np.testing.assert_allclose(grown.jackknife[j, blk], want, rtol=1e-9, atol=1e-9)
+
+
+def test_k_draw_sums_are_the_first_k_rows_of_each_side():
+    """The vectorised k-draw (one flatnonzero over every candidate) sums exactly the first k
+    rows in the shuffled order that go left, that go right, and of the node: checked by hand
+    per candidate, including k = 0, k = 1, ties (n_L = n_R) and every row on one side."""
+    from unbiased_criteria.grower import _first_k_sums
+
+    rng = np.random.default_rng(11)
+    m = 40
+    left = rng.uniform(size=(9, m)) < np.array([.1, .3, .5, .7, .9, 0, 1, .5, .02])[:, None]
+    left[7] = np.arange(m) % 2 == 0  # a tie: n_L = n_R = 20
+    left[8] = np.arange(m) == 17  # k = 1, the single left row late in the order
+    vals = rng.normal(size=(2, m))
+    cum = np.concatenate([np.zeros((2, 1)), np.cumsum(vals, axis=1)], axis=1)
+    nL = left.sum(axis=1)
+    k = np.minimum(nL, m - nL)
+    sL, sR = _first_k_sums(left, k, vals, cum)
+    for j in range(left.shape[0]):
+        want_L = vals[:, np.flatnonzero(left[j])[: k[j]]].sum(axis=1)
+        want_R = vals[:, np.flatnonzero(~left[j])[: k[j]]].sum(axis=1)
+        np.testing.assert_allclose(sL[:, j], want_L, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(sR[:, j], want_R, rtol=1e-12, atol=1e-12)
+    assert k[5] == 0 and k[6] == 0 and k[7] == 20 and k[8] == 1
+
+
+def test_unbiased_gain_on_d1_by_hand_with_unequal_hessians():
+    """Log-loss hessians (the k-draw path): the root's U of every candidate equals U by hand
+    from the same shuffle of D1' (first k rows of I, of L and of R)."""
+    rng = np.random.default_rng(12)
+    n = 3000
+    X = rng.normal(size=(n, 4))
+    X[rng.uniform(size=(n, 4)) < 0.05] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + rng.normal(size=n) > 0).astype(float)
+    p = 1 / (1 + np.exp(-0.5 * np.nan_to_num(X[:, 1])))
+    g, h = p - y, p * (1 - p)
+    D, V1, V2 = np.array_split(rng.permutation(n), 3)
+    binner = fit_bins(X, 255)
+    codes = feature_major(binner.transform(X))
+    params = GrowerParams(num_leaves=2, min_child_samples=5)
+    grown = grow_tree(codes, g, h, RowSets(D, V1, V2), binner, params, np.random.default_rng(4))
+    order = V1[np.random.default_rng(4).permutation(V1.size)]  # the root's shuffle of D1'
+    bins = binner.transform(X)
+    c = grown.candidates
+    assert (c["node"] == 0).sum() == 4
+    for j in np.flatnonzero(c["node"] == 0):
+        f, b = int(c["feature"][j]), int(c["bin"][j])
+        go = bins[:, f] <= b  # NaN rows are in the last bin: right here
+        # NaN rows go to the side that reproduces B on D
+        GI, HI = g[D].sum(), h[D].sum()
+        best = None
+        for nan_left in (False, True):
+            gl = go | (nan_left & np.isnan(X[:, f]))
+            GL, HL = g[D][gl[D]].sum(), h[D][gl[D]].sum()
+            B = GL**2 / HL + (GI - GL) ** 2 / (HI - HL) - GI**2 / HI
+            if best is None or abs(B - c["biased_gain"][j]) < abs(best[0] - c["biased_gain"][j]):
+                best = (B, gl, GL)
+        _, gl, GL = best
+        lo = order[gl[order]]
+        ro = order[~gl[order]]
+        k = min(lo.size, ro.size)
+        assert k == c["k"][j]
+        rL = g[lo[:k]].sum() / h[lo[:k]].sum()
+        rR = g[ro[:k]].sum() / h[ro[:k]].sum()
+        rI = g[order[:k]].sum() / h[order[:k]].sum()
+        want = GL * rL + (GI - GL) * rR - GI * rI
+        np.testing.assert_allclose(c["unbiased_gain"][j], want, rtol=1e-9, atol=1e-9)
+
+
+def test_goes_left_is_the_mask_lookup():
+    """Prefix masks (numeric thresholds, NaN either side) compare codes instead of looking
+    them up: same answer as the lookup ``mask[code]``, category sets included."""
+    from unbiased_criteria.grower import _goes_left
+
+    rng = np.random.default_rng(13)
+    width, p, n = 12, 5, 300
+    codes = rng.integers(0, width, size=(p, n)).astype(np.uint8)  # width - 1: the NaN bin
+    masks = np.zeros((p, width), dtype=bool)
+    masks[0, :4] = True  # bins 0..3 left, NaN right
+    masks[1, :7] = True
+    masks[1, -1] = True  # NaN left
+    masks[2, [1, 4, 5]] = True  # a category set
+    masks[3, -1] = True  # only NaN left (prefix of length 0)
+    masks[4, [0, 1, 2]] = True  # a category set that is a prefix
+    rows = rng.permutation(n)[:200]
+    want = np.stack([masks[f][codes[f, rows]] for f in range(p)])
+    np.testing.assert_array_equal(_goes_left(codes, rows, np.arange(p), masks), want)
+    sub = np.array([1, 2, 4])
+    np.testing.assert_array_equal(_goes_left(codes, rows, sub, masks[sub]), want[sub])
+    np.testing.assert_array_equal(_goes_left(codes, rows, sub[1:2], masks[2:3]), want[2:3])
+
+
+@pytest.mark.parametrize("all_rows", [False, True])
+def test_decision_on_one_candidate_matches_the_general_k_draw(all_rows):
+    """The decision's single-candidate path gives the general path's U, k and usability
+    (same shuffle, same first-k rows; every row when hessians are equal), NaN bins and a
+    category set included."""
+    from unbiased_criteria.grower import _unbiased, _unbiased_one
+
+    rng = np.random.default_rng(14)
+    width, n = 10, 500
+    codes = rng.integers(0, width, size=(2, n)).astype(np.uint8)
+    g = rng.normal(size=n)
+    h = np.ones(n) if all_rows else rng.uniform(0.05, 0.25, size=n)
+    params = GrowerParams(min_k=3)
+    for trial in range(20):
+        rows = np.sort(rng.permutation(n)[: rng.integers(1, 200)])
+        mask = np.zeros(width, dtype=bool)
+        if trial % 2:
+            mask[rng.permutation(width - 1)[:3]] = True  # a category set
+        else:
+            mask[: rng.integers(0, width - 1)] = True
+            mask[-1] = bool(trial % 4)  # NaN left in half the numeric ones
+        f = trial % 2
+        GL, GR, GI = np.array([1.5]), np.array([-0.5]), 1.0
+        want = _unbiased(codes, rows, np.array([f]), mask[None], g, h, GL, GR, GI,
+                         np.random.default_rng(trial), params, all_rows)
+        got = _unbiased_one(codes, rows, f, mask, g, h, GL, GR, GI,
+                            np.random.default_rng(trial), params, all_rows)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-9, atol=1e-12)
+        np.testing.assert_array_equal(got[1], want[1])
+        np.testing.assert_array_equal(got[2], want[2])
