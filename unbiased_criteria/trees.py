@@ -35,6 +35,7 @@ __all__ = [
     "route_rows",
     "collapse_nodes",
     "leaf_of_nodes",
+    "leaves_from_scores",
 ]
 
 #: missing-value handling of a numeric node: NaN is read as 0.0 and compared (LightGBM "None")
@@ -533,3 +534,33 @@ class Forest:
         for tree, k in zip(self.trees, self.tree_class):
             out[:, k] += tree.predict(X).astype(self.score_dtype)
         return out
+
+
+def leaves_from_scores(change: np.ndarray, after: np.ndarray, tree: Tree,
+                       eps: float = float(np.finfo(np.float64).eps)) -> np.ndarray | None:
+    """Each row's leaf node id in ``tree`` from the change of its raw score over the iteration
+    that added ``tree`` (a host's own running scores: ``after = before + value[leaf]``), or
+    None when that cannot name the leaf for sure. No routing: the host already did it.
+
+    ``eps`` is the machine epsilon of the host's scores (float32 for XGBoost). The change
+    differs from the leaf value by the rounding of the host's addition and of the
+    subtraction, each at most ``eps / 2`` of the larger magnitude: the tolerance is
+    ``2 eps (max |after| + max |value|)``. The leaves are told apart when their sorted values
+    are more than two tolerances apart, and every row must lie within one tolerance of its
+    leaf's value (else None: the host did not add exactly the tree's leaf values). Cost: a
+    binary search over the leaves per row.
+    """
+    leaf = np.flatnonzero(tree.is_leaf)
+    value = tree.value[leaf]
+    if change.size == 0 or not np.all(np.isfinite(value)):
+        return None
+    order = np.argsort(value, kind="stable")
+    value, leaf = value[order], leaf[order]
+    with np.errstate(invalid="ignore"):  # NaN scores fail the tests below
+        tol = 2 * eps * (float(np.max(np.abs(after))) + float(np.max(np.abs(value))))
+        if not np.isfinite(tol) or (value.size > 1 and float(np.min(np.diff(value))) <= 2 * tol):
+            return None
+        pos = np.searchsorted((value[1:] + value[:-1]) / 2, change)
+        if not np.all(np.abs(change - value[pos]) <= tol):
+            return None
+    return leaf[pos].astype(np.int32)

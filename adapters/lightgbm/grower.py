@@ -10,9 +10,9 @@ from unbiased_criteria.adapters.lightgbm.compat import boost_one_iteration, trai
 from unbiased_criteria.adapters.lightgbm.reader import parse_tree
 from unbiased_criteria.adapters.lightgbm.source import RULES
 
-from unbiased_criteria.trees import Tree, make_tree
+from unbiased_criteria.trees import Tree, leaves_from_scores, make_tree
 
-__all__ = ["LGBMGrower", "leaves_from_scores"]
+__all__ = ["LGBMGrower"]
 
 
 def _single_leaf() -> Tree:
@@ -33,8 +33,8 @@ class LGBMGrower:
     same way, so the loop's running scores are exactly what it will predict. The training rows
     need no routing: LightGBM already added each row's leaf value to its own score of the row,
     so the change of that score over the iteration names the leaf
-    (:func:`leaves_from_scores`); where it cannot (two leaves of too close values, or a
-    change that matches no leaf) they are routed with ``predict`` as the others.
+    (:func:`unbiased_criteria.trees.leaves_from_scores`); where it cannot (two leaves of too
+    close values, or a change that matches no leaf) they are routed with ``predict``.
 
     When no tree of an iteration has a split, LightGBM drops the iteration; the grower then
     returns K single-leaf trees of value 0 (which add nothing).
@@ -149,30 +149,3 @@ class LGBMGrower:
             self._nodes[key] = nodes.astype(np.int32, copy=False)
         return self._nodes[key]
 
-
-def leaves_from_scores(change: np.ndarray, after: np.ndarray, tree: Tree) -> np.ndarray | None:
-    """Each row's leaf node id in ``tree`` from the change ``change`` of its raw score over
-    the iteration (LightGBM added the row's leaf value: ``after = before + value``), or None
-    when that cannot name the leaf for sure.
-
-    The change differs from the leaf value by the rounding of two float64 operations, at most
-    ``eps * (|after| + |change|)``; a tolerance eight times that separates the leaves when
-    their sorted values are more than four tolerances apart, and every row must then lie
-    within one tolerance of its leaf's value (else None: LightGBM did not add exactly the
-    tree's leaf values). Cost: a binary search over the leaves per row.
-    """
-    leaf = np.flatnonzero(tree.is_leaf)
-    value = tree.value[leaf]
-    if change.size == 0 or not np.all(np.isfinite(value)):
-        return None
-    order = np.argsort(value, kind="stable")
-    value, leaf = value[order], leaf[order]
-    tol = 8 * np.finfo(np.float64).eps * (float(np.max(np.abs(after)))
-                                          + float(np.max(np.abs(value))))
-    if value.size > 1 and float(np.min(np.diff(value))) <= 4 * tol:
-        return None
-    pos = np.searchsorted((value[1:] + value[:-1]) / 2, change)
-    with np.errstate(invalid="ignore"):  # a NaN change fails the test below
-        if not np.all(np.abs(change - value[pos]) <= tol):
-            return None
-    return leaf[pos].astype(np.int32)

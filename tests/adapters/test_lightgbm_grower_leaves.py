@@ -10,12 +10,9 @@ import pytest
 lightgbm = pytest.importorskip("lightgbm")
 
 from unbiased_criteria.adapters import lightgbm as adapter  # noqa: E402
-from unbiased_criteria.adapters.lightgbm.grower import (  # noqa: E402
-    LGBMGrower,
-    leaves_from_scores,
-)
+from unbiased_criteria.adapters.lightgbm.grower import LGBMGrower  # noqa: E402
 
-from unbiased_criteria.trees import make_tree  # noqa: E402
+from unbiased_criteria.trees import leaves_from_scores, make_tree  # noqa: E402
 
 
 def _data(kind: str, n: int = 1500, seed: int = 0):
