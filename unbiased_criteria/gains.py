@@ -339,8 +339,8 @@ def first_k_sums(
        only the rows of the bins holding a ``k``-th row are scanned (a gather from a bin
        table and a ``flatnonzero``: two passes);
     2. each row's cell (leaf, which cuts of the requests above its leaf it precedes, block):
-       one gather from a small (leaf, bin) table by the key of step 1 (two elementwise passes
-       more with blocks);
+       one gather from a small (leaf, bin) table by the key of step 1 (one elementwise pass
+       more with blocks: the table holds ``cell * n_blocks``);
     3. one bincount per value over the cells; requests add up prefix sums of their leaves'
        cells (work in cells and (request, leaf) pairs, not in rows). A value given as a float
        ``c`` (a power of two) is ``c`` times the count of rows, summed exactly from the count

@@ -148,4 +148,3 @@ class LGBMGrower:
                 nodes = np.asarray(leaves).reshape(n, self.n_outputs) + self._offsets
             self._nodes[key] = nodes.astype(np.int32, copy=False)
         return self._nodes[key]
-
