@@ -117,6 +117,7 @@ def sweep_fits(points: list[dict], x_key: str, scale: float) -> dict[str, Any]:
         "importance_seconds": fit_line(x, [p["importance_seconds"] for p in points]),
         "pred_leaf_seconds": fit_line(x, [p["pred_leaf_seconds"] for p in points]),
         "importance_cpu_seconds": fit_line(x, [p["importance_cpu_seconds"] for p in points]),
+        "pred_leaf_cpu_seconds": fit_line(x, [p["pred_leaf_cpu_seconds"] for p in points]),
         "peak_extra_mb": fit_line(x, [p["peak_extra_mb"] for p in points]),
     }
 
