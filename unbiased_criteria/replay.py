@@ -145,9 +145,8 @@ def replay(
         Each chunk of leaf ids is permuted once; ``raw_valid`` is returned in the rows' order.
     prefetch : bool
         Route the next chunk of trees on a background thread while this one is visited (the
-        hosts release the GIL while routing) and make its tree-major copy there; chunks are
-        halved so that two fit the memory budget one did. Without it, each tree's ids are
-        taken 16 trees at a time through one reused buffer instead (no copy of the chunk).
+        hosts release the GIL while routing); chunks are halved so that two fit the memory
+        budget one did.
 
     Returns
     -------
@@ -177,12 +176,7 @@ def replay(
 
     def route(start: int) -> dict[str, np.ndarray | None]:
         stop = min(start + chunk, forest.n_trees)
-        leaves = {k: s.router.leaf_nodes(start, stop) if s else None for k, s in sets.items()}
-        if prefetch:  # the background thread makes the tree-major copy, off the critical path
-            leaves = {k: None if v is None else _tree_major(v, valid_order if k == "valid"
-                                                             else None)
-                      for k, v in leaves.items()}
-        return leaves
+        return {k: s.router.leaf_nodes(start, stop) if s else None for k, s in sets.items()}
 
     buffers: dict[str, np.ndarray] = {}  # one per set, reused by every chunk
 
@@ -195,8 +189,8 @@ def replay(
                 ahead = ahead_pool.submit(route, stop) if stop < forest.n_trees else None
             else:
                 leaves = route(start)
-            columns_of = {k: None if v is None else _rows_of(v) if prefetch else
-                          _tree_columns(v, valid_order if k == "valid" else None, buffers, k)
+            columns_of = {k: _tree_columns(v, valid_order if k == "valid" else None,
+                                           buffers, k) if v is not None else None
                           for k, v in leaves.items()}
             del leaves  # the router's arrays go as soon as their columns are taken
             for t in range(start, stop):
@@ -274,21 +268,3 @@ def _tree_columns(leaves: np.ndarray, order: np.ndarray | None, buffers: dict, n
             part[:, s : s + block] = rows.T
         for j in range(j1 - j0):
             yield part[j].astype(np.intp)
-
-
-def _tree_major(leaves: np.ndarray, order: np.ndarray | None, block: int = 4096) -> np.ndarray:
-    """``(n_trees, n_rows)`` int32 leaf ids from the router's ``(n_rows, n_trees)``, rows
-    permuted by ``order``: one pass by blocks of rows (a whole-array transpose or a strided
-    column copy per tree misses the cache on every element)."""
-    n, c = leaves.shape
-    out = np.empty((c, n), dtype=np.int32)
-    for s in range(0, n, block):
-        part = leaves[s : s + block] if order is None else leaves[order[s : s + block]]
-        out[:, s : s + block] = part.T
-    return out
-
-
-def _rows_of(tree_major: np.ndarray):
-    """Yield each tree's leaf ids (contiguous intp) from a tree-major array."""
-    for row in tree_major:
-        yield row.astype(np.intp)
