@@ -6,16 +6,17 @@
 Synthetic regression (a few informative features + noise), 31 leaves (LightGBM
 ``num_leaves=31``; XGBoost ``max_leaves=31, grow_policy=lossguide``), learning rate 0.05, both
 hosts on one thread (the machines here are shared: threads contend). Timed, medians over
-repeats: the host's ``train``; the hook with pruning off and no held-out rows (the cost of
-driving the host round by round from our own scores); the hook as users run it (20% held-out
-rows re-drawn each round, pruning on). Ratios to the host's time; results to
-``benchmarks/results/hook_overhead.json``.
+interleaved repeats, wall and CPU seconds: the host's ``train``; the hook with pruning off
+and no held-out rows (the cost of driving the host round by round from our own scores); the
+hook as users run it (20% held-out rows re-drawn each round, pruning on). Ratios to the
+host's time; results to ``benchmarks/results/hook_overhead.json`` (``--out``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
@@ -31,13 +32,22 @@ def data(n: int, p: int, seed: int = 0):
     return X, y
 
 
-def median_time(fn, repeat: int) -> float:
-    times = []
+def interleaved(fns: dict, repeat: int) -> dict:
+    """Wall and CPU seconds of each function, medians over ``repeat`` rounds that run every
+    function once in turn (drift on a shared machine hits all alike), and the load average."""
+    wall: dict[str, list] = {k: [] for k in fns}
+    cpu: dict[str, list] = {k: [] for k in fns}
+    load = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+        for name, fn in fns.items():
+            load.append(os.getloadavg()[0])
+            c0, t0 = time.process_time(), time.perf_counter()
+            fn()
+            wall[name].append(time.perf_counter() - t0)
+            cpu[name].append(time.process_time() - c0)
+    return {"seconds": {k: float(np.median(v)) for k, v in wall.items()},
+            "cpu_seconds": {k: float(np.median(v)) for k, v in cpu.items()},
+            "load_1min": [round(x, 2) for x in load]}
 
 
 def bench_lightgbm(X, y, rounds, repeat):
@@ -57,8 +67,7 @@ def bench_lightgbm(X, y, rounds, repeat):
     def hook():
         ul.train(params, lgb.Dataset(X, y), rounds, random_state=0)
 
-    return {name: median_time(fn, repeat)
-            for name, fn in (("host", host), ("hook_no_pruning", hook_plain), ("hook", hook))}
+    return interleaved({"host": host, "hook_no_pruning": hook_plain, "hook": hook}, repeat)
 
 
 def bench_xgboost(X, y, rounds, repeat):
@@ -79,8 +88,7 @@ def bench_xgboost(X, y, rounds, repeat):
     def hook():
         ux.train(params, d, rounds, random_state=0, verbose_eval=False)
 
-    return {name: median_time(fn, repeat)
-            for name, fn in (("host", host), ("hook_no_pruning", hook_plain), ("hook", hook))}
+    return interleaved({"host": host, "hook_no_pruning": hook_plain, "hook": hook}, repeat)
 
 
 def main() -> None:
@@ -90,22 +98,28 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--hosts", nargs="+", default=["lightgbm", "xgboost"])
+    parser.add_argument("--out", default="hook_overhead.json")
     args = parser.parse_args()
     X, y = data(args.rows, args.features)
     out = {"rows": args.rows, "features": args.features, "rounds": args.rounds,
            "repeat": args.repeat}
     for host in args.hosts:
-        times = (bench_lightgbm if host == "lightgbm" else bench_xgboost)(
+        got = (bench_lightgbm if host == "lightgbm" else bench_xgboost)(
             X, y, args.rounds, args.repeat)
+        times, cpu = got["seconds"], got["cpu_seconds"]
         out[host] = {
             "seconds": {k: round(v, 3) for k, v in times.items()},
             "ratio_to_host": {k: round(v / times["host"], 2) for k, v in times.items()
                               if k != "host"},
-            "target_ratio": 1.5,
+            "cpu_seconds": {k: round(v, 3) for k, v in cpu.items()},
+            "cpu_ratio_to_host": {k: round(v / cpu["host"], 2) for k, v in cpu.items()
+                                  if k != "host"},
+            "target_ratio": {"hook_no_pruning": 1.2, "hook": 1.5},
+            "load_1min": got["load_1min"],
         }
         print(host, json.dumps(out[host]), flush=True)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "hook_overhead.json").write_text(json.dumps(out, indent=2) + "\n")
+    (RESULTS / args.out).write_text(json.dumps(out, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -180,6 +180,8 @@ CHILDREN = {
 
 def summarise(host: str, runs: dict[str, list[dict]], args, info: dict) -> dict[str, Any]:
     def med(kind, field="seconds"):
+        if not runs.get(kind):  # not run (--no-noblocks)
+            return float("nan")
         return median(r[field] for r in runs[kind])
 
     n_rows = args.rows + args.valid_rows
@@ -244,6 +246,10 @@ def summarise(host: str, runs: dict[str, list[dict]], args, info: dict) -> dict[
             "per_row_ratio_importance_to_shap": round(ours_per_row / shap_per_row, 4),
             "shap_to_importance_per_row": round(shap_per_row / ours_per_row, 1),
         }
+    if not runs.get("importance_noblocks"):  # --no-noblocks: no NaN fields
+        for part in (out, out["cpu_seconds"], out["memory"], out.get("shap", {})):
+            for key in [k for k in part if "no_jackknife" in k or k == "jackknife_seconds"]:
+                del part[key]
     out["seconds_all_repeats"] = {k: [round(r["seconds"], 3) for r in v] for k, v in runs.items()}
     out["load_1min_before_all_repeats"] = {
         k: [round(r["load_1min_before"], 2) for r in v] for k, v in runs.items()
@@ -259,6 +265,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--shap-rows", type=int, default=10_000)
     parser.add_argument("--no-shap", action="store_true")
+    parser.add_argument("--no-noblocks", action="store_true",
+                        help="skip the run without jackknife (n_blocks=0)")
     parser.add_argument("--host", action="append", choices=HOSTS,
                         help="host(s) to run (default: both)")
     parser.add_argument("--threads", type=int, default=None,
@@ -305,8 +313,9 @@ def main() -> None:
         (RESULTS / (args.out or "posthoc_profile.txt")).write_text("\n\n".join(parts) + "\n")
         return
 
-    kinds = [("pred_leaf", {}), ("importance", {"n_blocks": 20}),
-             ("importance_noblocks", {"n_blocks": 0})]
+    kinds = [("pred_leaf", {}), ("importance", {"n_blocks": 20})]
+    if not args.no_noblocks:
+        kinds.append(("importance_noblocks", {"n_blocks": 0}))
     if have_shap:
         kinds.append(("shap", {}))
     runs: dict[str, dict[str, list]] = {h: {k: [] for k, _ in kinds} for h in hosts}

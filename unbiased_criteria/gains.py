@@ -79,12 +79,21 @@ class NodeSums:
 
 
 def node_sums(tree: Tree, nodes: np.ndarray, g: np.ndarray, h: np.ndarray) -> NodeSums:
-    """Sums of ``g``, ``h`` (already weighted) and counts for every node of ``tree``."""
-    return NodeSums(
-        G=tree.node_sums(nodes, g),
-        H=tree.node_sums(nodes, h),
-        n=np.rint(tree.node_sums(nodes)).astype(np.int64),
-    )
+    """Sums of ``g``, ``h`` (already weighted) and counts for every node of ``tree``.
+
+    Three bincounts over the rows' leaves (two when ``h`` is one power of two, e.g. squared
+    error: its sums are then ``h[0]`` times the counts, bit for bit), one product with the
+    ancestor matrix for all three.
+    """
+    count = np.bincount(nodes, minlength=tree.n_nodes).astype(np.float64)
+    h0 = _power_of_two(h)
+    leaf = np.stack([np.bincount(nodes, weights=g, minlength=tree.n_nodes),
+                     h0 * count if h0 is not None
+                     else np.bincount(nodes, weights=h, minlength=tree.n_nodes),
+                     count], axis=1)
+    total = tree.ancestors @ leaf
+    return NodeSums(G=np.ascontiguousarray(total[:, 0]), H=np.ascontiguousarray(total[:, 1]),
+                    n=np.rint(total[:, 2]).astype(np.int64))
 
 
 def soft_threshold(G: np.ndarray, l1: float) -> np.ndarray:
@@ -264,6 +273,20 @@ def draw_subsets(
     )
 
 
+def _power_of_two(h: np.ndarray) -> float | None:
+    """``h[0]`` when every entry of ``h`` equals it and it is a power of two, else None.
+
+    Sums of ``m`` copies of a power of two are exact in float64, so ``h[0] * count`` equals the
+    sum of ``h`` over any ``m < 2**53`` rows bit for bit: no bincount of its own is needed.
+    """
+    if h.size == 0:
+        return None
+    h0 = float(h[0])
+    if not (np.isfinite(h0) and h0 > 0 and np.frexp(h0)[0] == 0.5):
+        return None
+    return h0 if not np.any(h != h[0]) else None
+
+
 def _ancestor_at_depth(tree: Tree) -> np.ndarray:
     """``(n_nodes, max_depth + 1)``: the ancestor (or self) of each node at each depth, -1."""
     a = tree.ancestors.tocoo()
@@ -306,7 +329,8 @@ def first_k_sums(
     integers instead of a permutation and its gathers. Requests of one call share the
     ranking, so nested nodes get overlapping (dependent) subsets, each one alone uniform.
 
-    ``values`` are 1-D float arrays (``None`` counts rows). Returns, for each, an array
+    ``values`` are 1-D float arrays (``None`` counts rows, a float ``c`` is ``c`` times the
+    count). Returns, for each, an array
     ``(n_requests, n_blocks)`` of sums per block (``blocks`` None: one block). No sort and no
     random gather over the ``n`` rows; the passes over them, each sequential:
 
@@ -315,10 +339,12 @@ def first_k_sums(
        only the rows of the bins holding a ``k``-th row are scanned (a gather from a bin
        table and a ``flatnonzero``: two passes);
     2. each row's cell (leaf, which cuts of the requests above its leaf it precedes, block):
-       one gather from a small (leaf, bin) table by the key of step 1 (two elementwise passes
-       more with blocks);
+       one gather from a small (leaf, bin) table by the key of step 1 (one elementwise pass
+       more with blocks: the table holds ``cell * n_blocks``);
     3. one bincount per value over the cells; requests add up prefix sums of their leaves'
-       cells (work in cells and (request, leaf) pairs, not in rows).
+       cells (work in cells and (request, leaf) pairs, not in rows). A value given as a float
+       ``c`` (a power of two) is ``c`` times the count of rows, summed exactly from the count
+       without a pass of its own: a constant hessian (squared error) costs nothing.
     """
     n = nodes.shape[0]
     node = np.asarray(node, dtype=np.int64)
@@ -340,7 +366,8 @@ def first_k_sums(
     starts = np.searchsorted(pair_req, np.arange(n_req))
 
     # 1. the bin of each request's k-th row, and how many of its rows rank before that bin
-    key = leaf * n_bins + bins  # (leaf, bin)
+    key = np.multiply(leaf, n_bins, dtype=np.intp)  # (leaf, bin), one array, no temporary
+    key += bins
     upto = np.cumsum(np.bincount(key, minlength=n_nodes * n_bins).reshape(n_nodes, n_bins),
                      axis=1)  # rows of each leaf in bins <= b
 
@@ -386,27 +413,40 @@ def first_k_sums(
     first = np.concatenate([[0], np.cumsum(seen[:, -1] + 1)])
     n_cells = int(first[-1])
     table = first[:-1, None] + seen
-    # a row's cell from its (leaf, bin), except in the crossing bins: there from its position
+    # a row's cell from its (leaf, bin), except in the crossing bins: there from its position;
+    # with blocks the small table holds cell * n_blocks, so the rows take one pass less
+    if blocks is None:
+        n_blocks = 1
+    table = table * n_blocks
     cuts_before_bin = np.searchsorted(cuts, np.arange(n_bins) * (n + 1))
-    cell = table[:, cuts_before_bin].ravel()[key]
+    cell = np.take(table[:, cuts_before_bin].ravel(), key)
     cell[scan] = table[leaf[scan],
                        np.searchsorted(cuts, scan_bin * (n + 1) + scan, side="right")]
     if blocks is not None:
-        cell *= n_blocks
         cell += blocks
-    else:
-        n_blocks = 1
 
     # 3. sums per cell; a (request, leaf) pair takes its leaf's cells up to the request's cut
     lo = first[pair_leaf]
     hi = lo + seen[pair_leaf, cut_of[pair_req]] + 1
-    out = []
+    out: list = []
+    counted = None  # the per-request row counts, when a value needed them
     for v in values:
-        per_cell = np.bincount(cell, weights=v, minlength=n_cells * n_blocks)
-        cum_cells = np.zeros((n_cells + 1, n_blocks))
-        np.cumsum(per_cell.reshape(n_cells, n_blocks), axis=0, out=cum_cells[1:])
-        out.append(np.add.reduceat(cum_cells[hi] - cum_cells[lo], starts, axis=0))
+        if v is None or isinstance(v, float):  # counts, or c * counts (exact: c = 2**e)
+            if counted is None:
+                counted = _cell_sums(cell, None, n_cells, n_blocks, lo, hi, starts)
+            out.append(counted if v is None else v * counted)
+        else:
+            out.append(_cell_sums(cell, v, n_cells, n_blocks, lo, hi, starts))
     return out
+
+
+def _cell_sums(cell, v, n_cells, n_blocks, lo, hi, starts) -> np.ndarray:
+    """Sums of ``v`` (None: counts) per request and block: one bincount over the rows' cells,
+    prefix sums over cells, each (request, leaf) pair takes its cells ``lo:hi``."""
+    per_cell = np.bincount(cell, weights=v, minlength=n_cells * n_blocks)
+    cum_cells = np.zeros((n_cells + 1, n_blocks))
+    np.cumsum(per_cell.reshape(n_cells, n_blocks), axis=0, out=cum_cells[1:])
+    return np.add.reduceat(cum_cells[hi] - cum_cells[lo], starts, axis=0)
 
 
 @dataclass(frozen=True)
@@ -537,6 +577,10 @@ def unbiased_gain(
         # zero hessians are rare (zero weights): count rows instead of summing an indicator
         counted = (g_valid, h_valid, None if np.count_nonzero(h_valid) == h_valid.size
                    else has_h())
+        if counted[2] is None and ranked:
+            h0 = _power_of_two(h_valid)
+            if h0 is not None:  # a constant hessian, e.g. squared error: h0 * count, exact
+                counted = (g_valid, None, None) if h0 == 1.0 else (g_valid, h0, None)
         n_rows = nodes_valid.shape[0]
         for _ in range(n_draws):
             if ranked:  # fresh random bins over the given (random) order: no shuffle

@@ -49,7 +49,7 @@ from .importance import TreeScores
 from .model import Model
 from .objectives import Objective
 from .options import GainOptions
-from .replay import _grad_hess, _start_scores, _tree_major
+from .replay import _grad_hess, _start_scores
 from .trees import Tree
 
 __all__ = [
@@ -246,6 +246,19 @@ def partition_step(
         leaves = None  # every cached tree is done with: free them until the next round
     return replace(state, raw=raw, g=g, h=h, iteration=iteration, leaves=leaves,
                    leaves_from=leaves_from, pending=pending), out
+
+
+def _tree_major(leaves: np.ndarray, order: np.ndarray | None, block: int = 4096) -> np.ndarray:
+    """``(n_trees, n_rows)`` leaf ids from the router's ``(n_rows, n_trees)``, rows permuted by
+    ``order``: one pass by blocks of rows (a whole-array transpose or a strided column copy
+    per tree misses the cache on every element). Kept whole: a partition's state holds the
+    chunk across calls."""
+    n, c = leaves.shape
+    out = np.empty((c, n), dtype=leaves.dtype)
+    for s in range(0, n, block):
+        part = leaves[s : s + block] if order is None else leaves[order[s : s + block]]
+        out[:, s : s + block] = part.T
+    return out
 
 
 def _counts(tree: Tree, nodes: np.ndarray, half: np.ndarray | None) -> np.ndarray:

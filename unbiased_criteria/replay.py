@@ -176,9 +176,9 @@ def replay(
 
     def route(start: int) -> dict[str, np.ndarray | None]:
         stop = min(start + chunk, forest.n_trees)
-        return {k: _tree_major(s.router.leaf_nodes(start, stop),
-                               valid_order if k == "valid" else None) if s else None
-                for k, s in sets.items()}
+        return {k: s.router.leaf_nodes(start, stop) if s else None for k, s in sets.items()}
+
+    buffers: dict[str, np.ndarray] = {}  # one per set, reused by every chunk
 
     with ThreadPoolExecutor(1) if prefetch else nullcontext() as ahead_pool:
         ahead = ahead_pool.submit(route, 0) if prefetch and forest.n_trees else None
@@ -189,6 +189,10 @@ def replay(
                 ahead = ahead_pool.submit(route, stop) if stop < forest.n_trees else None
             else:
                 leaves = route(start)
+            columns_of = {k: _tree_columns(v, valid_order if k == "valid" else None,
+                                           buffers, k) if v is not None else None
+                          for k, v in leaves.items()}
+            del leaves  # the router's arrays go as soon as their columns are taken
             for t in range(start, stop):
                 it, cls = forest.tree_iteration[t], forest.tree_class[t]
                 if t == 0 or it != forest.tree_iteration[t - 1]:
@@ -204,8 +208,7 @@ def replay(
                     before = {k: r.copy() if shared and r is not None else r
                               for k, r in raw.items()}
                 # each tree's leaf ids contiguous and intp once: no pass converts them again
-                columns = {k: None if v is None else v[t - start].astype(np.intp)
-                           for k, v in leaves.items()}
+                columns = {k: None if v is None else next(v) for k, v in columns_of.items()}
                 step_parts = {}
                 for k in sets:
                     if sets[k] is None:
@@ -239,13 +242,29 @@ def replay(
     return ReplayResult(raw["train"], raw_valid, tuple(trees))
 
 
-def _tree_major(leaves: np.ndarray, order: np.ndarray | None, block: int = 4096) -> np.ndarray:
-    """``(n_trees, n_rows)`` leaf ids from the router's ``(n_rows, n_trees)``, rows permuted by
-    ``order``: one pass by blocks of rows (a whole-array transpose or a strided column copy
-    per tree misses the cache on every element)."""
+def _tree_columns(leaves: np.ndarray, order: np.ndarray | None, buffers: dict, name: str,
+                  group: int = 16, block: int = 4096):
+    """Yield each tree's leaf ids (contiguous intp, rows permuted by ``order``) from the
+    router's ``(n_rows, n_trees)`` array.
+
+    ``group`` trees at a time are transposed by blocks of rows into one ``(group, n_rows)``
+    buffer kept in ``buffers[name]`` and reused by every group and chunk: 16 int32 ids are one
+    cache line of a row, so the pass reads each line once, and no tree-major copy of the whole
+    chunk is allocated (on a loaded machine first touching fresh memory cost as much as the
+    pass). Any integer-valued array is accepted (XGBoost's float32 ids are cast here).
+    """
     n, c = leaves.shape
-    out = np.empty((c, n), dtype=leaves.dtype)
-    for s in range(0, n, block):
-        part = leaves[s : s + block] if order is None else leaves[order[s : s + block]]
-        out[:, s : s + block] = part.T
-    return out
+    buf = buffers.get(name)
+    if buf is None or buf.shape[1] != n:
+        buf = buffers[name] = np.empty((min(group, c), n), dtype=np.int32)
+    elif buf.shape[0] < min(group, c):
+        buf = buffers[name] = np.empty((min(group, c), n), dtype=np.int32)
+    for j0 in range(0, c, group):
+        j1 = min(j0 + group, c)
+        part = buf[: j1 - j0]
+        for s in range(0, n, block):
+            rows = leaves[s : s + block, j0:j1] if order is None else \
+                leaves[order[s : s + block], j0:j1]
+            part[:, s : s + block] = rows.T
+        for j in range(j1 - j0):
+            yield part[j].astype(np.intp)

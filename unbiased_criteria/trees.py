@@ -35,6 +35,7 @@ __all__ = [
     "route_rows",
     "collapse_nodes",
     "leaf_of_nodes",
+    "leaves_from_scores",
 ]
 
 #: missing-value handling of a numeric node: NaN is read as 0.0 and compared (LightGBM "None")
@@ -533,3 +534,60 @@ class Forest:
         for tree, k in zip(self.trees, self.tree_class):
             out[:, k] += tree.predict(X).astype(self.score_dtype)
         return out
+
+
+def leaves_from_scores(change: np.ndarray, after: np.ndarray, tree: Tree,
+                       eps: float = float(np.finfo(np.float64).eps)) -> np.ndarray | None:
+    """Each row's leaf node id in ``tree`` from the change of its raw score over the iteration
+    that added ``tree`` (a host's own running scores: ``after = before + value[leaf]``), or
+    None when that cannot name the leaf for sure. No routing: the host already did it.
+
+    ``eps`` is the machine epsilon of the host's scores (float32 for XGBoost). The change
+    differs from the leaf value by the rounding of the host's addition and of the
+    subtraction, each at most ``eps / 2`` of the larger magnitude: the tolerance is
+    ``2 eps (max |after| + max |value|)``. The leaves are told apart when their sorted values
+    are more than two tolerances apart, and every row must lie within one tolerance of its
+    leaf's value (else None: the host did not add exactly the tree's leaf values). Cost: a
+    binary search over the leaves per row.
+    """
+    leaf = np.flatnonzero(tree.is_leaf)
+    value = tree.value[leaf]
+    if change.size == 0 or not np.all(np.isfinite(value)):
+        return None
+    order = np.argsort(value, kind="stable")
+    value, leaf = value[order], leaf[order]
+    with np.errstate(invalid="ignore"):  # NaN scores fail the tests below
+        tol = 2 * eps * (float(np.max(np.abs(after))) + float(np.max(np.abs(value))))
+        if not np.isfinite(tol) or (value.size > 1 and float(np.min(np.diff(value))) <= 2 * tol):
+            return None
+        pos = _nearest_sorted(value, change)
+        if not np.all(np.abs(change - value[pos]) <= tol):
+            return None
+    return leaf[pos].astype(np.int32)
+
+
+def _nearest_sorted(value: np.ndarray, x: np.ndarray, max_cells: int = 4096) -> np.ndarray:
+    """Index of the entry of sorted ``value`` nearest to each ``x`` (the number of midpoints
+    below it). A binary search per row costs about 20 ns; when the midpoints are spread
+    evenly enough, a grid of cells narrower than half the smallest gap holds at most one
+    midpoint each, so each row needs one cell lookup and one comparison instead."""
+    mid = (value[1:] + value[:-1]) / 2
+    if mid.size == 0:
+        return np.zeros(x.shape, dtype=np.intp)
+    lo, width = float(mid[0]), float(np.min(np.diff(value))) / 2
+    n_cells = int((float(mid[-1]) - lo) / width) + 2 if width > 0 else max_cells + 1
+    if n_cells > max_cells:
+        return np.searchsorted(mid, x)
+    # cell j = [lo + j width, lo + (j + 1) width): midpoints below it, and the one in it
+    edges = lo + width * np.arange(n_cells)
+    below = np.searchsorted(mid, edges)
+    inside = np.full(n_cells, np.inf)
+    cell_of_mid = np.searchsorted(edges, mid, side="right") - 1
+    inside[cell_of_mid] = mid
+    j = np.floor((x - lo) / width)
+    np.nan_to_num(j, copy=False, nan=-1.0)  # a NaN row gets index 0 (its caller rejects it)
+    np.clip(j, -1, n_cells - 1, out=j)
+    j = j.astype(np.intp)
+    out = below[j] + (x > inside[j])  # j = -1 (left of every midpoint) reads the last cell
+    out[j < 0] = 0
+    return out

@@ -12,6 +12,9 @@ on the installed version, 4.7.0 when this was written). What is used, and why:
 * ``Booster._Booster__boost``: one iteration from given gradients without resetting the
   objective (:func:`boost_one_iteration`; ``Booster.update(fobj=...)`` first sets
   ``objective='none'``, which fails when LightGBM kept no usable feature);
+* ``Booster._Booster__inner_predict``: the Booster's own raw scores of its training rows, whose
+  change over one iteration gives each row's leaf without routing it again
+  (:func:`train_scores`; without it the grower routes the rows with ``predict``);
 * ``LGBMModel._Booster``: a fitted estimator's Booster object itself (:func:`estimator_booster`);
 * ``LGBMModel._process_params``: overridden by the estimators to drop their own parameters;
 * ``LGBMModel.fit`` calling the global ``train``: the estimators run a copy of it with our
@@ -29,12 +32,13 @@ from typing import Any
 
 import lightgbm
 import lightgbm.basic
+import numpy as np
 from unbiased_criteria.adapters._compat import HostVersionError, private
 
 __all__ = [
     "KNOWN_VERSIONS", "HostVersionError", "choose_param_value", "bind_params", "unbind_params",
-    "is_constructed", "boost_one_iteration", "estimator_booster", "set_estimator_booster",
-    "EVAL_RESULT",
+    "is_constructed", "boost_one_iteration", "train_scores", "estimator_booster",
+    "set_estimator_booster", "EVAL_RESULT",
     "check_estimator_layout",
 ]
 
@@ -91,6 +95,15 @@ def boost_one_iteration(booster: lightgbm.Booster, grad, hess) -> None:
         step(grad=grad, hess=hess)
     else:
         booster.update(fobj=lambda preds, data: (grad, hess))
+
+
+def train_scores(booster: lightgbm.Booster):
+    """A copy of the Booster's own raw scores of its training rows, ``(n,)`` or ``(n, K)``
+    float64, or None where this LightGBM has no ``Booster.__inner_predict``."""
+    inner = getattr(booster, "_Booster__inner_predict", None)
+    if inner is None:
+        return None
+    return np.array(inner(data_idx=0), dtype=np.float64)  # its buffer is reused: a copy
 
 
 def estimator_booster(model: lightgbm.LGBMModel) -> lightgbm.Booster | None:

@@ -6,11 +6,11 @@ from typing import Any
 
 import lightgbm
 import numpy as np
-from unbiased_criteria.adapters.lightgbm.compat import boost_one_iteration
+from unbiased_criteria.adapters.lightgbm.compat import boost_one_iteration, train_scores
 from unbiased_criteria.adapters.lightgbm.reader import parse_tree
 from unbiased_criteria.adapters.lightgbm.source import RULES
 
-from unbiased_criteria.trees import Tree, make_tree
+from unbiased_criteria.trees import Tree, leaves_from_scores, make_tree
 
 __all__ = ["LGBMGrower"]
 
@@ -30,7 +30,11 @@ class LGBMGrower:
 
     ``leaf_nodes(which)`` routes the raw rows of set ``which`` (0: the training rows) through
     the new iteration with ``predict(pred_leaf=True)``: the written model routes them the
-    same way, so the loop's running scores are exactly what it will predict.
+    same way, so the loop's running scores are exactly what it will predict. The training rows
+    need no routing: LightGBM already added each row's leaf value to its own score of the row,
+    so the change of that score over the iteration names the leaf
+    (:func:`unbiased_criteria.trees.leaves_from_scores`); where it cannot (two leaves of too
+    close values, or a change that matches no leaf) they are routed with ``predict``.
 
     When no tree of an iteration has a split, LightGBM drops the iteration; the grower then
     returns K single-leaf trees of value 0 (which add nothing).
@@ -73,6 +77,11 @@ class LGBMGrower:
         self._iteration: int | None = None  # Booster iteration of the last grown trees
         self._offsets = np.zeros(self.n_outputs, dtype=np.int32)
         self._nodes: dict[int, np.ndarray] = {}
+        self._trees: list[Tree] = []
+        self._score_change: np.ndarray | None = None  # of the training rows, (n, K)
+        self._score_after: np.ndarray | None = None
+        #: iterations whose training rows' leaves came from the score change (not predict)
+        self.leaves_from_scores = 0
 
     def grow(self, grad: np.ndarray, hess: np.ndarray) -> list[Tree]:
         """Grow one iteration from ``(n, K)`` float32 gradients and hessians."""
@@ -82,8 +91,14 @@ class LGBMGrower:
         g = np.ascontiguousarray(grad if K > 1 else grad[:, 0], dtype=np.float32)
         h = np.ascontiguousarray(hess if K > 1 else hess[:, 0], dtype=np.float32)
         it = self.booster.current_iteration()
+        self._score_change = self._score_after = None
+        before = train_scores(self.booster)
         # the Booster already has objective 'none': the step update(fobj=...) takes, directly
         boost_one_iteration(self.booster, g, h)
+        if before is not None:
+            after = train_scores(self.booster)
+            self._score_after = after.reshape(after.shape[0], -1)
+            self._score_change = self._score_after - before.reshape(after.shape[0], -1)
         if self.booster.current_iteration() == it:  # no split anywhere: LightGBM dropped it
             return [_single_leaf() for _ in range(K)]
         infos = self.booster.dump_model(start_iteration=it, num_iteration=1)["tree_info"]
@@ -96,7 +111,22 @@ class LGBMGrower:
         ]
         self._iteration = it
         self._offsets = np.array([t.n_leaves - 1 for t in trees], dtype=np.int32)
+        self._trees = trees
         return trees
+
+    def _train_leaves(self) -> np.ndarray | None:
+        """The training rows' leaves from the change of LightGBM's own scores, or None."""
+        change, after = self._score_change, self._score_after
+        if change is None or change.shape != (int(self._data[0].shape[0]), len(self._trees)):
+            return None
+        nodes = np.empty(change.shape, dtype=np.int32)
+        for k, tree in enumerate(self._trees):
+            got = leaves_from_scores(change[:, k], after[:, k], tree)
+            if got is None:
+                return None
+            nodes[:, k] = got
+        self.leaves_from_scores += 1
+        return nodes
 
     def leaf_nodes(self, which: int) -> np.ndarray:
         """IR leaf node ids ``(n_rows, K)`` of set ``which`` in the last grown iteration."""
@@ -104,8 +134,12 @@ class LGBMGrower:
         key = id(X)
         if key not in self._nodes:
             n = int(X.shape[0])
+            found = self._train_leaves() if which == 0 and self._iteration is not None \
+                else None
             if self._iteration is None:
                 nodes = np.zeros((n, self.n_outputs), dtype=np.int32)
+            elif found is not None:
+                nodes = found
             else:
                 leaves = self.booster.predict(
                     X, start_iteration=self._iteration, num_iteration=1, pred_leaf=True,

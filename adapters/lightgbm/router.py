@@ -94,6 +94,9 @@ def make_router(
         )
         leaves = np.asarray(leaves).reshape(n_rows, -1)
         leaves = leaves[:, start - it0 * K : stop - it0 * K]
+        if leaves.dtype == np.int32 and leaves.flags.writeable:  # a fresh array of ours
+            leaves += offset[start:stop]  # in place: no second array of the chunk
+            return leaves
         return (leaves + offset[start:stop]).astype(np.int32, copy=False)
 
     return Router(n_rows=n_rows, leaf_nodes=leaf_nodes, chunk=chunk)

@@ -12,7 +12,7 @@ from unbiased_criteria.adapters.xgboost.compat import boost_one_iteration
 from unbiased_criteria.adapters.xgboost.layout import _gbtree, _node_map
 from unbiased_criteria.adapters.xgboost.reader import _read_tree, _train_params
 
-from unbiased_criteria.trees import Tree
+from unbiased_criteria.trees import Tree, leaves_from_scores
 
 
 class XGBGrower:
@@ -23,7 +23,11 @@ class XGBGrower:
     exactly as ``xgb.train`` would from them (its own objective is never evaluated: boosting
     with given gradients neither estimates an intercept nor reads the prediction cache), then
     reads only the new iteration's trees (``booster[it:it + 1]``, its JSON) into the IR.
-    :meth:`leaf_nodes` routes a DMatrix through that iteration with ``pred_leaf``.
+    :meth:`leaf_nodes` routes a DMatrix through that iteration with ``pred_leaf``, except the
+    training rows: ``Booster.boost`` added each row's leaf value to XGBoost's cached margin of
+    the row, so the change of that margin (``predict(dtrain, output_margin=True)``, a copy of
+    the cache) names the leaf (:func:`unbiased_criteria.trees.leaves_from_scores`; where it
+    cannot, ``pred_leaf`` routes them).
 
     The Booster keeps the unpruned trees; only the core's trees and running scores count.
 
@@ -49,6 +53,16 @@ class XGBGrower:
         self._part: xgboost.Booster | None = None
         self._maps: list[np.ndarray | None] = []
         self._leaves: dict[int, np.ndarray] = {}
+        self._trees: list[Tree] = []
+        self._margin: tuple[np.ndarray, np.ndarray] | None = None  # (change, after), (n, K)
+        #: iterations whose training rows' leaves came from the margin change (not pred_leaf)
+        self.leaves_from_scores = 0
+
+    def _train_margin(self) -> np.ndarray:
+        """XGBoost's cached margins of the training rows, ``(n, K)`` float64."""
+        dtrain = self.data[0]
+        margin = self.booster.predict(dtrain, output_margin=True)
+        return np.asarray(margin, dtype=np.float64).reshape(int(dtrain.num_row()), -1)
 
     def grow(self, grad: np.ndarray, hess: np.ndarray) -> list[Tree]:
         """Grow one iteration from float32 ``(n, K)`` gradients; its K trees in the IR."""
@@ -56,8 +70,12 @@ class XGBGrower:
         if K == 1:
             grad, hess = np.ascontiguousarray(grad[:, 0]), np.ascontiguousarray(hess[:, 0])
         it = self.iteration
+        before = self._train_margin()
         boost_one_iteration(self.booster, self.data[0], it, grad, hess)
         self.iteration += 1
+        after = self._train_margin()
+        self._margin = (after - before, after) if after.shape == (before.shape[0], K) \
+            else None
         part = self.booster[it : it + 1]
         model, _ = _gbtree(json.loads(part.save_raw("json"))["learner"])
         trees_json = model["trees"]
@@ -66,7 +84,24 @@ class XGBGrower:
         self._part = part
         self._maps = [_node_map(t) for t in trees_json]
         self._leaves = {}
-        return [_read_tree(t, it * K + k, self.shrinkage) for k, t in enumerate(trees_json)]
+        self._trees = [_read_tree(t, it * K + k, self.shrinkage)
+                       for k, t in enumerate(trees_json)]
+        return self._trees
+
+    def _train_leaves(self) -> np.ndarray | None:
+        """The training rows' IR leaves from the change of XGBoost's margins, or None."""
+        if self._margin is None:
+            return None
+        change, after = self._margin
+        ids = np.empty(change.shape, dtype=np.int32)
+        for k, tree in enumerate(self._trees):
+            got = leaves_from_scores(change[:, k], after[:, k], tree,
+                                     eps=float(np.finfo(np.float32).eps))
+            if got is None:
+                return None
+            ids[:, k] = got
+        self.leaves_from_scores += 1
+        return ids
 
     def leaf_nodes(self, which: int) -> np.ndarray:
         """IR leaf ids ``(n_rows, K)`` of the last iteration for set ``which`` (0 = train)."""
@@ -74,9 +109,11 @@ class XGBGrower:
         key = id(dmat)
         if key not in self._leaves:  # dtrain given as an eval set is routed once
             n = int(dmat.num_row())
-            ids = self._part.predict(dmat, pred_leaf=True).reshape(n, -1).astype(np.int32)
-            for k, node_map in enumerate(self._maps):
-                if node_map is not None:
-                    ids[:, k] = node_map[ids[:, k]]
+            ids = self._train_leaves() if which == 0 else None  # already IR ids
+            if ids is None:
+                ids = self._part.predict(dmat, pred_leaf=True).reshape(n, -1).astype(np.int32)
+                for k, node_map in enumerate(self._maps):
+                    if node_map is not None:
+                        ids[:, k] = node_map[ids[:, k]]
             self._leaves[key] = ids
         return self._leaves[key]

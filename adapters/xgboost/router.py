@@ -140,6 +140,21 @@ def make_router(
         it0, it1 = int(iteration[start]), int(iteration[stop - 1]) + 1
         part = bst if (it0 == 0 and it1 == n_iter) else bst[it0:it1]
         offset = start - int(first[it0])
+        if whole is not None:
+            raw = part.predict(whole, pred_leaf=True).reshape(n_rows, -1)
+            if raw.dtype == np.float32 and raw.flags.writeable and raw.flags.c_contiguous:
+                # cast XGBoost's float32 ids to int32 in their own buffer: no second array of
+                # the chunk (first touching fresh memory cost as much as the cast)
+                ids = raw.view(np.int32)
+                np.trunc(raw, out=ids, casting="unsafe")
+                out = ids[:, offset : offset + stop - start]
+            else:
+                out = raw[:, offset : offset + stop - start].astype(np.int32)
+            del raw
+            for j, t in enumerate(range(start, stop)):
+                if maps[t] is not None:
+                    out[:, j] = maps[t][out[:, j]]
+            return out
         out = np.empty((n_rows, stop - start), dtype=np.int32)
         for r0 in row_starts:
             r1 = min(r0 + rows, n_rows)

@@ -435,3 +435,20 @@ def test_random_structure_helper_is_valid():
     tree = make_tree(left, right, np.where(left >= 0, 0, -1), np.where(left >= 0, 0.0, NAN),
                      np.where(left >= 0, NAN, 1.0))
     assert not np.all(np.diff(tree.depth) >= 0)  # not breadth-first: ids really shuffled
+
+
+def test_nearest_sorted_equals_binary_search():
+    """The grid lookup of leaves_from_scores finds the same nearest value as a binary search,
+    at midpoints, far outside the values and for NaN (index 0, rejected by the caller)."""
+    from unbiased_criteria.trees import _nearest_sorted
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        v = np.unique(rng.normal(size=int(rng.integers(1, 64))) * 10 ** rng.uniform(-4, 1))
+        mid = (v[1:] + v[:-1]) / 2
+        x = np.concatenate([rng.choice(v, 300) + rng.normal(size=300) * 1e-12, mid, v,
+                            rng.normal(size=100) * 3 * (np.abs(v).max() + 1)])
+        want = np.searchsorted(mid, x)
+        got = _nearest_sorted(v, x)
+        np.testing.assert_array_equal(np.abs(x - v[got]), np.abs(x - v[want]))
+    assert _nearest_sorted(np.array([0.0, 1.0, 3.0]), np.array([np.nan]))[0] == 0

@@ -1,0 +1,59 @@
+"""The XGBoost grower's training-row leaves from the change of XGBoost's cached margins: the
+host's ``pred_leaf`` of the same iteration is the oracle (NaN, categories, lossguide,
+multiclass, weights)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+xgboost = pytest.importorskip("xgboost")
+pd = pytest.importorskip("pandas")
+
+from unbiased_criteria.adapters import xgboost as ax  # noqa: E402
+from unbiased_criteria.adapters.xgboost.grower import XGBGrower  # noqa: E402
+
+
+def _dtrain(objective: str, n: int = 1500, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 3))
+    x[rng.random(n) < 0.2, 0] = np.nan
+    cat = rng.integers(0, 8, n)
+    y = np.nan_to_num(x[:, 0], nan=1.5) + (cat % 3) + 0.5 * x[:, 1] + rng.normal(size=n)
+    if objective.startswith("multi:"):
+        y = np.digitize(y, [0.5, 2.0]).astype(np.float64)
+    frame = pd.DataFrame({"a": x[:, 0], "b": x[:, 1], "c": x[:, 2],
+                          "cat": pd.Categorical(cat)})
+    return xgboost.DMatrix(frame, y, weight=rng.uniform(0.5, 2.0, n), enable_categorical=True)
+
+
+@pytest.mark.parametrize("params", [
+    {"objective": "reg:squarederror", "max_depth": 5},
+    {"objective": "reg:squarederror", "max_leaves": 15, "grow_policy": "lossguide",
+     "subsample": 0.7, "max_cat_to_onehot": 1},
+    {"objective": "multi:softprob", "num_class": 3, "max_depth": 4},
+])
+def test_training_leaves_equal_pred_leaf(monkeypatch, params):
+    dtrain = _dtrain(params["objective"])
+    seen = []
+    original = XGBGrower.leaf_nodes
+
+    def spy(self, which):
+        got = original(self, which)
+        if which == 0:
+            want = self._part.predict(dtrain, pred_leaf=True).reshape(dtrain.num_row(), -1)
+            want = want.astype(np.int32)
+            for k, node_map in enumerate(self._maps):
+                if node_map is not None:
+                    want[:, k] = node_map[want[:, k]]
+            seen.append((self, got.copy(), want))
+        return got
+
+    monkeypatch.setattr(XGBGrower, "leaf_nodes", spy)
+    ax.train({**params, "eta": 0.3, "seed": 0, "nthread": 1}, dtrain, 12, random_state=0)
+    assert len(seen) == 12
+    for _, got, want in seen:
+        np.testing.assert_array_equal(got, want)
+    # the margin change named the leaves in most rounds (float32 margins: leaves closer than
+    # a few float32 ulps of the margins are routed by pred_leaf)
+    assert seen[0][0].leaves_from_scores >= 10
