@@ -35,6 +35,7 @@ __all__ = [
     "node_score",
     "biased_gain",
     "unbiased_gain",
+    "gain_from_ratios",
     "UnbiasedGain",
     "Draws",
     "draw_subsets",
@@ -598,6 +599,31 @@ def unbiased_gain(
             sums = [a.sum(axis=1) for a in got]
             add(sums, got if jack else (None, None, None))
 
+    return gain_from_ratios(tree, G, k, n_valid, usable, ratio, defined, n_draws,
+                            ratio_out, defined_out)
+
+
+def gain_from_ratios(
+    tree: Tree, G: np.ndarray, k: np.ndarray, n_valid: np.ndarray, usable: np.ndarray,
+    ratio: np.ndarray, defined: np.ndarray, n_draws: int,
+    ratio_out: np.ndarray | None = None, defined_out: np.ndarray | None = None,
+) -> UnbiasedGain:
+    """U of the usable splits from their ratios ``r = sum g' / (sum h' + lam)``, summed over
+    the draws: ``U = G_L r_L + G_R r_R - G_I r_I`` (each ``r`` the mean over ``n_draws``).
+
+    The requests are ordered as :func:`unbiased_gain` makes them: ``(I, L, R)`` of the splits
+    ``usable`` marks, in increasing node order, so ``ratio`` and ``defined`` (every draw's
+    denominator non-zero) are ``(3 s,)``; with a jackknife, ``ratio_out`` and ``defined_out``
+    are the same with each of the ``n_blocks`` blocks left out, ``(3 s, n_blocks)``. The one
+    rule for every way the sums are gathered (in memory, or added over partitions).
+    ``usable`` is copied, not changed.
+    """
+    inner = tree.internal_nodes
+    usable = usable.copy()
+    split = inner[usable[inner]]
+    gain = np.full(tree.n_nodes, np.nan)
+    gain[inner] = 0.0
+
     def combine(r):  # U from the ratios of (I, L, R); r is (3s,) or (3s, n_blocks)
         r_I, r_L, r_R = np.split(r / n_draws, 3)
         shape = (-1,) + (1,) * (r.ndim - 1)
@@ -611,11 +637,11 @@ def unbiased_gain(
     usable[split] = ok
     gain[split] = np.where(ok, combine(ratio), 0.0)
     jackknife = None
-    if jack:
+    if ratio_out is not None:
         # leaving block b out is the same estimator on fewer rows: where a ratio loses all
         # its hessian (every drawn row of the node is in block b), that split's U is 0
         ok_out = np.logical_and.reduce(np.split(defined_out, 3)) & ok[:, None]
-        jackknife = np.full((n_blocks, tree.n_nodes), np.nan)
+        jackknife = np.full((ratio_out.shape[1], tree.n_nodes), np.nan)
         jackknife[:, inner] = 0.0
         jackknife[:, split] = np.where(ok_out, combine(ratio_out), 0.0).T
     return UnbiasedGain(gain, k, n_valid, usable, jackknife)

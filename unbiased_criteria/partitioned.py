@@ -43,6 +43,7 @@ from .gains import (
     UnbiasedGain,
     biased_gain,
     first_k_sums,
+    gain_from_ratios,
     rank_bins,
 )
 from .importance import TreeScores
@@ -379,42 +380,26 @@ def request_allocation(tree: Tree, counts: np.ndarray, node: np.ndarray, k: np.n
 def _unbiased(tree: Tree, G: np.ndarray, n_valid: np.ndarray, k: np.ndarray,
               usable: np.ndarray, draws: np.ndarray, options: GainOptions,
               jack: bool) -> UnbiasedGain:
-    """U from the summed draw sums ``(n_draws, 3, n_requests, n_blocks)`` (the rule of
-    :func:`~unbiased_criteria.gains.unbiased_gain`, on whole-set sums)."""
+    """U from the summed draw sums ``(n_draws, 3, n_requests, n_blocks)``: the ratios over
+    the whole set, then the rule of :func:`~unbiased_criteria.gains.gain_from_ratios`."""
     inner = tree.internal_nodes
-    usable = usable.copy()
-    split = inner[usable[inner]]
-    gain = np.full(tree.n_nodes, np.nan)
-    gain[inner] = 0.0
-    if split.size == 0:
-        return UnbiasedGain(gain, k, n_valid, usable)
-    lam, n_draws = options.lam, options.n_draws
+    if not usable[inner].any():
+        gain = np.full(tree.n_nodes, np.nan)
+        gain[inner] = 0.0
+        return UnbiasedGain(gain, k, n_valid, usable.copy())
+    lam = options.lam
     sum_g, sum_h, n_h = (draws[:, i].sum(axis=-1) for i in range(3))  # (n_draws, n_requests)
     ok = n_h > 0
-    defined = ok.all(axis=0)
     ratio = np.divide(sum_g, sum_h + lam, out=np.zeros_like(sum_g), where=ok).sum(axis=0)
-
-    def combine(r):
-        r_I, r_L, r_R = np.split(r / n_draws, 3)
-        shape = (-1,) + (1,) * (r.ndim - 1)
-        G_I, G_L, G_R = (G[a].reshape(shape) for a in (split, tree.left[split],
-                                                        tree.right[split]))
-        return G_L * r_L + G_R * r_R - G_I * r_I
-
-    good = np.logical_and.reduce(np.split(defined, 3))
-    usable[split] = good
-    gain[split] = np.where(good, combine(ratio), 0.0)
-    jackknife = None
+    ratio_out = defined_out = None
     if jack:
         bg, bh, bn = draws[:, 0], draws[:, 1], draws[:, 2]  # (n_draws, n_requests, n_blocks)
         ok_out = (n_h[..., None] - bn) > 0
         ratio_out = np.divide(sum_g[..., None] - bg, sum_h[..., None] - bh + lam,
                               out=np.zeros_like(bg), where=ok_out).sum(axis=0)
-        good_out = np.logical_and.reduce(np.split(ok_out.all(axis=0), 3)) & good[:, None]
-        jackknife = np.full((options.n_blocks, tree.n_nodes), np.nan)
-        jackknife[:, inner] = 0.0
-        jackknife[:, split] = np.where(good_out, combine(ratio_out), 0.0).T
-    return UnbiasedGain(gain, k, n_valid, usable, jackknife)
+        defined_out = ok_out.all(axis=0)
+    return gain_from_ratios(tree, G, k, n_valid, usable, ratio, ok.all(axis=0),
+                            options.n_draws, ratio_out, defined_out)
 
 
 def tree_scores(
