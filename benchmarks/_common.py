@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -222,6 +223,18 @@ def run_child(script: str, spec: dict[str, Any]) -> dict[str, Any]:
 
 def child_done(result: dict[str, Any]) -> None:
     print(json.dumps(result), flush=True)
+
+
+def parse_or_run_child(parser: argparse.ArgumentParser, children: dict[str, Any]):
+    """The parsed command line, or None after running the child that ``--child SPEC`` names
+    (:func:`run_child` starts it; ``children[spec["kind"]](spec)`` gives its result)."""
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child is None:
+        return args
+    spec = json.loads(args.child)
+    child_done(children[spec["kind"]](spec))
+    return None
 
 
 # ------------------------------------------------------------------------------ summary

@@ -43,13 +43,13 @@ from _common import (
     RESULTS,
     XGBOOST_PARAMS,
     cache_dir,
-    child_done,
     child_pred_leaf,
     input_bytes,
     load_inputs,
     machine,
     measure,
     median,
+    parse_or_run_child,
     run_child,
     train_model,
     write_results,
@@ -276,11 +276,8 @@ def main() -> None:
                         help="profile one run per host instead of timing")
     parser.add_argument("--out", default=None, help="results file name in benchmarks/results")
     parser.add_argument("--cache-dir", default=None, help="where trained models are kept")
-    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child is not None:
-        spec = json.loads(args.child)
-        child_done(CHILDREN[spec["kind"]](spec))
+    args = parse_or_run_child(parser, CHILDREN)
+    if args is None:  # this process was a child
         return
 
     hosts = args.host or list(HOSTS)

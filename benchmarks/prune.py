@@ -26,7 +26,6 @@ from _common import (
     HOSTS,
     MB,
     cache_dir,
-    child_done,
     child_pred_leaf,
     data_set,
     input_bytes,
@@ -34,6 +33,7 @@ from _common import (
     machine,
     measure,
     median,
+    parse_or_run_child,
     predict,
     run_child,
     train_model,
@@ -143,11 +143,8 @@ def main() -> None:
                         help="host(s) to run (default: both)")
     parser.add_argument("--out", default=None, help="results file name in benchmarks/results")
     parser.add_argument("--cache-dir", default=None, help="where trained models are kept")
-    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child is not None:
-        spec = json.loads(args.child)
-        child_done(CHILDREN[spec["kind"]](spec))
+    args = parse_or_run_child(parser, CHILDREN)
+    if args is None:  # this process was a child
         return
 
     hosts = args.host or list(HOSTS)

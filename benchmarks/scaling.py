@@ -33,13 +33,13 @@ from _common import (
     HOSTS,
     MB,
     cache_dir,
-    child_done,
     child_pred_leaf,
     input_bytes,
     load_inputs,
     machine,
     measure,
     median,
+    parse_or_run_child,
     run_child,
     train_model,
     write_results,
@@ -136,11 +136,8 @@ def main() -> None:
     parser.add_argument("--host", action="append", choices=HOSTS)
     parser.add_argument("--out", default="scaling.json")
     parser.add_argument("--cache-dir", default=None)
-    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child is not None:
-        spec = json.loads(args.child)
-        child_done(CHILDREN[spec["kind"]](spec))
+    args = parse_or_run_child(parser, CHILDREN)
+    if args is None:  # this process was a child
         return
 
     cache = cache_dir(args.cache_dir)

@@ -34,6 +34,7 @@ __all__ = [
     "leaf_weight",
     "node_score",
     "biased_gain",
+    "draw_requests",
     "unbiased_gain",
     "gain_from_ratios",
     "UnbiasedGain",
@@ -467,6 +468,22 @@ class UnbiasedGain:
     jackknife: np.ndarray | None = None
 
 
+def draw_requests(
+    tree: Tree, n_valid: np.ndarray, min_k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``k`` and ``usable`` per node (what :func:`unbiased_gain` and the partitioned
+    gain share), and the requests ``(I, L, R)`` of the usable splits with their ``k``."""
+    inner = tree.internal_nodes
+    L, R = tree.left[inner], tree.right[inner]
+    k = np.zeros(tree.n_nodes, dtype=np.int64)
+    k[inner] = np.minimum(n_valid[L], n_valid[R])
+    usable = np.zeros(tree.n_nodes, dtype=bool)
+    usable[inner] = k[inner] >= max(min_k, 1)
+    split = inner[usable[inner]]
+    node = np.concatenate([split, tree.left[split], tree.right[split]])
+    return k, usable, node, np.tile(k[split], 3)
+
+
 def unbiased_gain(
     tree: Tree,
     G: np.ndarray,
@@ -529,18 +546,13 @@ def unbiased_gain(
     """
     n_valid = np.rint(tree.node_sums(nodes_valid)).astype(np.int64)
     inner = tree.internal_nodes
-    L, R = tree.left[inner], tree.right[inner]
-    k = np.zeros(tree.n_nodes, dtype=np.int64)
-    k[inner] = np.minimum(n_valid[L], n_valid[R])
-    usable = np.zeros(tree.n_nodes, dtype=bool)
-    usable[inner] = k[inner] >= max(min_k, 1)
+    k, usable, req_node, req_k = draw_requests(tree, n_valid, min_k)
     split = inner[usable[inner]]
     gain = np.full(tree.n_nodes, np.nan)
     gain[inner] = 0.0
     if split.size == 0:
         return UnbiasedGain(gain, k, n_valid, usable)
 
-    req_node = np.concatenate([split, tree.left[split], tree.right[split]])
     jack = blocks is not None and n_blocks > 1
     ratio = np.zeros(req_node.size)
     defined = np.ones(req_node.size, dtype=bool)  # every draw's denominator is non-zero
@@ -574,7 +586,6 @@ def unbiased_gain(
                           for v in values]
         add(sums, block_sums)
     else:
-        req_k = np.tile(k[split], 3)
         # zero hessians are rare (zero weights): count rows instead of summing an indicator
         counted = (g_valid, h_valid, None if np.count_nonzero(h_valid) == h_valid.size
                    else has_h())

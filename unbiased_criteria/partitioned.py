@@ -42,6 +42,7 @@ from .gains import (
     NodeSums,
     UnbiasedGain,
     biased_gain,
+    draw_requests,
     first_k_sums,
     gain_from_ratios,
     rank_bins,
@@ -324,22 +325,6 @@ def allocate_draws(counts: np.ndarray, k: int, rng: np.random.Generator) -> np.n
     if not 0 <= k <= counts.sum():
         raise ValueError(f"k must be between 0 and its node's {counts.sum()} rows, got {k}")
     return rng.multivariate_hypergeometric(counts, int(k))
-
-
-def draw_requests(
-    tree: Tree, n_valid: np.ndarray, min_k: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``k`` and ``usable`` per node (as :func:`~unbiased_criteria.gains.unbiased_gain` sets
-    them), and the requests ``(I, L, R)`` of the usable splits with their ``k``."""
-    inner = tree.internal_nodes
-    L, R = tree.left[inner], tree.right[inner]
-    k = np.zeros(tree.n_nodes, dtype=np.int64)
-    k[inner] = np.minimum(n_valid[L], n_valid[R])
-    usable = np.zeros(tree.n_nodes, dtype=bool)
-    usable[inner] = k[inner] >= max(min_k, 1)
-    split = inner[usable[inner]]
-    node = np.concatenate([split, tree.left[split], tree.right[split]])
-    return k, usable, node, np.tile(k[split], 3)
 
 
 def node_paths(tree: Tree) -> np.ndarray:
