@@ -2,7 +2,8 @@
 XGBoost and the tuned training hooks, on the accuracy suite's data.
 
     python benchmarks/grower_tuned.py [--configs 20] [--splits 1] [--datasets a,b,...]
-                                      [--methods lightgbm,xgboost,hook,grower]
+                                      [--methods lightgbm,xgboost,hook,xgb_hook,grower]
+                                      [--merge]
 
 Per data set and split: ``accuracy_suite.split_parts`` (60/20/20 training, validation and
 test rows). Every method gets the same number of random configurations (``--configs``); each
@@ -21,6 +22,8 @@ the same draws for every method and data set (configuration ``i`` comes from see
   bounds the hessian, not the rows), ``lambda``;
 * ``hook``: ``unbiased_criteria.adapters.lightgbm.train`` with LightGBM's parameters above
   plus ``holdout_fraction`` in {0.2, 0.35, 0.5} and ``redraw_holdout`` in {True, False};
+* ``xgb_hook``: ``unbiased_criteria.adapters.xgboost.train`` with XGBoost's parameters above
+  plus the same ``holdout_fraction`` and ``redraw_holdout`` draws as ``hook``;
 * ``grower``: ``uc.UnbiasedGBM*`` with the shared parameters (``num_leaves``,
   ``min_child_samples``, ``reg_lambda``) plus ``ratios`` in {1:1:1, 1:1, 2:1:1, 2:1}
   (D : D1' : D2', or D : D1' with D2' = D1').
@@ -28,8 +31,14 @@ the same draws for every method and data set (configuration ``i`` comes from see
 Pandas categorical columns go to every method as categoricals. Reported: per data set the
 chosen configuration's test metric (RMSE, log loss, multiclass log loss; lower is better),
 and for the grower against each other method the share of data sets where it is lower and
-the geometric mean of the ratio grower / other (mean over splits first). Writes
-``benchmarks/results/grower_tuned.json`` and ``.md``.
+the geometric mean of the ratio grower / other (mean over splits first; over the data sets
+both have). Writes ``benchmarks/results/grower_tuned.json`` and ``.md``.
+
+``--merge`` keeps the stored rows of the methods not run (each method's result is
+deterministic per configuration and split) and replaces the stored rows of the methods run,
+for the data sets run; it refuses a stored file made with other ``--configs``, ``--splits``,
+rounds, early stopping or configuration draws. Files are rewritten after every data set, so
+an interrupted run keeps what it finished.
 """
 
 from __future__ import annotations
@@ -45,7 +54,7 @@ from accuracy_suite import DATASETS, RESULTS, _metric, load, split_parts
 import unbiased_criteria as uc
 
 ROUNDS, EARLY = 500, 30
-METHODS = ("lightgbm", "xgboost", "hook", "grower")
+METHODS = ("lightgbm", "xgboost", "hook", "xgb_hook", "grower")
 RATIOS = ((1, 1, 1), (1, 1), (2, 1, 1), (2, 1))
 HOLDOUTS = (0.2, 0.35, 0.5)
 
@@ -92,8 +101,9 @@ def fit_lightgbm(cfg, parts, task, n_classes, seed, hook: bool):
     return lambda X: _predict_lgb(model, X)
 
 
-def fit_xgboost(cfg, parts, task, n_classes, seed):
+def fit_xgboost(cfg, parts, task, n_classes, seed, hook: bool):
     import xgboost as xgb
+    from unbiased_criteria.adapters import xgboost as ux
 
     obj = {"regression": "reg:squarederror", "binary": "binary:logistic",
            "multiclass": "multi:softprob"}[task]
@@ -107,8 +117,14 @@ def fit_xgboost(cfg, parts, task, n_classes, seed):
     (Xtr, ytr), (Xva, yva) = parts["train"], parts["valid"]
     dtr = xgb.DMatrix(Xtr, ytr, enable_categorical=True)
     dva = xgb.DMatrix(Xva, yva, enable_categorical=True)
-    model = xgb.train(params, dtr, ROUNDS, evals=[(dva, "valid")],
-                      early_stopping_rounds=EARLY, verbose_eval=False)
+    if hook:
+        model = ux.train(params, dtr, ROUNDS, evals=[(dva, "valid")],
+                         early_stopping_rounds=EARLY, verbose_eval=False,
+                         holdout_fraction=cfg["holdout"], redraw_holdout=cfg["redraw"],
+                         random_state=seed)
+    else:
+        model = xgb.train(params, dtr, ROUNDS, evals=[(dva, "valid")],
+                          early_stopping_rounds=EARLY, verbose_eval=False)
     best = int(model.best_iteration)
     return lambda X: model.predict(xgb.DMatrix(X, enable_categorical=True),
                                    iteration_range=(0, best + 1))
@@ -133,12 +149,13 @@ def fit(method, cfg, parts, task, n_classes, seed):
     """A predict function of ``method`` trained with configuration ``cfg``."""
     if method in ("lightgbm", "hook"):
         return fit_lightgbm(cfg, parts, task, n_classes, seed, hook=method == "hook")
-    if method == "xgboost":
-        return fit_xgboost(cfg, parts, task, n_classes, seed)
+    if method in ("xgboost", "xgb_hook"):
+        return fit_xgboost(cfg, parts, task, n_classes, seed, hook=method == "xgb_hook")
     return fit_grower(cfg, parts, task, seed)
 
 
-def run(names, methods, n_configs: int, n_splits: int, log) -> pd.DataFrame:
+def run(names, methods, n_configs: int, n_splits: int, log, done=None) -> pd.DataFrame:
+    """Tune every method on every data set; ``done(rows)`` after each data set."""
     rows = []
     for name in names:
         X, y, task = load(name)
@@ -160,6 +177,8 @@ def run(names, methods, n_configs: int, n_splits: int, log) -> pd.DataFrame:
                              "config": best[2], "seconds": time.perf_counter() - t0})
                 log(f"{name} split {split} {method}: test {best[1]:.4g} (config {best[2]}), "
                     f"{rows[-1]['seconds']:.0f} s")
+        if done is not None:
+            done(pd.DataFrame(rows))
     return pd.DataFrame(rows)
 
 
@@ -167,22 +186,45 @@ def summarise(df: pd.DataFrame) -> tuple[dict, str]:
     metric = df.groupby(["dataset", "method"])["test_metric"].mean().unstack()
     methods = [m for m in METHODS if m in metric.columns]
     others = [m for m in methods if m != "grower"]
-    wins = {m: float((metric["grower"] < metric[m]).mean()) for m in others}
-    ratio = {m: float(np.exp(np.mean(np.log(metric["grower"] / metric[m])))) for m in others}
+    # over the data sets both have (a merged run may cover fewer data sets for a method)
+    both = {m: metric[["grower", m]].dropna() for m in others}
+    wins = {m: float((b["grower"] < b[m]).mean()) for m, b in both.items()}
+    ratio = {m: float(np.exp(np.mean(np.log(b["grower"] / b[m])))) for m, b in both.items()}
+    n_sets = {m: len(b) for m, b in both.items()}
     seconds = df.groupby("method")["seconds"].sum().to_dict()
     lines = ["| data set | " + " | ".join(methods) + " | grower / best other |",
              "|---" * (len(methods) + 2) + "|"]
     for name, row in metric[methods].iterrows():
-        best_other = min(row[m] for m in others)
-        lines.append(f"| {name} | " + " | ".join(f"{v:.4g}" for v in row)
+        best_other = row[others].min()  # skips a method without this data set
+        lines.append(f"| {name} | " + " | ".join("–" if np.isnan(v) else f"{v:.4g}" for v in row)
                      + f" | {row['grower'] / best_other:.3f} |")
     lines.append("| **grower beats it (share of data sets)** | "
                  + " | ".join(f"{wins[m]:.0%}" for m in others) + " | – | |")
     lines.append("| **grower / it (geometric mean)** | "
                  + " | ".join(f"{ratio[m]:.3f}" for m in others) + " | 1 | |")
-    lines.append("| tuning time, s (all data sets) | "
+    lines.append("| data sets compared | "
+                 + " | ".join(f"{n_sets[m]}" for m in others) + " | – | |")
+    lines.append("| tuning time, s (data sets run) | "
                  + " | ".join(f"{seconds[m]:.0f}" for m in methods) + " | |")
-    return {"wins": wins, "ratio": ratio, "seconds": seconds}, "\n".join(lines) + "\n"
+    summary = {"wins": wins, "ratio": ratio, "data_sets": n_sets, "seconds": seconds}
+    return summary, "\n".join(lines) + "\n"
+
+
+def stored_rows(path, args, methods: list[str], names: list[str]) -> pd.DataFrame:
+    """The stored rows ``--merge`` keeps: all but those of ``methods`` on ``names``."""
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    made = (stored["configs"], stored["splits"], stored["rounds"], stored["early_stopping"])
+    if made != (args.configs, args.splits, ROUNDS, EARLY):
+        raise SystemExit(f"--merge: {path} was made with (configs, splits, rounds, early "
+                         f"stopping) = {made}, this run uses "
+                         f"{(args.configs, args.splits, ROUNDS, EARLY)}")
+    for i, cfg in stored["chosen"].items():
+        now = json.loads(json.dumps(config(int(i))))  # tuples as the stored lists
+        if cfg != now:
+            raise SystemExit(f"--merge: {path} holds configuration {i} = {cfg}, "
+                             f"config({i}) now draws {now}")
+    old = pd.DataFrame(stored["rows"])
+    return old[~(old["method"].isin(methods) & old["dataset"].isin(names))]
 
 
 def main() -> None:
@@ -191,19 +233,28 @@ def main() -> None:
     parser.add_argument("--splits", type=int, default=1)
     parser.add_argument("--datasets", default=",".join(d for d in DATASETS if d != "digits"))
     parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the stored results of the methods and data sets not run")
     args = parser.parse_args()
-    df = run(args.datasets.split(","), args.methods.split(","), args.configs, args.splits,
-             lambda s: print(s, flush=True))
-    summary, table = summarise(df)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "grower_tuned.json").write_text(json.dumps(
-        {"configs": args.configs, "splits": args.splits, "rounds": ROUNDS,
-         "early_stopping": EARLY, "summary": summary,
-         "chosen": {f"{i}": config(i) for i in sorted(set(df["config"]))},
-         "rows": df.to_dict(orient="records")}, indent=1, ensure_ascii=False) + "\n",
-        encoding="utf-8")
-    (RESULTS / "grower_tuned.md").write_text(table, encoding="utf-8")
-    print(table)
+    names, methods = args.datasets.split(","), args.methods.split(",")
+    path = RESULTS / "grower_tuned.json"
+    kept = stored_rows(path, args, methods, names) if args.merge else None
+
+    def write(new: pd.DataFrame) -> str:
+        df = new if kept is None else pd.concat([kept, new], ignore_index=True)
+        summary, table = summarise(df)
+        RESULTS.mkdir(exist_ok=True)
+        path.write_text(json.dumps(
+            {"configs": args.configs, "splits": args.splits, "rounds": ROUNDS,
+             "early_stopping": EARLY, "summary": summary,
+             "chosen": {f"{i}": config(i) for i in sorted(set(df["config"]))},
+             "rows": df.to_dict(orient="records")}, indent=1, ensure_ascii=False) + "\n",
+            encoding="utf-8")
+        (RESULTS / "grower_tuned.md").write_text(table, encoding="utf-8")
+        return table
+
+    df = run(names, methods, args.configs, args.splits, lambda s: print(s, flush=True), write)
+    print(write(df))
 
 
 if __name__ == "__main__":
