@@ -13,7 +13,12 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_is_fitted,
+    column_or_1d,
+    validate_data,
+)
 
 from unbiased_criteria.gains import SplitScore
 from unbiased_criteria.gbm import GBMParams, fit_gbm
@@ -35,17 +40,32 @@ _METRIC = {"squared_error": "l2", "poisson": "poisson", "binary_logistic": "bina
 def _category_codes(X, categories: dict | None):
     """``X`` with its pandas categorical columns replaced by their codes (NaN for missing or
     unseen values), and the categories of each such column; with ``categories`` given (at
-    predict time) a categorical column is coded with the training run's categories."""
+    predict time) a categorical column is coded with the training run's categories.
+
+    Text, datetime and other non-numeric columns are refused (as LightGBM does), and so is a
+    DataFrame whose categorical columns differ from the training run's."""
     if not isinstance(X, pd.DataFrame):
         return X, {}
+    if X.columns.duplicated().any():
+        dup = sorted({str(c) for c in X.columns[X.columns.duplicated()]})
+        raise ValueError(f"X: expected unique column names, got duplicates of {dup}")
     found = {c: list(dt.categories) for c, dt in X.dtypes.items()
              if isinstance(dt, pd.CategoricalDtype)}
+    bad = [f"{c} ({dt})" for c, dt in X.dtypes.items() if c not in found
+           and not pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt)]
+    if bad:
+        raise ValueError(f"X: columns must hold numbers, booleans or pandas categoricals; got "
+                         f"{', '.join(bad)} (convert text with .astype('category'))")
+    if categories is not None and list(found) != list(categories):
+        raise ValueError(f"X: the pandas categorical columns {list(found)} differ from those "
+                         f"of the training data {list(categories)}")
     if not found:
         return X, {}
     X = X.copy()
     for col in found:
-        cats = found[col] if categories is None else categories.get(col, found[col])
-        codes = pd.Categorical(X[col], categories=cats).codes.astype(np.float64)
+        cats = found[col] if categories is None else categories[col]
+        # set_categories: values outside the training run's categories become missing
+        codes = X[col].cat.set_categories(cats).cat.codes.to_numpy(np.float64)
         X[col] = np.where(codes < 0, np.nan, codes)
     return X, found
 
@@ -153,14 +173,31 @@ class _UnbiasedGBM(BaseEstimator):
              eval_sample_weight, eval_metric, encode, cat_index):
         names = getattr(self, "feature_names_in_", None)
         X = np.asarray(X, dtype=np.float64)
-        weight = None if sample_weight is None else _check_sample_weight(sample_weight, X)
+        # negative weights make negative hessians (XGBoost refuses them too)
+        weight = None if sample_weight is None else _check_sample_weight(
+            sample_weight, X, ensure_non_negative=True)
+        if eval_sample_weight is not None and len(eval_sample_weight) != len(eval_set or ()):
+            raise ValueError(f"eval_sample_weight: expected one entry per eval_set, got "
+                             f"{len(eval_sample_weight)} for {len(eval_set or ())}")
         evals = []
         for i, (ex, ey) in enumerate(eval_set or ()):
             ex, _ = _category_codes(ex, self._categories)
             ex = validate_data(self, ex, reset=False, ensure_all_finite="allow-nan",
                                dtype=np.float64)
-            ew = None if eval_sample_weight is None else np.asarray(eval_sample_weight[i])
-            evals.append((f"valid_{i}", ex, encode(np.asarray(ey)), ew))
+            ey = column_or_1d(ey)
+            if ey.shape[0] != ex.shape[0]:
+                raise ValueError(f"eval_set[{i}]: X has {ex.shape[0]} rows, y has "
+                                 f"{ey.shape[0]} labels")
+            ey = np.asarray(encode(ey), dtype=np.float64)
+            objective.check_labels(ey, f"eval_set[{i}] y")
+            ew = None
+            if eval_sample_weight is not None and eval_sample_weight[i] is not None:
+                try:
+                    ew = _check_sample_weight(eval_sample_weight[i], ex,
+                                              ensure_non_negative=True)
+                except ValueError as exc:
+                    raise ValueError(f"eval_sample_weight[{i}]: {exc}") from exc
+            evals.append((f"valid_{i}", ex, ey, ew))
         metric = get_metric(eval_metric or _METRIC[objective_name])
         result = fit_gbm(
             X, y_encoded, objective, self._params(), weight=weight,
@@ -253,8 +290,13 @@ class _UnbiasedGBM(BaseEstimator):
         check_is_fitted(self, "_result")
         from unbiased_criteria.adapters.xgboost.writer import booster_from_forest
 
-        return booster_from_forest(self._result.forest, self._objective_name,
-                                   self._result.binner.categorical)
+        booster = booster_from_forest(self._result.forest, self._objective_name,
+                                      self._result.binner.categorical)
+        if getattr(self, "feature_names_in_", None) is None:
+            # fitted without string column names: none, as XGBoost's own model, so that
+            # DMatrix(numpy) and DataFrames with other names predict
+            booster.feature_names = None
+        return booster
 
 
 class UnbiasedGBMRegressor(RegressorMixin, _UnbiasedGBM):

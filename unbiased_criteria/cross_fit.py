@@ -305,8 +305,14 @@ def cross_fit_folds(
         if sample_weight.shape != (n,):
             raise ValueError(f"sample_weight: expected shape ({n},), got "
                              f"{sample_weight.shape}")
-        if not np.all(sample_weight >= 0) or not sample_weight.any():
-            raise ValueError("sample_weight: expected non-negative weights, not all zero")
+        if not np.all(np.isfinite(sample_weight) & (sample_weight >= 0)) \
+                or not sample_weight.any():
+            raise ValueError("sample_weight: expected finite non-negative weights, not all "
+                             "zero")
+    y_values = np.asarray(y)
+    if y_values.dtype.kind == "f" and not np.all(np.isfinite(y_values)):
+        # before the folds, whose checks would name y_valid or y_train
+        raise ValueError("y: contains NaN or infinite labels")
     folds = list(folds)
     if not folds:
         raise ValueError("cv: expected at least one fold")

@@ -146,7 +146,8 @@ def fit_gbm(
     """
     if objective.renews_leaves:
         raise ValueError(f"objective {objective.name!r} renews its leaves; the grower refuses it")
-    X = np.asarray(X, dtype=np.float32)
+    with np.errstate(over="ignore"):  # beyond float32: inf, refused by fit_bins
+        X = np.asarray(X, dtype=np.float32)
     n, p = X.shape
     y = np.asarray(y)
     objective.check_labels(np.asarray(y, dtype=np.float64), "y")
@@ -155,7 +156,11 @@ def fit_gbm(
         np.random.SeedSequence(random_state)
     binner = fit_bins(X, params.max_bin, categorical)
     codes = feature_major(binner.transform(X))
-    base = np.asarray(objective.init_score(y, weight), dtype=np.float64).reshape(K)
+    with np.errstate(divide="ignore"):  # log(0): checked on the next line
+        base = np.asarray(objective.init_score(y, weight), dtype=np.float64).reshape(K)
+    if not np.all(np.isfinite(base)):
+        raise ValueError(f"y: the {objective.name} objective's initial score is not finite "
+                         f"({base}); e.g. poisson with every (weighted) label 0")
     raw = np.tile(base, (n, 1))
     evals_raw = [np.tile(base, (np.shape(ex)[0], 1)) for _, ex, _, _ in eval_sets]
     evals_X = [np.asarray(ex, dtype=np.float32).astype(np.float64) for _, ex, _, _ in eval_sets]
