@@ -7,6 +7,7 @@ adapters, and ``unbiased_criteria`` exports them lazily by module name.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 import numpy as np
@@ -134,6 +135,18 @@ class _UnbiasedGBM(BaseEstimator):
                 raise ValueError(f"{name}: expected a positive integer, got {value!r}")
         if self.num_leaves < 2:
             raise ValueError(f"num_leaves: expected at least 2, got {self.num_leaves!r}")
+        for name in ("learning_rate", "reg_alpha", "reg_lambda", "min_child_weight",
+                     "min_split_gain", "max_delta_step"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+                    or not np.isfinite(value) or (value < 0 and name != "max_delta_step"):
+                raise ValueError(f"{name}: expected a finite non-negative number, got "
+                                 f"{value!r}")
+        stop = self.early_stopping_rounds
+        if stop is not None and (isinstance(stop, bool) or not isinstance(stop, int | np.integer)
+                                 or stop < 0):
+            raise ValueError(f"early_stopping_rounds: expected a non-negative integer or None "
+                             f"(0: off), got {stop!r}")
         if self.n_jobs not in (None, 1):
             warnings.warn(f"n_jobs={self.n_jobs!r} is ignored: the grower runs on one thread",
                           UserWarning, stacklevel=3)
@@ -161,11 +174,16 @@ class _UnbiasedGBM(BaseEstimator):
         index = [names.index(c) for c in pandas_categories] if names is not None else []
         if isinstance(categorical_feature, str) and categorical_feature == "auto":
             return index
+        p = len(names) if names is not None else (np.shape(X)[1] if np.ndim(X) == 2 else 0)
         for item in categorical_feature:
             if isinstance(item, str):
                 if names is None or item not in names:
                     raise ValueError(f"categorical_feature: no column named {item!r}")
                 item = names.index(item)
+            elif isinstance(item, bool) or not isinstance(item, int | np.integer) \
+                    or not 0 <= item < p:  # a bool or -1 would silently pick a column
+                raise ValueError(f"categorical_feature: expected column names or indices in "
+                                 f"[0, {p}), got {item!r}")
             index.append(int(item))
         return sorted(set(index))
 
@@ -349,6 +367,8 @@ class UnbiasedGBMClassifier(ClassifierMixin, _UnbiasedGBM):
         X, self._categories = _category_codes(X, None)
         cat_index = self._categorical_index(X, self._categories, categorical_feature)
         X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64)
+        if y.dtype == object and pd.isna(y).any():  # else np.unique's TypeError
+            raise ValueError("y: contains missing labels (None or NaN)")
         check_classification_targets(y)
         self.classes_, y_enc = np.unique(y, return_inverse=True)
         K = self.classes_.size

@@ -259,3 +259,28 @@ def test_cli_select_unknown_sklearn_param_is_an_input_error(tmp_path, capsys, da
     assert code != 0
     assert "--param n_estimators: not a parameter of HistGradientBoostingRegressor" in err
     assert "internal error" not in err
+
+
+@pytest.mark.parametrize("param,value", [
+    ("reg_lambda", -1.0), ("reg_alpha", -1.0), ("min_child_weight", -1.0),
+    ("min_split_gain", np.nan), ("learning_rate", "x"), ("early_stopping_rounds", -1),
+])
+def test_bad_numeric_parameters_name_themselves(data, param, value):
+    X, y, _ = data
+    with pytest.raises(ValueError, match=f"^{param}: expected"):
+        small(uc.UnbiasedGBMRegressor, **{param: value}).fit(X, y, eval_set=[(X, y)])
+
+
+@pytest.mark.parametrize("item", [5, -1, True, 1.0])
+def test_categorical_feature_indices_are_checked(data, item):
+    X, y, _ = data
+    with pytest.raises(ValueError, match=r"categorical_feature: expected column names or "
+                                         r"indices in \[0, 3\)"):
+        small(uc.UnbiasedGBMRegressor).fit(X, y, categorical_feature=[item])
+
+
+def test_classifier_missing_labels_are_named(data):
+    X, _, yc = data
+    labels = np.where(yc == 1, "p", None).astype(object)
+    with pytest.raises(ValueError, match="y: contains missing labels"):
+        small(uc.UnbiasedGBMClassifier).fit(X, labels)
