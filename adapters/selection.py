@@ -106,6 +106,8 @@ def cross_fitted_importance(
         raise ValueError(f"y: expected {n_rows} labels (one per row of X), got {n_labels}")
     splitter = check_cv(cv, y, classifier=is_classifier(estimator))
     folds = list(splitter.split(X, y, groups))
+    if is_classifier(estimator):
+        _check_fold_classes(np.asarray(y), folds)
 
     def fit(X_train, y_train, w_train):
         model = clone(estimator)
@@ -121,6 +123,18 @@ def cross_fitted_importance(
         objective=objective, n_draws=n_draws, min_k=min_k, n_blocks=n_blocks,
         random_state=random_state, progress=progress, memory_budget=memory_budget,
     )
+
+
+def _check_fold_classes(y: np.ndarray, folds) -> None:
+    """Refuse folds whose held-out rows hold a class their training rows lack: that fold's
+    classifier has no output for it, so its rows cannot be scored."""
+    for k, (train, held) in enumerate(folds):
+        missing = np.setdiff1d(y[held], y[train])
+        if missing.size:
+            raise ValueError(
+                f"y: fold {k}'s held-out rows hold the classes {missing.tolist()}, absent from "
+                f"its training rows (a class with fewer rows than folds); use fewer folds or "
+                f"drop or merge the rare classes")
 
 
 class UnbiasedSelector(SelectorMixin, BaseEstimator):

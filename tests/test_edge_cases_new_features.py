@@ -284,3 +284,26 @@ def test_classifier_missing_labels_are_named(data):
     labels = np.where(yc == 1, "p", None).astype(object)
     with pytest.raises(ValueError, match="y: contains missing labels"):
         small(uc.UnbiasedGBMClassifier).fit(X, labels)
+
+
+def test_cross_fit_class_missing_from_a_training_fold_is_named(data):
+    X, _, yc = data
+    labels = yc.copy()
+    labels[0] = 2  # one row of class 2: its fold's model never saw the class
+    clf = lightgbm.LGBMClassifier(n_estimators=3, min_child_samples=5, verbose=-1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the splitter's few-members warning
+        with pytest.raises(ValueError, match=r"^y: fold 0's held-out rows hold the classes "
+                                             r"\[2\], absent from its training rows"):
+            uc.cross_fitted_importance(clf, X, labels, cv=3, n_blocks=0)
+
+
+def test_cli_select_text_weight_column_is_an_input_error(tmp_path, capsys, data):
+    X, y, _ = data
+    path = tmp_path / "d.csv"
+    pd.DataFrame({"a": X[:, 0], "y": y, "w": np.where(y > 0, "hi", "lo")}).to_csv(path,
+                                                                                  index=False)
+    code = main(["select", str(path), "--label", "y", "--host", "lightgbm", "--weight", "w"])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert "weight column 'w' has missing or non-numeric values" in err

@@ -67,7 +67,12 @@ def cmd_select(args) -> int:
     if y.isna().any():
         raise InputError(f"DATA {args.data}: the label column {args.label!r} has "
                          f"{int(y.isna().sum())} missing values")
-    weight = None if args.weight is None else frame.pop(args.weight).to_numpy(np.float64)
+    weight = None
+    if args.weight is not None:  # as the other commands read --weight
+        weight = pd.to_numeric(frame.pop(args.weight), errors="coerce").to_numpy(np.float64)
+        if np.isnan(weight).any():
+            raise InputError(f"DATA {args.data}: weight column {args.weight!r} has missing or "
+                             "non-numeric values")
     if frame.shape[1] == 0:
         raise InputError(f"DATA {args.data}: no feature column besides the label")
     for column in frame.columns:  # text columns are categorical features
