@@ -272,9 +272,14 @@ class _UnbiasedGBM(BaseEstimator):
         split on it. ``to_frame()`` sums per feature (``feature_importances_``);
         ``std_error`` is a block jackknife over the training rows (``n_blocks`` blocks fixed
         for the run, each replicate leaving one block out of every D1' ratio), so
-        ``select()`` works; NaN with ``n_blocks < 2``.
+        ``select()`` works; NaN with ``n_blocks < 2``. Refused with
+        ``criterion="biased"`` (nothing is measured on held-out rows).
         """
         check_is_fitted(self, "_result")
+        if self.criterion == "biased":  # its empty candidate table would read as U = 0
+            raise ValueError("importance_report_: criterion='biased' measures nothing on "
+                             "held-out rows (feature_importances_ is NaN); fit with "
+                             "criterion='unbiased'")
         c = self._result.candidates.copy()
         names = list(self._result.forest.feature_names)
         if len(c) == 0:

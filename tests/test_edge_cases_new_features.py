@@ -307,3 +307,11 @@ def test_cli_select_text_weight_column_is_an_input_error(tmp_path, capsys, data)
     err = capsys.readouterr().err
     assert code != 0
     assert "weight column 'w' has missing or non-numeric values" in err
+
+
+def test_biased_criterion_has_no_importance_report(data):
+    X, y, _ = data
+    model = small(uc.UnbiasedGBMRegressor, criterion="biased").fit(X, y)
+    assert np.isnan(model.feature_importances_).all()
+    with pytest.raises(ValueError, match="importance_report_: criterion='biased'"):
+        model.importance_report_  # noqa: B018 (was a report of zeros)
