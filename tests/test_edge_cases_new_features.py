@@ -315,3 +315,15 @@ def test_biased_criterion_has_no_importance_report(data):
     assert np.isnan(model.feature_importances_).all()
     with pytest.raises(ValueError, match="importance_report_: criterion='biased'"):
         model.importance_report_  # noqa: B018 (was a report of zeros)
+
+
+def test_cli_select_refuses_to_write_over_its_data_file(tmp_path, capsys, data):
+    X, y, _ = data
+    path = tmp_path / "d.csv"
+    pd.DataFrame({"a": X[:, 0], "y": y}).to_csv(path, index=False)
+    before = path.read_bytes()
+    code = main(["select", str(path), "--label", "y", "--host", "lightgbm", "--output",
+                 str(tmp_path / "." / "d.csv")])
+    assert code != 0
+    assert "is DATA itself" in capsys.readouterr().err
+    assert path.read_bytes() == before
