@@ -21,7 +21,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from unbiased_criteria.api import DEFAULT_MEMORY_BUDGET, adapter_for
-from unbiased_criteria.cross_fit import CrossFittedReport, cross_fit_folds
+from unbiased_criteria.cross_fit import CrossFittedReport, _fold_rows, cross_fit_folds
 
 __all__ = ["cross_fitted_importance", "UnbiasedSelector"]
 
@@ -105,7 +105,8 @@ def cross_fitted_importance(
     if n_labels != n_rows:  # before the splitter, whose message names neither argument
         raise ValueError(f"y: expected {n_rows} labels (one per row of X), got {n_labels}")
     splitter = check_cv(cv, y, classifier=is_classifier(estimator))
-    folds = list(splitter.split(X, y, groups))
+    folds = [(_fold_rows(train, n_rows, k, "training"), _fold_rows(held, n_rows, k, "held-out"))
+             for k, (train, held) in enumerate(splitter.split(X, y, groups))]
     if is_classifier(estimator):
         _check_fold_classes(np.asarray(y), folds)
 

@@ -327,3 +327,28 @@ def test_cli_select_refuses_to_write_over_its_data_file(tmp_path, capsys, data):
     assert code != 0
     assert "is DATA itself" in capsys.readouterr().err
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("fold", ["out_of_range", "empty_training", "empty_held_out"])
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_cross_fit_bad_custom_folds_name_cv(data, fold, task):
+    X, y, yc = data
+    half = np.arange(N // 2)
+    train, held = {"out_of_range": (half, half + N // 2 + 1),
+                   "empty_training": (half[:0], half),
+                   "empty_held_out": (half, half[:0])}[fold]
+    est = (lgb_small() if task == "regression" else
+           lightgbm.LGBMClassifier(n_estimators=3, min_child_samples=5, verbose=-1))
+    with pytest.raises(ValueError, match=r"^cv: fold 0's (training|held-out) rows must be"):
+        uc.cross_fitted_importance(est, X, y if task == "regression" else yc,
+                                   cv=[(train, held)], n_blocks=0)
+
+
+def test_cross_fit_accepts_lists(data):
+    X, y, _ = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # few held-out rows per split
+        from_lists = uc.cross_fitted_importance(lgb_small(), X.tolist(), y.tolist(), cv=2,
+                                                n_blocks=0)
+        from_arrays = uc.cross_fitted_importance(lgb_small(), X, y, cv=2, n_blocks=0)
+    pd.testing.assert_frame_equal(from_lists.to_frame(), from_arrays.to_frame())
