@@ -129,7 +129,7 @@ class _UnbiasedGBM(BaseEstimator):
         if self.criterion not in ("unbiased", "biased"):
             raise ValueError(
                 f"criterion: expected 'unbiased' or 'biased', got {self.criterion!r}")
-        for name in ("num_leaves", "min_child_samples", "min_k"):
+        for name in ("n_estimators", "num_leaves", "min_child_samples", "min_k"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
                 raise ValueError(f"{name}: expected a positive integer, got {value!r}")

@@ -352,3 +352,21 @@ def test_cross_fit_accepts_lists(data):
                                                 n_blocks=0)
         from_arrays = uc.cross_fitted_importance(lgb_small(), X, y, cv=2, n_blocks=0)
     pd.testing.assert_frame_equal(from_lists.to_frame(), from_arrays.to_frame())
+
+
+@pytest.mark.parametrize("make", [lambda: np.random.default_rng(3),
+                                  lambda: np.random.RandomState(3)])
+def test_grower_random_state_accepts_numpy_generators(data, make):
+    """As scikit-learn and LightGBM estimators: the same generator state, the same model."""
+    X, y, _ = data
+    first = small(uc.UnbiasedGBMRegressor).set_params(random_state=make()).fit(X, y)
+    second = small(uc.UnbiasedGBMRegressor).set_params(random_state=make()).fit(X, y)
+    np.testing.assert_array_equal(first.predict(X), second.predict(X))
+
+
+@pytest.mark.parametrize("param,value", [("random_state", -1), ("random_state", 1.5),
+                                         ("n_estimators", 2.7), ("n_estimators", "3")])
+def test_grower_seed_and_tree_count_types_are_checked(data, param, value):
+    X, y, _ = data
+    with pytest.raises(ValueError, match=f"^{param}"):
+        small(uc.UnbiasedGBMRegressor).set_params(**{param: value}).fit(X, y)

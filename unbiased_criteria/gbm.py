@@ -23,6 +23,7 @@ from .gains import tree_generator
 from .grower import GrowerParams, RowSets, feature_major, grow_tree
 from .metrics import Metric
 from .objectives import Objective
+from .options import seed_sequence
 from .trees import Forest
 
 __all__ = ["GBMParams", "GBMResult", "fit_gbm", "split_rows"]
@@ -137,8 +138,9 @@ def fit_gbm(
         Scored every iteration with ``metric``; the last one drives early stopping.
     metric : Metric, optional
         Needed with ``eval_sets``.
-    random_state : int, SeedSequence or None
-        Seeds the row splits and the k-draws (one stream per tree).
+    random_state : int, SeedSequence, Generator, RandomState or None
+        Seeds the row splits and the k-draws (one stream per tree); a Generator or
+        RandomState gives one draw of its stream.
     categorical : sequence of int
         Categorical features (non-negative integer codes, NaN missing): split by category
         sets (one-vs-rest up to ``grower.max_cat_to_onehot`` categories, else LightGBM's
@@ -152,8 +154,7 @@ def fit_gbm(
     y = np.asarray(y)
     objective.check_labels(np.asarray(y, dtype=np.float64), "y")
     K = objective.n_outputs
-    seed = random_state if isinstance(random_state, np.random.SeedSequence) else \
-        np.random.SeedSequence(random_state)
+    seed = seed_sequence(random_state, "random_state")
     binner = fit_bins(X, params.max_bin, categorical)
     codes = feature_major(binner.transform(X))
     with np.errstate(divide="ignore"):  # log(0): checked on the next line
