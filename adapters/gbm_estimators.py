@@ -194,6 +194,11 @@ class _UnbiasedGBM(BaseEstimator):
         # negative weights make negative hessians (XGBoost refuses them too)
         weight = None if sample_weight is None else _check_sample_weight(
             sample_weight, X, ensure_non_negative=True)
+        if isinstance(eval_set, tuple):  # one (X, y) pair, as LightGBM takes it
+            eval_set = [eval_set]
+        if eval_set is not None and not all(
+                isinstance(pair, tuple | list) and len(pair) == 2 for pair in eval_set):
+            raise ValueError("eval_set: expected a list of (X, y) pairs")
         if eval_sample_weight is not None and len(eval_sample_weight) != len(eval_set or ()):
             raise ValueError(f"eval_sample_weight: expected one entry per eval_set, got "
                              f"{len(eval_sample_weight)} for {len(eval_set or ())}")

@@ -370,3 +370,15 @@ def test_grower_seed_and_tree_count_types_are_checked(data, param, value):
     X, y, _ = data
     with pytest.raises(ValueError, match=f"^{param}"):
         small(uc.UnbiasedGBMRegressor).set_params(**{param: value}).fit(X, y)
+
+
+def test_eval_set_as_one_pair_and_nan_metric(data):
+    X, y, yc = data
+    pair = small(uc.UnbiasedGBMRegressor).fit(X, y, eval_set=(X, y))
+    listed = small(uc.UnbiasedGBMRegressor).fit(X, y, eval_set=[(X, y)])
+    assert pair.evals_result_ == listed.evals_result_
+    with pytest.raises(ValueError, match=r"eval_set: expected a list of \(X, y\) pairs"):
+        small(uc.UnbiasedGBMRegressor).fit(X, y, eval_set=[X])
+    with pytest.raises(ValueError, match="eval_set valid_0: metric 'auc' is NaN"):
+        small(uc.UnbiasedGBMClassifier, early_stopping_rounds=2).fit(
+            X, yc, eval_set=[(X, np.ones(N, dtype=np.int64))], eval_metric="auc")

@@ -196,6 +196,9 @@ def fit_gbm(
                           **grown.candidates})
         for (name, _, ey, ew), er in zip(eval_sets, evals_raw):
             history[name].append(metric(ey, er if K > 1 else er[:, 0], ew, objective))
+            if np.isnan(history[name][-1]):  # it would silently stall early stopping
+                raise ValueError(f"eval_set {name}: metric {metric.name!r} is NaN (e.g. AUC "
+                                 f"of a set with one class)")
         if eval_sets and params.early_stopping_rounds:
             score = history[eval_sets[-1][0]][-1]
             better = best_score is None or (
