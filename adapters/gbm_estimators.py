@@ -7,13 +7,19 @@ adapters, and ``unbiased_criteria`` exports them lazily by module name.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_is_fitted,
+    column_or_1d,
+    validate_data,
+)
 
 from unbiased_criteria.gains import SplitScore
 from unbiased_criteria.gbm import GBMParams, fit_gbm
@@ -35,17 +41,32 @@ _METRIC = {"squared_error": "l2", "poisson": "poisson", "binary_logistic": "bina
 def _category_codes(X, categories: dict | None):
     """``X`` with its pandas categorical columns replaced by their codes (NaN for missing or
     unseen values), and the categories of each such column; with ``categories`` given (at
-    predict time) a categorical column is coded with the training run's categories."""
+    predict time) a categorical column is coded with the training run's categories.
+
+    Text, datetime and other non-numeric columns are refused (as LightGBM does), and so is a
+    DataFrame whose categorical columns differ from the training run's."""
     if not isinstance(X, pd.DataFrame):
         return X, {}
+    if X.columns.duplicated().any():
+        dup = sorted({str(c) for c in X.columns[X.columns.duplicated()]})
+        raise ValueError(f"X: expected unique column names, got duplicates of {dup}")
     found = {c: list(dt.categories) for c, dt in X.dtypes.items()
              if isinstance(dt, pd.CategoricalDtype)}
+    bad = [f"{c} ({dt})" for c, dt in X.dtypes.items() if c not in found
+           and not pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt)]
+    if bad:
+        raise ValueError(f"X: columns must hold numbers, booleans or pandas categoricals; got "
+                         f"{', '.join(bad)} (convert text with .astype('category'))")
+    if categories is not None and list(found) != list(categories):
+        raise ValueError(f"X: the pandas categorical columns {list(found)} differ from those "
+                         f"of the training data {list(categories)}")
     if not found:
         return X, {}
     X = X.copy()
     for col in found:
-        cats = found[col] if categories is None else categories.get(col, found[col])
-        codes = pd.Categorical(X[col], categories=cats).codes.astype(np.float64)
+        cats = found[col] if categories is None else categories[col]
+        # set_categories: values outside the training run's categories become missing
+        codes = X[col].cat.set_categories(cats).cat.codes.to_numpy(np.float64)
         X[col] = np.where(codes < 0, np.nan, codes)
     return X, found
 
@@ -108,12 +129,24 @@ class _UnbiasedGBM(BaseEstimator):
         if self.criterion not in ("unbiased", "biased"):
             raise ValueError(
                 f"criterion: expected 'unbiased' or 'biased', got {self.criterion!r}")
-        for name in ("num_leaves", "min_child_samples", "min_k"):
+        for name in ("n_estimators", "num_leaves", "min_child_samples", "min_k"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
                 raise ValueError(f"{name}: expected a positive integer, got {value!r}")
         if self.num_leaves < 2:
             raise ValueError(f"num_leaves: expected at least 2, got {self.num_leaves!r}")
+        for name in ("learning_rate", "reg_alpha", "reg_lambda", "min_child_weight",
+                     "min_split_gain", "max_delta_step"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+                    or not np.isfinite(value) or (value < 0 and name != "max_delta_step"):
+                raise ValueError(f"{name}: expected a finite non-negative number, got "
+                                 f"{value!r}")
+        stop = self.early_stopping_rounds
+        if stop is not None and (isinstance(stop, bool) or not isinstance(stop, int | np.integer)
+                                 or stop < 0):
+            raise ValueError(f"early_stopping_rounds: expected a non-negative integer or None "
+                             f"(0: off), got {stop!r}")
         if self.n_jobs not in (None, 1):
             warnings.warn(f"n_jobs={self.n_jobs!r} is ignored: the grower runs on one thread",
                           UserWarning, stacklevel=3)
@@ -141,11 +174,16 @@ class _UnbiasedGBM(BaseEstimator):
         index = [names.index(c) for c in pandas_categories] if names is not None else []
         if isinstance(categorical_feature, str) and categorical_feature == "auto":
             return index
+        p = len(names) if names is not None else (np.shape(X)[1] if np.ndim(X) == 2 else 0)
         for item in categorical_feature:
             if isinstance(item, str):
                 if names is None or item not in names:
                     raise ValueError(f"categorical_feature: no column named {item!r}")
                 item = names.index(item)
+            elif isinstance(item, bool) or not isinstance(item, int | np.integer) \
+                    or not 0 <= item < p:  # a bool or -1 would silently pick a column
+                raise ValueError(f"categorical_feature: expected column names or indices in "
+                                 f"[0, {p}), got {item!r}")
             index.append(int(item))
         return sorted(set(index))
 
@@ -153,14 +191,36 @@ class _UnbiasedGBM(BaseEstimator):
              eval_sample_weight, eval_metric, encode, cat_index):
         names = getattr(self, "feature_names_in_", None)
         X = np.asarray(X, dtype=np.float64)
-        weight = None if sample_weight is None else _check_sample_weight(sample_weight, X)
+        # negative weights make negative hessians (XGBoost refuses them too)
+        weight = None if sample_weight is None else _check_sample_weight(
+            sample_weight, X, ensure_non_negative=True)
+        if isinstance(eval_set, tuple):  # one (X, y) pair, as LightGBM takes it
+            eval_set = [eval_set]
+        if eval_set is not None and not all(
+                isinstance(pair, tuple | list) and len(pair) == 2 for pair in eval_set):
+            raise ValueError("eval_set: expected a list of (X, y) pairs")
+        if eval_sample_weight is not None and len(eval_sample_weight) != len(eval_set or ()):
+            raise ValueError(f"eval_sample_weight: expected one entry per eval_set, got "
+                             f"{len(eval_sample_weight)} for {len(eval_set or ())}")
         evals = []
         for i, (ex, ey) in enumerate(eval_set or ()):
             ex, _ = _category_codes(ex, self._categories)
             ex = validate_data(self, ex, reset=False, ensure_all_finite="allow-nan",
                                dtype=np.float64)
-            ew = None if eval_sample_weight is None else np.asarray(eval_sample_weight[i])
-            evals.append((f"valid_{i}", ex, encode(np.asarray(ey)), ew))
+            ey = column_or_1d(ey)
+            if ey.shape[0] != ex.shape[0]:
+                raise ValueError(f"eval_set[{i}]: X has {ex.shape[0]} rows, y has "
+                                 f"{ey.shape[0]} labels")
+            ey = np.asarray(encode(ey), dtype=np.float64)
+            objective.check_labels(ey, f"eval_set[{i}] y")
+            ew = None
+            if eval_sample_weight is not None and eval_sample_weight[i] is not None:
+                try:
+                    ew = _check_sample_weight(eval_sample_weight[i], ex,
+                                              ensure_non_negative=True)
+                except ValueError as exc:
+                    raise ValueError(f"eval_sample_weight[{i}]: {exc}") from exc
+            evals.append((f"valid_{i}", ex, ey, ew))
         metric = get_metric(eval_metric or _METRIC[objective_name])
         result = fit_gbm(
             X, y_encoded, objective, self._params(), weight=weight,
@@ -217,9 +277,14 @@ class _UnbiasedGBM(BaseEstimator):
         split on it. ``to_frame()`` sums per feature (``feature_importances_``);
         ``std_error`` is a block jackknife over the training rows (``n_blocks`` blocks fixed
         for the run, each replicate leaving one block out of every D1' ratio), so
-        ``select()`` works; NaN with ``n_blocks < 2``.
+        ``select()`` works; NaN with ``n_blocks < 2``. Refused with
+        ``criterion="biased"`` (nothing is measured on held-out rows).
         """
         check_is_fitted(self, "_result")
+        if self.criterion == "biased":  # its empty candidate table would read as U = 0
+            raise ValueError("importance_report_: criterion='biased' measures nothing on "
+                             "held-out rows (feature_importances_ is NaN); fit with "
+                             "criterion='unbiased'")
         c = self._result.candidates.copy()
         names = list(self._result.forest.feature_names)
         if len(c) == 0:
@@ -253,8 +318,13 @@ class _UnbiasedGBM(BaseEstimator):
         check_is_fitted(self, "_result")
         from unbiased_criteria.adapters.xgboost.writer import booster_from_forest
 
-        return booster_from_forest(self._result.forest, self._objective_name,
-                                   self._result.binner.categorical)
+        booster = booster_from_forest(self._result.forest, self._objective_name,
+                                      self._result.binner.categorical)
+        if getattr(self, "feature_names_in_", None) is None:
+            # fitted without string column names: none, as XGBoost's own model, so that
+            # DMatrix(numpy) and DataFrames with other names predict
+            booster.feature_names = None
+        return booster
 
 
 class UnbiasedGBMRegressor(RegressorMixin, _UnbiasedGBM):
@@ -307,6 +377,8 @@ class UnbiasedGBMClassifier(ClassifierMixin, _UnbiasedGBM):
         X, self._categories = _category_codes(X, None)
         cat_index = self._categorical_index(X, self._categories, categorical_feature)
         X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64)
+        if y.dtype == object and pd.isna(y).any():  # else np.unique's TypeError
+            raise ValueError("y: contains missing labels (None or NaN)")
         check_classification_targets(y)
         self.classes_, y_enc = np.unique(y, return_inverse=True)
         K = self.classes_.size

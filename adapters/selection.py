@@ -21,7 +21,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from unbiased_criteria.api import DEFAULT_MEMORY_BUDGET, adapter_for
-from unbiased_criteria.cross_fit import CrossFittedReport, cross_fit_folds
+from unbiased_criteria.cross_fit import CrossFittedReport, _fold_rows, cross_fit_folds
 
 __all__ = ["cross_fitted_importance", "UnbiasedSelector"]
 
@@ -105,7 +105,10 @@ def cross_fitted_importance(
     if n_labels != n_rows:  # before the splitter, whose message names neither argument
         raise ValueError(f"y: expected {n_rows} labels (one per row of X), got {n_labels}")
     splitter = check_cv(cv, y, classifier=is_classifier(estimator))
-    folds = list(splitter.split(X, y, groups))
+    folds = [(_fold_rows(train, n_rows, k, "training"), _fold_rows(held, n_rows, k, "held-out"))
+             for k, (train, held) in enumerate(splitter.split(X, y, groups))]
+    if is_classifier(estimator):
+        _check_fold_classes(np.asarray(y), folds)
 
     def fit(X_train, y_train, w_train):
         model = clone(estimator)
@@ -121,6 +124,18 @@ def cross_fitted_importance(
         objective=objective, n_draws=n_draws, min_k=min_k, n_blocks=n_blocks,
         random_state=random_state, progress=progress, memory_budget=memory_budget,
     )
+
+
+def _check_fold_classes(y: np.ndarray, folds) -> None:
+    """Refuse folds whose held-out rows hold a class their training rows lack: that fold's
+    classifier has no output for it, so its rows cannot be scored."""
+    for k, (train, held) in enumerate(folds):
+        missing = np.setdiff1d(y[held], y[train])
+        if missing.size:
+            raise ValueError(
+                f"y: fold {k}'s held-out rows hold the classes {missing.tolist()}, absent from "
+                f"its training rows (a class with fewer rows than folds); use fewer folds or "
+                f"drop or merge the rare classes")
 
 
 class UnbiasedSelector(SelectorMixin, BaseEstimator):

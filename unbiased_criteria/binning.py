@@ -102,8 +102,11 @@ class BinMapper:
                 codes[:, f] = np.where(np.isnan(col), self.nan_bin,
                                        np.searchsorted(bounds, col, side="left"))
                 continue
-            pos = np.minimum(np.searchsorted(cats, col), max(cats.size - 1, 0))
-            known = ~np.isnan(col) & (cats.size > 0) & (cats[pos] == col)
+            if cats.size == 0:  # no category seen in training: every value is missing
+                codes[:, f] = self.nan_bin
+                continue
+            pos = np.minimum(np.searchsorted(cats, col), cats.size - 1)
+            known = ~np.isnan(col) & (cats[pos] == col)
             codes[:, f] = np.where(known, pos, self.nan_bin)
         return codes
 
@@ -143,7 +146,8 @@ def fit_bins(X: np.ndarray, max_bin: int = 255, categorical=()) -> BinMapper:
     if X.ndim != 2:
         raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
     if np.isinf(X).any():
-        raise ValueError("X contains infinite values; use NaN for missing values")
+        raise ValueError("X contains infinite values or values beyond the float32 range "
+                         "(|x| > 3.4e38, read as float32); use NaN for missing values")
     is_cat = np.zeros(X.shape[1], dtype=bool)
     is_cat[list(categorical)] = True
     categories = tuple(_categories(X[:, f], f, int(max_bin)) if is_cat[f] else None

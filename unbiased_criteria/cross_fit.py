@@ -228,6 +228,18 @@ def _n_rows(a) -> int:
     return a.shape[0] if hasattr(a, "shape") else len(a)
 
 
+def _fold_rows(rows, n: int, k: int, kind: str) -> np.ndarray:
+    """Fold ``k``'s ``kind`` rows as integer indices (from indices or a boolean mask)."""
+    rows = np.asarray(rows)
+    if rows.dtype == bool and rows.shape == (n,):
+        rows = np.flatnonzero(rows)
+    if rows.ndim != 1 or rows.dtype.kind not in "iu" or rows.size == 0 \
+            or rows.min() < 0 or rows.max() >= n:
+        raise ValueError(f"cv: fold {k}'s {kind} rows must be a non-empty array of row "
+                         f"indices in [0, {n}) (or a boolean mask of {n} rows)")
+    return rows
+
+
 def _iteration_cuts(reports: list[ImportanceReport], tree_iterations: list[np.ndarray],
                     iterations) -> list[int]:
     """Boosting iterations to keep of each fold's model.
@@ -297,6 +309,10 @@ def cross_fit_folds(
         raise ValueError("y: the labels are required")
     if hasattr(X, "tocsr"):  # scipy sparse: CSR rows can be indexed (a new matrix)
         X = X.tocsr()
+    if not hasattr(X, "shape"):  # lists: rows are indexed by arrays below
+        X = np.asarray(X)
+    if not hasattr(y, "shape"):
+        y = np.asarray(y)
     n = _n_rows(X)
     if _n_rows(y) != n:
         raise ValueError(f"y: expected {n} labels (one per row of X), got {_n_rows(y)}")
@@ -305,9 +321,16 @@ def cross_fit_folds(
         if sample_weight.shape != (n,):
             raise ValueError(f"sample_weight: expected shape ({n},), got "
                              f"{sample_weight.shape}")
-        if not np.all(sample_weight >= 0) or not sample_weight.any():
-            raise ValueError("sample_weight: expected non-negative weights, not all zero")
-    folds = list(folds)
+        if not np.all(np.isfinite(sample_weight) & (sample_weight >= 0)) \
+                or not sample_weight.any():
+            raise ValueError("sample_weight: expected finite non-negative weights, not all "
+                             "zero")
+    y_values = np.asarray(y)
+    if y_values.dtype.kind == "f" and not np.all(np.isfinite(y_values)):
+        # before the folds, whose checks would name y_valid or y_train
+        raise ValueError("y: contains NaN or infinite labels")
+    folds = [(_fold_rows(train, n, k, "training"), _fold_rows(held, n, k, "held-out"))
+             for k, (train, held) in enumerate(folds)]
     if not folds:
         raise ValueError("cv: expected at least one fold")
     seeds = _fold_seeds(random_state, len(folds))

@@ -23,6 +23,7 @@ from .gains import tree_generator
 from .grower import GrowerParams, RowSets, feature_major, grow_tree
 from .metrics import Metric
 from .objectives import Objective
+from .options import seed_sequence
 from .trees import Forest
 
 __all__ = ["GBMParams", "GBMResult", "fit_gbm", "split_rows"]
@@ -137,8 +138,9 @@ def fit_gbm(
         Scored every iteration with ``metric``; the last one drives early stopping.
     metric : Metric, optional
         Needed with ``eval_sets``.
-    random_state : int, SeedSequence or None
-        Seeds the row splits and the k-draws (one stream per tree).
+    random_state : int, SeedSequence, Generator, RandomState or None
+        Seeds the row splits and the k-draws (one stream per tree); a Generator or
+        RandomState gives one draw of its stream.
     categorical : sequence of int
         Categorical features (non-negative integer codes, NaN missing): split by category
         sets (one-vs-rest up to ``grower.max_cat_to_onehot`` categories, else LightGBM's
@@ -146,16 +148,20 @@ def fit_gbm(
     """
     if objective.renews_leaves:
         raise ValueError(f"objective {objective.name!r} renews its leaves; the grower refuses it")
-    X = np.asarray(X, dtype=np.float32)
+    with np.errstate(over="ignore"):  # beyond float32: inf, refused by fit_bins
+        X = np.asarray(X, dtype=np.float32)
     n, p = X.shape
     y = np.asarray(y)
     objective.check_labels(np.asarray(y, dtype=np.float64), "y")
     K = objective.n_outputs
-    seed = random_state if isinstance(random_state, np.random.SeedSequence) else \
-        np.random.SeedSequence(random_state)
+    seed = seed_sequence(random_state, "random_state")
     binner = fit_bins(X, params.max_bin, categorical)
     codes = feature_major(binner.transform(X))
-    base = np.asarray(objective.init_score(y, weight), dtype=np.float64).reshape(K)
+    with np.errstate(divide="ignore"):  # log(0): checked on the next line
+        base = np.asarray(objective.init_score(y, weight), dtype=np.float64).reshape(K)
+    if not np.all(np.isfinite(base)):
+        raise ValueError(f"y: the {objective.name} objective's initial score is not finite "
+                         f"({base}); e.g. poisson with every (weighted) label 0")
     raw = np.tile(base, (n, 1))
     evals_raw = [np.tile(base, (np.shape(ex)[0], 1)) for _, ex, _, _ in eval_sets]
     evals_X = [np.asarray(ex, dtype=np.float32).astype(np.float64) for _, ex, _, _ in eval_sets]
@@ -190,6 +196,9 @@ def fit_gbm(
                           **grown.candidates})
         for (name, _, ey, ew), er in zip(eval_sets, evals_raw):
             history[name].append(metric(ey, er if K > 1 else er[:, 0], ew, objective))
+            if np.isnan(history[name][-1]):  # it would silently stall early stopping
+                raise ValueError(f"eval_set {name}: metric {metric.name!r} is NaN (e.g. AUC "
+                                 f"of a set with one class)")
         if eval_sets and params.early_stopping_rounds:
             score = history[eval_sets[-1][0]][-1]
             better = best_score is None or (

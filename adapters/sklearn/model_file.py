@@ -129,4 +129,8 @@ def make_estimator(task: str, params: dict[str, Any]) -> Any:
         raise InputError(f"task: expected 'classification' or 'regression', got {task!r}")
     estimator = (HistGradientBoostingClassifier if task == "classification"
                  else HistGradientBoostingRegressor)
+    unknown = sorted(set(params) - set(estimator().get_params()))
+    if unknown:  # else a TypeError from the constructor, reported as an internal error
+        raise InputError(f"--param {', '.join(unknown)}: not a parameter of "
+                         f"{estimator.__name__}")
     return estimator(**params)
