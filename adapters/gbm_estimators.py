@@ -135,6 +135,13 @@ class _UnbiasedGBM(BaseEstimator):
                 raise ValueError(f"{name}: expected a positive integer, got {value!r}")
         if self.num_leaves < 2:
             raise ValueError(f"num_leaves: expected at least 2, got {self.num_leaves!r}")
+        depth = self.max_depth
+        if isinstance(depth, bool) or not isinstance(depth, int | np.integer):
+            raise ValueError(f"max_depth: expected an integer (<= 0: no limit), got {depth!r}")
+        if isinstance(self.ratios, str | bytes) or not all(
+                isinstance(v, numbers.Real) and not isinstance(v, bool) for v in self.ratios):
+            raise ValueError(f"ratios: expected 2 or 3 positive numbers (|D| : |D1'| [: |D2'|]), "
+                             f"got {self.ratios!r}")
         for name in ("learning_rate", "reg_alpha", "reg_lambda", "min_child_weight",
                      "min_split_gain", "max_delta_step"):
             value = getattr(self, name)

@@ -264,6 +264,7 @@ def test_cli_select_unknown_sklearn_param_is_an_input_error(tmp_path, capsys, da
 @pytest.mark.parametrize("param,value", [
     ("reg_lambda", -1.0), ("reg_alpha", -1.0), ("min_child_weight", -1.0),
     ("min_split_gain", np.nan), ("learning_rate", "x"), ("early_stopping_rounds", -1),
+    ("max_depth", 2.5), ("ratios", "111"), ("ratios", (1, True, 1)),
 ])
 def test_bad_numeric_parameters_name_themselves(data, param, value):
     X, y, _ = data
