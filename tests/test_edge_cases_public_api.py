@@ -1,0 +1,63 @@
+"""Edge cases of the public surface found by probing: each test failed before its fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import unbiased_criteria as uc
+
+xgb = pytest.importorskip("xgboost")
+
+
+def _categorical_frame(n: int, seed: int) -> tuple[pd.DataFrame, pd.Series]:
+    rng = np.random.default_rng(seed)
+    cats = ["a", "b", "c", "d"]
+    X = pd.DataFrame({"x1": rng.normal(size=n),
+                      "c": pd.Categorical(rng.choice(cats, n), categories=cats),
+                      "x3": rng.normal(size=n)})
+    y = pd.Series(X["x1"] + (X["c"] == "b") * 1.0 + 0.5 * rng.normal(size=n))
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def xgb_categorical():
+    X, y = _categorical_frame(600, 0)
+    Xv, yv = _categorical_frame(600, 1)
+    bst = xgb.train({"tree_method": "hist", "max_depth": 3},
+                    xgb.DMatrix(X, y, enable_categorical=True), 20)
+    return bst, X, y, Xv, yv
+
+
+def test_xgboost_held_out_categories_reordered_are_recoded_as_xgboost_does(xgb_categorical):
+    # XGBoost recodes a frame's categories to the ones it stored; a sliced Booster (our
+    # chunks) did not, so reordered categories were routed by the wrong codes, silently
+    bst, X, y, Xv, yv = xgb_categorical
+    reordered = Xv.copy()
+    reordered["c"] = reordered["c"].cat.reorder_categories(["d", "c", "b", "a"])
+    before = reordered.copy()
+    host = xgb.DMatrix
+    np.testing.assert_array_equal(bst.predict(host(Xv, enable_categorical=True)),
+                                  bst.predict(host(reordered, enable_categorical=True)))
+    want = uc.unbiased_importance(bst, X, y, Xv, yv, random_state=0)
+    got = uc.unbiased_importance(bst, X, y, reordered, yv, random_state=0)
+    pd.testing.assert_frame_equal(got.to_frame(), want.to_frame())
+    pd.testing.assert_frame_equal(reordered, before)
+    # the training rows too, and pruning
+    Xr = X.copy()
+    Xr["c"] = Xr["c"].cat.reorder_categories(["b", "d", "a", "c"])
+    pruned = uc.prune(bst, Xr, y, reordered, yv, random_state=0)
+    oracle = uc.prune(bst, X, y, Xv, yv, random_state=0)
+    np.testing.assert_array_equal(pruned.predict(host(Xv, enable_categorical=True)),
+                                  oracle.predict(host(Xv, enable_categorical=True)))
+
+
+def test_xgboost_held_out_category_the_model_never_saw_is_an_error(xgb_categorical):
+    # XGBoost refuses it when predicting; we scored it silently
+    bst, X, y, Xv, yv = xgb_categorical
+    unseen = Xv.copy()
+    unseen["c"] = unseen["c"].cat.add_categories(["zz"])
+    unseen.loc[:10, "c"] = "zz"
+    with pytest.raises(ValueError, match=r"X_valid's column 'c' .*'zz'"):
+        uc.unbiased_importance(bst, X, y, unseen, yv, random_state=0)
