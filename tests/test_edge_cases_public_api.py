@@ -61,3 +61,36 @@ def test_xgboost_held_out_category_the_model_never_saw_is_an_error(xgb_categoric
     unseen.loc[:10, "c"] = "zz"
     with pytest.raises(ValueError, match=r"X_valid's column 'c' .*'zz'"):
         uc.unbiased_importance(bst, X, y, unseen, yv, random_state=0)
+
+
+@pytest.fixture()
+def cli_files(tmp_path):
+    """An XGBoost model file and a data file for it."""
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=300), "b": rng.normal(size=300)})
+    y = X["a"] + rng.normal(size=300)
+    xgb.train({"max_depth": 2, "nthread": 1}, xgb.DMatrix(X, y), 3).save_model(
+        tmp_path / "m.json")
+    X.assign(y=y).to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "folder").mkdir()
+    return tmp_path
+
+
+@pytest.mark.parametrize("command,option,target", [
+    ("importance", "--plot", "folder"),
+    ("importance", "--plot", "absent/p.png"),
+    ("importance", "--output", "absent/t.csv"),
+    ("prune", "--output", "absent/m.json"),
+])
+def test_cli_unwritable_target_is_refused_before_any_work(cli_files, capsys, command, option,
+                                                          target):
+    # --plot into a folder printed the whole table, then an error naming our temporary file
+    from unbiased_criteria.cli import main
+
+    path = cli_files / target
+    code = main([command, str(cli_files / "m.json"), "--valid", str(cli_files / "d.csv"),
+                 "--label", "y", option, str(path)])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.startswith(f"unbiased-criteria: error: {option} {path}: ")
+    assert ".tmp" not in err and len(err.strip().splitlines()) == 1
