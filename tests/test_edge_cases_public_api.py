@@ -94,3 +94,13 @@ def test_cli_unwritable_target_is_refused_before_any_work(cli_files, capsys, com
     assert code == 2 and out == ""
     assert err.startswith(f"unbiased-criteria: error: {option} {path}: ")
     assert ".tmp" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("alpha", [0, 1, 1.5, -0.1, float("nan"), "0.05", None])
+def test_report_select_alpha_outside_zero_one_is_an_error(xgb_categorical, alpha):
+    # 1.5 or NaN selected no feature, silently (CrossFittedReport.select already refused)
+    bst, X, y, Xv, yv = xgb_categorical
+    report = uc.unbiased_importance(bst, X, y, Xv, yv, random_state=0)
+    assert report.select(0.05)  # the same report selects at a valid level
+    with pytest.raises(ValueError, match=r"alpha: expected a number in \(0, 1\)"):
+        report.select(alpha)
