@@ -104,3 +104,19 @@ def test_report_select_alpha_outside_zero_one_is_an_error(xgb_categorical, alpha
     assert report.select(0.05)  # the same report selects at a valid level
     with pytest.raises(ValueError, match=r"alpha: expected a number in \(0, 1\)"):
         report.select(alpha)
+
+
+def test_lightgbm_held_out_without_the_category_dtype_names_the_argument():
+    # LightGBM's own message named neither X_valid nor the columns:
+    # "train and valid dataset categorical_feature do not match."
+    lgb = pytest.importorskip("lightgbm")
+    X, y = _categorical_frame(400, 0)
+    Xv, yv = _categorical_frame(400, 1)
+    model = lgb.train({"objective": "regression", "verbose": -1, "min_data_per_group": 5},
+                      lgb.Dataset(X, y), 5)
+    as_text = Xv.assign(c=Xv["c"].astype(str))
+    with pytest.raises(ValueError, match=r"X_valid has 0 pandas category column\(s\) "
+                                         r"\(none\) but the model was trained with 1"):
+        uc.unbiased_importance(model, X, y, as_text, yv, random_state=0)
+    with pytest.raises(ValueError, match=r"X_train has 2 pandas category column\(s\) \(c, x3\)"):
+        uc.unbiased_importance(model, X.assign(x3=pd.Categorical(X["x3"] > 0)), y, Xv, yv)
