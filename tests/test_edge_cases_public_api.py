@@ -120,3 +120,24 @@ def test_lightgbm_held_out_without_the_category_dtype_names_the_argument():
         uc.unbiased_importance(model, X, y, as_text, yv, random_state=0)
     with pytest.raises(ValueError, match=r"X_train has 2 pandas category column\(s\) \(c, x3\)"):
         uc.unbiased_importance(model, X.assign(x3=pd.Categorical(X["x3"] > 0)), y, Xv, yv)
+
+
+@pytest.mark.parametrize("command,option,target", [
+    ("prune", "--output", "d.csv"),
+    ("importance", "--output", "d.csv"),
+    ("importance", "--output", "m.json"),
+    ("importance", "--plot", "d.csv"),
+])
+def test_cli_never_writes_over_its_input_files(cli_files, capsys, command, option, target):
+    # prune --output DATA replaced the data file with the pruned model (importance: with the
+    # table); --output the input model stays allowed for prune only
+    from unbiased_criteria.cli import main
+
+    before = {p.name: p.read_bytes() for p in (cli_files / "m.json", cli_files / "d.csv")}
+    code = main([command, str(cli_files / "m.json"), "--valid", str(cli_files / "d.csv"),
+                 "--label", "y", option, str(cli_files / target)])
+    err = capsys.readouterr().err
+    assert code == 2 and "itself; write it elsewhere" in err
+    assert {p: (cli_files / p).read_bytes() for p in before} == before
+    assert main(["prune", str(cli_files / "m.json"), "--valid", str(cli_files / "d.csv"),
+                 "--label", "y", "--output", str(cli_files / "m.json")]) == 0

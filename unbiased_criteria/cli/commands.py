@@ -77,8 +77,9 @@ def cmd_importance(args) -> int:
 
     if args.splits and args.alpha is not None:
         raise InputError("--alpha applies to the per-feature table, not to --splits")
-    check_target(args.output, "--output")
-    check_target(args.plot, "--plot")
+    inputs = {"MODEL": args.model, "--train": args.train, "--valid": args.valid}
+    check_target(args.output, "--output", inputs)
+    check_target(args.plot, "--plot", inputs)
     data = load_inputs(args)
     report = unbiased_importance(
         data.model.model, data.X_train, data.y_train, data.X_valid, data.y_valid,
@@ -101,7 +102,8 @@ def cmd_prune(args) -> int:
     """``unbiased-criteria prune``: remove the splits with unbiased gain <= threshold."""
     from ..api import prune_forest
 
-    check_target(args.output, "--output")
+    # --output may be MODEL (written atomically), never a data file
+    check_target(args.output, "--output", {"--train": args.train, "--valid": args.valid})
     data = load_inputs(args)
     output = Path(args.output)
     result = prune_forest(

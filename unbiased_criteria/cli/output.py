@@ -88,14 +88,20 @@ def format_frame(frame: pd.DataFrame, fmt: str, index: bool) -> str:
     return out.to_string(index=False) + "\n"
 
 
-def check_target(path: str | None, option: str) -> None:
+def check_target(path: str | None, option: str,
+                 inputs: dict[str, str | None] | None = None) -> None:
     """Refuse, before any work, a file to write that is a folder or whose folder is missing
-    (found only after the computation, and for ``--plot`` after the table was printed)."""
+    (found only after the computation, and for ``--plot`` after the table was printed), or
+    that is one of ``inputs`` (option -> path): the result would replace that file."""
     if path is None or path == "-":
         return
     target = Path(path)
     if target.is_dir():
         raise InputError(f"{option} {path}: is a directory")
+    for name, source in (inputs or {}).items():
+        if source is not None and target.exists() and Path(source).exists() \
+                and target.samefile(source):
+            raise InputError(f"{option} {path}: is {name} itself; write it elsewhere")
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         raise InputError(f"{option} {path}: cannot be written: no folder {str(folder)!r}")
