@@ -141,3 +141,29 @@ def test_cli_never_writes_over_its_input_files(cli_files, capsys, command, optio
     assert {p: (cli_files / p).read_bytes() for p in before} == before
     assert main(["prune", str(cli_files / "m.json"), "--valid", str(cli_files / "d.csv"),
                  "--label", "y", "--output", str(cli_files / "m.json")]) == 0
+
+
+@pytest.mark.parametrize("host", ["lightgbm", "xgboost"])
+def test_estimator_without_any_split_has_zero_importance_not_nan(host):
+    # 30 rows: the host makes no split (LightGBM's min_data_in_leaf=20; XGBoost's
+    # min_child_weight here), its own feature_importances_ are 0; ours were NaN, silently
+    pytest.importorskip("sklearn")
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(30, 3)), columns=["a", "b", "c"])
+    y = X["a"] + rng.normal(size=30)
+    if host == "lightgbm":
+        lgb = pytest.importorskip("lightgbm")
+        from unbiased_criteria.adapters.lightgbm import UnbiasedLGBMRegressor as Est
+        plain = lgb.LGBMRegressor(n_estimators=5, verbose=-1).fit(X, y)
+        kwargs = {"verbose": -1}
+    else:
+        from unbiased_criteria.adapters.xgboost import UnbiasedXGBRegressor as Est
+        plain = xgb.XGBRegressor(n_estimators=5, min_child_weight=1e6).fit(X, y)
+        kwargs = {"min_child_weight": 1e6}
+    np.testing.assert_array_equal(plain.feature_importances_, 0)
+    model = Est(n_estimators=5, random_state=0, **kwargs).fit(X, y)
+    np.testing.assert_array_equal(model.feature_importances_, np.zeros(3))
+    assert model.training_splits_.empty
+    # nothing could be scored at all: still NaN, as documented
+    off = Est(n_estimators=5, prune_threshold=None, random_state=0, **kwargs).fit(X, y)
+    assert np.isnan(off.feature_importances_).all()
