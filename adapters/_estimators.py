@@ -85,8 +85,9 @@ class TrainingImportance:
         is too: a noise feature's expected total is <= 0. The sum over the kept splits only
         would not be: they were kept *because* their U was high on the very rows that
         measured it (the winner's curse: continuous noise then outranks informative
-        features). Not normalised; NaN for every feature when no split was scored
-        (``prune_threshold=None`` or ``holdout_fraction=0``). Standard errors and
+        features). Not normalised; NaN for every feature when nothing could be scored
+        (``prune_threshold=None``, ``holdout_fraction=0``, no held-out row), 0 when the host
+        made no split. Standard errors and
         ``select()``: ``training_report(model)``.
         """
         return self._training_record().importances()

@@ -198,6 +198,7 @@ def boost(
     best: dict[tuple[str, str], tuple[float, int]] = {}
     best_iteration = -1
     bar = progress_bar(num_boost_round, progress, "rounds")
+    scoring = False  # some round had held-out rows to score splits with
 
     for it in range(num_boost_round):
         score = raw if K > 1 else raw[:, 0]
@@ -206,6 +207,7 @@ def boost(
         held_rows = holdout.held_rows(n, it, options)  # in random order: the draws' ranks
         held = np.zeros(n, dtype=bool)
         held[held_rows] = True
+        scoring |= prune_threshold is not None and bool(held_rows.size)
         g_fit, h_fit = g.copy(), h.copy()
         g_fit[held], h_fit[held] = 0.0, 0.0
         new = grower.grow(g_fit, h_fit)
@@ -262,7 +264,8 @@ def boost(
     splits = (
         pd.DataFrame({c: np.concatenate([records[i][c] for i in order])
                       for c in records[order[0]]})
-        if order else None
+        # scored, but no tree had a split: an empty table (importance 0), not None (NaN)
+        if order else (pd.DataFrame() if scoring else None)
     )
     jackknife = (np.concatenate([replicates[i] for i in order])
                  if order and blocks is not None else None)

@@ -77,6 +77,9 @@ class ImportanceReport:
         """
         from scipy.stats import t as student_t
 
+        # as CrossFittedReport.select: 1.5 or NaN selected nothing, silently
+        if not isinstance(alpha, int | float | np.floating) or not 0 < alpha < 1:
+            raise ValueError(f"alpha: expected a number in (0, 1), got {alpha!r}")
         if len(self.splits) == 0:
             raise ValueError("select() has nothing to test: the model has no splits")
         if "usable" in self.splits and not self.splits["usable"].any():

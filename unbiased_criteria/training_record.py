@@ -48,6 +48,8 @@ class TrainingRecord:
     splits: pd.DataFrame
     jackknife: np.ndarray | None
     feature_names: tuple[str, ...]
+    #: False when nothing could be scored (scoring off, no held-out rows): importances NaN
+    scored: bool = True
 
     @classmethod
     def from_result(cls, result: BoostResult, n_trees: int, n_outputs: int,
@@ -57,7 +59,7 @@ class TrainingRecord:
         if result.splits is None or result.splits.empty:
             splits = pd.DataFrame({c: pd.Series(dtype=object if c == "feature" else np.float64)
                                    for c in SPLIT_COLUMNS})
-            return cls(splits, None, names)
+            return cls(splits, None, names, scored=result.splits is not None)
         inside = (result.splits["tree"] < n_trees).to_numpy()
         out = result.splits.loc[inside].reset_index(drop=True)
         out["iteration"] = (out["tree"] // n_outputs).astype(np.int64)
@@ -67,10 +69,12 @@ class TrainingRecord:
 
     def importances(self) -> np.ndarray:
         """Per feature, the sum of U over every scored split (kept or not); NaN for every
-        feature when nothing was scored."""
+        feature when nothing could be scored, 0 when scoring found no split."""
         out = np.zeros(len(self.feature_names))
-        if self.splits.empty:
+        if not self.scored:
             return np.full_like(out, np.nan)
+        if self.splits.empty:
+            return out
         np.add.at(out, self.splits["feature_index"].to_numpy(dtype=np.int64),
                   self.splits["unbiased_gain"].to_numpy(dtype=np.float64))
         return out

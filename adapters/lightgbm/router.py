@@ -21,7 +21,8 @@ from unbiased_criteria.validation import check_column_names, check_matrix
 __all__ = ["make_router"]
 
 
-def _check_X(X: Any, forest: Forest, argument: str) -> Any:
+def _check_X(X: Any, forest: Forest, argument: str, pandas_categorical: list | None = None
+             ) -> Any:
     """Validate ``X`` against the model; return it (numpy converted, never modified)."""
     X = check_matrix(X, forest.n_features, argument)
     if sparse.issparse(X) and X.format not in ("csr", "csc"):
@@ -33,6 +34,17 @@ def _check_X(X: Any, forest: Forest, argument: str) -> Any:
         columns = [str(c) for c in X.columns]
         check_column_names([c.replace(" ", "_") for c in columns], model_names, argument,
                            shown=columns)
+    if isinstance(X, pd.DataFrame) and pandas_categorical is not None:
+        # LightGBM maps the category columns to its stored categories by position and, when
+        # their count differs, says only "train and valid dataset categorical_feature do not
+        # match", naming neither the argument nor the columns
+        cat_cols = [str(c) for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)]
+        if len(cat_cols) != len(pandas_categorical):
+            raise ValueError(
+                f"{argument} has {len(cat_cols)} pandas category column(s) "
+                f"({', '.join(cat_cols) or 'none'}) but the model was trained with "
+                f"{len(pandas_categorical)}: give the model's categorical features the "
+                "category dtype, as when it was trained")
     return X
 
 
@@ -76,7 +88,7 @@ def make_router(
             f"model has {booster.num_trees()} trees but model_ir has {n_trees}: "
             "model_ir must be read_model(model)"
         )
-    X = _check_X(X, forest, argument)
+    X = _check_X(X, forest, argument, getattr(booster, "pandas_categorical", None))
     n_rows = int(X.shape[0])
     K = booster.num_model_per_iteration()
     # predict(pred_leaf=True) fills a float64 array, then casts it to int32: 12 bytes a leaf id

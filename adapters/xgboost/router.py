@@ -49,6 +49,43 @@ def _check_X(X: Any, model_ir: Model, argument: str, missing: float) -> tuple[An
     return X, kwargs
 
 
+def _stored_categories(bst: xgboost.Booster) -> dict[str, list] | None:
+    """Per feature name, the categories the model stores (XGBoost 3.1+); None when they
+    cannot be read here (older XGBoost, no pyarrow)."""
+    try:
+        pairs = bst.get_categories(export_to_arrow=True).to_arrow()
+    except (AttributeError, ImportError):
+        return None
+    return {str(name): list(arr.to_pylist()) for name, arr in (pairs or []) if arr is not None}
+
+
+def _recode_categories(X: pd.DataFrame, bst: xgboost.Booster, argument: str) -> tuple[
+        pd.DataFrame, bool]:
+    """``X`` with its category columns on the categories the model stores, as XGBoost
+    recodes them when it predicts with the whole model; and whether a sliced Booster may
+    route it. A slice forgets the stored categories and reads the codes as they are, so a
+    held-out frame with categories reordered or missing was routed by the wrong codes."""
+    cat_columns = [c for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)]
+    if not cat_columns:
+        return X, True
+    stored = _stored_categories(bst)
+    if stored is None:  # cannot recode here: route with the whole model, which recodes
+        return X, False
+    recoded = {}
+    for c in cat_columns:
+        cats = stored.get(str(c))
+        if cats is None or list(X[c].cat.categories) == cats:
+            continue
+        values = X[c].dropna()
+        unseen = pd.unique(values[~values.isin(cats)])
+        if len(unseen):
+            raise ValueError(
+                f"{argument}'s column {c!r} holds categories the model was not trained with: "
+                f"{', '.join(repr(v) for v in unseen[:5])}")
+        recoded[c] = X[c].cat.set_categories(cats)
+    return (X.assign(**{str(c): v for c, v in recoded.items()}) if recoded else X), True
+
+
 def _dmatrix(X: Any, start: int, stop: int, kwargs: dict, argument: str) -> xgboost.DMatrix:
     """Rows ``start:stop`` of ``X`` as a DMatrix."""
     part = X if (start == 0 and stop == X.shape[0]) else (
@@ -114,6 +151,9 @@ def make_router(
     missing = getattr(model, "missing", np.nan) if isinstance(model, xgboost.XGBModel) \
         else np.nan
     X, kwargs = _check_X(X, model_ir, argument, np.nan if missing is None else missing)
+    may_slice = True
+    if isinstance(X, pd.DataFrame):
+        X, may_slice = _recode_categories(X, bst, argument)
     n_rows = int(X.shape[0])
     trees_json = _gbtree(model_ir.source["learner"])[0]["trees"]
     if len(trees_json) != forest.n_trees or bst.num_boosted_rounds() != (
@@ -138,6 +178,8 @@ def make_router(
             raise ValueError(f"tree range [{start}, {stop}) outside 0..{forest.n_trees}")
         # slicing a Booster selects iterations; take the iterations covering the range
         it0, it1 = int(iteration[start]), int(iteration[stop - 1]) + 1
+        if not may_slice:
+            it0, it1 = 0, n_iter
         part = bst if (it0 == 0 and it1 == n_iter) else bst[it0:it1]
         offset = start - int(first[it0])
         if whole is not None:

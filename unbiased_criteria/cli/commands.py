@@ -20,7 +20,7 @@ from ..errors import InputError
 from ..files import write_atomic
 from ..model_files import ModelFile
 from .files import load_model, model_schema, prepare_data, read_table
-from .output import format_frame, save_plot, write_output
+from .output import check_target, format_frame, save_plot, write_output
 
 __all__ = ["Inputs", "load_inputs", "api_options", "cmd_importance", "cmd_prune"]
 
@@ -77,6 +77,9 @@ def cmd_importance(args) -> int:
 
     if args.splits and args.alpha is not None:
         raise InputError("--alpha applies to the per-feature table, not to --splits")
+    inputs = {"MODEL": args.model, "--train": args.train, "--valid": args.valid}
+    check_target(args.output, "--output", inputs)
+    check_target(args.plot, "--plot", inputs)
     data = load_inputs(args)
     report = unbiased_importance(
         data.model.model, data.X_train, data.y_train, data.X_valid, data.y_valid,
@@ -99,10 +102,10 @@ def cmd_prune(args) -> int:
     """``unbiased-criteria prune``: remove the splits with unbiased gain <= threshold."""
     from ..api import prune_forest
 
+    # --output may be MODEL (written atomically), never a data file
+    check_target(args.output, "--output", {"--train": args.train, "--valid": args.valid})
     data = load_inputs(args)
     output = Path(args.output)
-    if output.is_dir():
-        raise InputError(f"--output {args.output}: is a directory")
     result = prune_forest(
         data.model.model, data.X_train, data.y_train, data.X_valid, data.y_valid,
         threshold=args.threshold, refit_leaves=args.refit_leaves,

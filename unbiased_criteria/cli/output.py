@@ -18,7 +18,7 @@ from ..errors import InputError
 from ..files import write_atomic
 
 __all__ = ["PROG", "warn", "show_warning", "first_line", "short", "format_frame",
-           "write_output", "save_plot"]
+           "write_output", "save_plot", "check_target"]
 
 PROG = "unbiased-criteria"
 
@@ -88,6 +88,25 @@ def format_frame(frame: pd.DataFrame, fmt: str, index: bool) -> str:
     return out.to_string(index=False) + "\n"
 
 
+def check_target(path: str | None, option: str,
+                 inputs: dict[str, str | None] | None = None) -> None:
+    """Refuse, before any work, a file to write that is a folder or whose folder is missing
+    (found only after the computation, and for ``--plot`` after the table was printed), or
+    that is one of ``inputs`` (option -> path): the result would replace that file."""
+    if path is None or path == "-":
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(f"{option} {path}: is a directory")
+    for name, source in (inputs or {}).items():
+        if source is not None and target.exists() and Path(source).exists() \
+                and target.samefile(source):
+            raise InputError(f"{option} {path}: is {name} itself; write it elsewhere")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError(f"{option} {path}: cannot be written: no folder {str(folder)!r}")
+
+
 def write_output(text: str, output: str | None) -> None:
     """``text`` to stdout (``output`` None or ``-``) or atomically to the file ``output``."""
     if output is None or output == "-":
@@ -116,7 +135,9 @@ def save_plot(report, path: str, title: str) -> None:
         fmt = Path(path).suffix.lstrip(".").lower() or None
         ax.figure.savefig(buffer, format=fmt, bbox_inches="tight", dpi=100)
         write_atomic(path, buffer.getvalue())
-    except (ValueError, OSError) as err:
+    except OSError as err:  # its strerror: the message names our temporary file
+        raise InputError(f"--plot {path}: cannot be written: {err.strerror or err}") from None
+    except ValueError as err:
         raise InputError(f"--plot {path}: cannot be written: {first_line(err)}") from None
     finally:
         plt.close(ax.figure)
