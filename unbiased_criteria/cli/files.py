@@ -14,7 +14,7 @@ from ..errors import InputError
 from ..model_files import ModelFile, Schema
 from .output import first_line, short, warn
 
-__all__ = ["load_model", "model_schema", "read_table", "prepare_data"]
+__all__ = ["load_model", "model_schema", "read_table", "prepare_data", "weight_values"]
 
 
 def _readable_file(path: str | Path, what: str) -> Path:
@@ -209,6 +209,15 @@ def _to_category(values: pd.Series, categories: list | None, column: str, option
                      index=values.index, name=values.name)
 
 
+def weight_values(column: pd.Series, option: str, path: str) -> np.ndarray:
+    """A weight column as float64; missing or non-numeric values are refused."""
+    w = pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64)
+    if np.isnan(w).any():
+        raise InputError(f"{option} {path}: weight column {column.name!r} has missing or "
+                         "non-numeric values")
+    return w
+
+
 def prepare_data(frame: pd.DataFrame, schema: Schema, label: str, weight: str | None,
                  option: str, path: str) -> tuple[pd.DataFrame, np.ndarray, np.ndarray | None]:
     """Split a data file into features (in the model's order and types), labels and weights.
@@ -246,12 +255,7 @@ def prepare_data(frame: pd.DataFrame, schema: Schema, label: str, weight: str | 
     text_labels = _is_text(y) or isinstance(y.dtype, pd.CategoricalDtype)
     if text_labels and not schema.text_labels:
         raise InputError(f"{option} {path}: label column {label!r} must hold numbers")
-    w = None
-    if weight is not None:
-        w = pd.to_numeric(frame[weight], errors="coerce").to_numpy(dtype=np.float64)
-        if np.isnan(w).any():
-            raise InputError(f"{option} {path}: weight column {weight!r} has missing or "
-                            "non-numeric values")
+    w = None if weight is None else weight_values(frame[weight], option, path)
     rest = frame.drop(columns=[c for c in (label, weight) if c is not None])
     X = rest[_match_columns(rest, schema, option, path)].copy()
     for i, column in enumerate(X.columns):

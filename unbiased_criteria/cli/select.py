@@ -7,7 +7,6 @@ estimator comes from :func:`unbiased_criteria.model_files.host_estimator` (no ho
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from typing import Any
 
@@ -16,8 +15,8 @@ import pandas as pd
 
 from .. import model_files
 from ..errors import InputError
-from .files import _is_text, read_table
-from .output import PROG, format_frame, short, warn, write_output
+from .files import _is_text, read_table, weight_values
+from .output import PROG, check_target, format_frame, short, warn, write_output
 
 __all__ = ["cmd_select", "param_value"]
 
@@ -55,10 +54,7 @@ def cmd_select(args) -> int:
                          "(pip install scikit-learn)")
     from .. import UnbiasedSelector
 
-    output = args.output if args.output not in (None, "-") else None
-    if output is not None and os.path.exists(output) and os.path.samefile(output, args.data):
-        # checked before the cross-fit: the table would replace the data file
-        raise InputError(f"--output {output}: is DATA itself; write the table elsewhere")
+    check_target(args.output, "--output", {"DATA": args.data})  # before the cross-fit
     frame = read_table(args.data, "DATA")
     for option, column in (("label", args.label), ("weight", args.weight)):
         if column is not None and column not in frame.columns:
@@ -72,12 +68,8 @@ def cmd_select(args) -> int:
     if y.isna().any():
         raise InputError(f"DATA {args.data}: the label column {args.label!r} has "
                          f"{int(y.isna().sum())} missing values")
-    weight = None
-    if args.weight is not None:  # as the other commands read --weight
-        weight = pd.to_numeric(frame.pop(args.weight), errors="coerce").to_numpy(np.float64)
-        if np.isnan(weight).any():
-            raise InputError(f"DATA {args.data}: weight column {args.weight!r} has missing or "
-                             "non-numeric values")
+    weight = None if args.weight is None else \
+        weight_values(frame.pop(args.weight), "DATA", args.data)
     if frame.shape[1] == 0:
         raise InputError(f"DATA {args.data}: no feature column besides the label")
     for column in frame.columns:  # text columns are categorical features
