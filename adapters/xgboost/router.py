@@ -193,17 +193,14 @@ def make_router(
             else:
                 out = raw[:, offset : offset + stop - start].astype(np.int32)
             del raw
-            for j, t in enumerate(range(start, stop)):
-                if maps[t] is not None:
-                    out[:, j] = maps[t][out[:, j]]
-            return out
-        out = np.empty((n_rows, stop - start), dtype=np.int32)
-        for r0 in row_starts:
-            r1 = min(r0 + rows, n_rows)
-            dmat = whole if whole is not None else _dmatrix(X, r0, r1, kwargs, argument)
-            raw = part.predict(dmat, pred_leaf=True).reshape(r1 - r0, -1)
-            out[r0:r1] = raw[:, offset : offset + stop - start]
-            del dmat, raw
+        else:
+            out = np.empty((n_rows, stop - start), dtype=np.int32)
+            for r0 in row_starts:
+                r1 = min(r0 + rows, n_rows)
+                dmat = _dmatrix(X, r0, r1, kwargs, argument)
+                raw = part.predict(dmat, pred_leaf=True).reshape(r1 - r0, -1)
+                out[r0:r1] = raw[:, offset : offset + stop - start]
+                del dmat, raw
         for j, t in enumerate(range(start, stop)):
             if maps[t] is not None:
                 out[:, j] = maps[t][out[:, j]]
