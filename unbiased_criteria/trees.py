@@ -36,6 +36,7 @@ __all__ = [
     "collapse_nodes",
     "leaf_of_nodes",
     "leaves_from_scores",
+    "iteration_leaves_from_scores",
 ]
 
 #: missing-value handling of a numeric node: NaN is read as 0.0 and compared (LightGBM "None")
@@ -590,4 +591,21 @@ def _nearest_sorted(value: np.ndarray, x: np.ndarray, max_cells: int = 4096) -> 
     j = j.astype(np.intp)
     out = below[j] + (x > inside[j])  # j = -1 (left of every midpoint) reads the last cell
     out[j < 0] = 0
+    return out
+
+
+def iteration_leaves_from_scores(change: np.ndarray, after: np.ndarray, trees: list[Tree],
+                                 eps: float = float(np.finfo(np.float64).eps)
+                                 ) -> np.ndarray | None:
+    """:func:`leaves_from_scores` for the K trees of one iteration: ``change`` and ``after``
+    are ``(n, K)``, column ``k`` the scores tree ``k`` added to; ``(n, K)`` int32 leaf ids,
+    or None when the shapes do not match the trees or any tree cannot name its leaves."""
+    if change.ndim != 2 or change.shape[1] != len(trees):
+        return None
+    out = np.empty(change.shape, dtype=np.int32)
+    for k, tree in enumerate(trees):  # K trees (classes), not rows
+        got = leaves_from_scores(change[:, k], after[:, k], tree, eps)
+        if got is None:
+            return None
+        out[:, k] = got
     return out

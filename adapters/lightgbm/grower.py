@@ -10,7 +10,7 @@ from unbiased_criteria.adapters.lightgbm.compat import boost_one_iteration, trai
 from unbiased_criteria.adapters.lightgbm.reader import parse_tree
 from unbiased_criteria.adapters.lightgbm.source import RULES
 
-from unbiased_criteria.trees import Tree, leaves_from_scores, make_tree
+from unbiased_criteria.trees import Tree, iteration_leaves_from_scores, make_tree
 
 __all__ = ["LGBMGrower"]
 
@@ -117,15 +117,11 @@ class LGBMGrower:
     def _train_leaves(self) -> np.ndarray | None:
         """The training rows' leaves from the change of LightGBM's own scores, or None."""
         change, after = self._score_change, self._score_after
-        if change is None or change.shape != (int(self._data[0].shape[0]), len(self._trees)):
+        if change is None or change.shape[0] != int(self._data[0].shape[0]):
             return None
-        nodes = np.empty(change.shape, dtype=np.int32)
-        for k, tree in enumerate(self._trees):
-            got = leaves_from_scores(change[:, k], after[:, k], tree)
-            if got is None:
-                return None
-            nodes[:, k] = got
-        self.leaves_from_scores += 1
+        nodes = iteration_leaves_from_scores(change, after, self._trees)
+        if nodes is not None:
+            self.leaves_from_scores += 1
         return nodes
 
     def leaf_nodes(self, which: int) -> np.ndarray:

@@ -12,7 +12,7 @@ from unbiased_criteria.adapters.xgboost.compat import boost_one_iteration
 from unbiased_criteria.adapters.xgboost.layout import _gbtree, _node_map
 from unbiased_criteria.adapters.xgboost.reader import _read_tree, _train_params
 
-from unbiased_criteria.trees import Tree, leaves_from_scores
+from unbiased_criteria.trees import Tree, iteration_leaves_from_scores
 
 
 class XGBGrower:
@@ -74,8 +74,7 @@ class XGBGrower:
         boost_one_iteration(self.booster, self.data[0], it, grad, hess)
         self.iteration += 1
         after = self._train_margin()
-        self._margin = (after - before, after) if after.shape == (before.shape[0], K) \
-            else None
+        self._margin = (after - before, after)  # K columns checked where it is read
         part = self.booster[it : it + 1]
         model, _ = _gbtree(json.loads(part.save_raw("json"))["learner"])
         trees_json = model["trees"]
@@ -93,14 +92,10 @@ class XGBGrower:
         if self._margin is None:
             return None
         change, after = self._margin
-        ids = np.empty(change.shape, dtype=np.int32)
-        for k, tree in enumerate(self._trees):
-            got = leaves_from_scores(change[:, k], after[:, k], tree,
-                                     eps=float(np.finfo(np.float32).eps))
-            if got is None:
-                return None
-            ids[:, k] = got
-        self.leaves_from_scores += 1
+        ids = iteration_leaves_from_scores(change, after, self._trees,
+                                           eps=float(np.finfo(np.float32).eps))
+        if ids is not None:
+            self.leaves_from_scores += 1
         return ids
 
     def leaf_nodes(self, which: int) -> np.ndarray:
