@@ -287,7 +287,8 @@ def _power_of_two(h: np.ndarray) -> float | None:
     h0 = float(h[0])
     if not (np.isfinite(h0) and h0 > 0 and np.frexp(h0)[0] == 0.5):
         return None
-    return h0 if not np.any(h != h[0]) else None
+    # two reductions, no temporary (a NaN makes both comparisons false)
+    return h0 if h.min() == h0 and h.max() == h0 else None
 
 
 def _ancestor_at_depth(tree: Tree) -> np.ndarray:
@@ -655,12 +656,12 @@ def unbiased_gain(
         add(sums, block_sums)
     else:
         # zero hessians are rare (zero weights): count rows instead of summing an indicator
-        counted = (g_valid, h_valid, None if np.count_nonzero(h_valid) == h_valid.size
-                   else has_h())
-        if counted[2] is None and ranked:
-            h0 = _power_of_two(h_valid)
-            if h0 is not None:  # a constant hessian, e.g. squared error: h0 * count, exact
-                counted = (g_valid, None, None) if h0 == 1.0 else (g_valid, h0, None)
+        h0 = _power_of_two(h_valid) if ranked else None
+        if h0 is not None:  # a constant hessian, e.g. squared error: h0 * count, exact
+            counted = (g_valid, None, None) if h0 == 1.0 else (g_valid, h0, None)
+        else:
+            counted = (g_valid, h_valid, None if np.count_nonzero(h_valid) == h_valid.size
+                       else has_h())
         for _ in range(n_draws):
             if ranked:  # runs of the given (random) order ranked afresh: no shuffle
                 got = first_k_sums(tree, nodes_valid, req_node, req_k, counted,

@@ -503,7 +503,8 @@ class Mape(Objective):
 class CustomObjective(Objective):
     """A user callable ``func(y, raw_score, weight) -> (grad, hess)``.
 
-    ``raw_score`` has shape ``(n,)`` or ``(n, n_outputs)``; the result is cast to float32.
+    ``raw_score`` has shape ``(n,)`` or ``(n, n_outputs)`` and is the callable's own copy (the
+    callers pass their running scores); the result is cast to float32.
     """
 
     func: Callable | None = None
@@ -515,7 +516,7 @@ class CustomObjective(Objective):
         return self.outputs
 
     def grad_hess(self, y, raw, weight=None):
-        g, h = self.func(np.asarray(y), np.asarray(raw), weight)
+        g, h = self.func(np.asarray(y), np.array(raw), weight)
         g = np.asarray(g, dtype=np.float32).reshape(np.shape(raw))
         h = np.asarray(h, dtype=np.float32).reshape(np.shape(raw))
         _check_finite(f"custom ({getattr(self.func, '__name__', 'callable')})", g, h)

@@ -197,8 +197,9 @@ def replay(
                 it, cls = forest.tree_iteration[t], forest.tree_class[t]
                 if t == 0 or it != forest.tree_iteration[t - 1]:
                     shift = bias if it == first_iter else 0.0
-                    grads = {
-                        k: _grad_hess(objective, s, (raw[k] + shift).astype(forest.score_dtype))
+                    grads = {  # the objective copies the scores it is given
+                        k: _grad_hess(objective, s, (raw[k] + shift if np.any(shift) else raw[k])
+                                      .astype(forest.score_dtype, copy=False))
                         if s else None
                         for k, s in sets.items()
                     }
