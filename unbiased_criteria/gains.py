@@ -293,10 +293,23 @@ def _power_of_two(h: np.ndarray) -> float | None:
 
 def _ancestor_at_depth(tree: Tree) -> np.ndarray:
     """``(n_nodes, max_depth + 1)``: the ancestor (or self) of each node at each depth, -1."""
-    a = tree.ancestors.tocoo()
+    a = tree.ancestors  # CSR: row a holds a's descendants (and a)
+    row = np.repeat(np.arange(tree.n_nodes), np.diff(a.indptr))
     out = np.full((tree.n_nodes, tree.max_depth + 1), -1, dtype=np.int64)
-    out[a.col, tree.depth[a.row]] = a.row
+    out[a.indices, tree.depth[row]] = row
     return out
+
+
+def _leaves_below(tree: Tree, node: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(request, leaf) pairs: every leaf under each ``node[q]``, grouped by request in the
+    ancestor matrix's order (its CSR rows read directly: no sparse indexing per call)."""
+    a = tree.ancestors
+    start, size = a.indptr[node], np.diff(a.indptr)[node]
+    req = np.repeat(np.arange(node.size), size)
+    at = np.arange(req.size) - np.repeat(np.cumsum(size) - size, size) + start[req]
+    leaf = a.indices[at].astype(np.int64)
+    keep = tree.is_leaf[leaf]
+    return req[keep], leaf[keep]
 
 
 def rank_bins(n: int) -> int:
@@ -396,11 +409,7 @@ def first_k_sums(
     rank_of[bin_order] = np.arange(n_bins)
 
     # (request, leaf under it) pairs, grouped by request; every request has one at least
-    below = tree.ancestors[node]
-    pair_req = np.repeat(np.arange(n_req), np.diff(below.indptr))
-    pair_leaf = below.indices.astype(np.int64)
-    is_leaf = tree.is_leaf[pair_leaf]
-    pair_req, pair_leaf = pair_req[is_leaf], pair_leaf[is_leaf]
+    pair_req, pair_leaf = _leaves_below(tree, node)
     starts = np.searchsorted(pair_req, np.arange(n_req))
 
     # 1. the rank of the bin of each request's k-th row, and how many of its rows rank before
@@ -410,8 +419,8 @@ def first_k_sums(
     column = np.zeros(n_nodes, dtype=np.int64)
     column[leaves] = np.arange(leaves.size)
     pair_column = column[pair_leaf]
-    upto = counts[np.ix_(bin_order, leaves)]  # leaves' rows in bin ranks <= r (cumsum next)
-    np.cumsum(upto, axis=0, out=upto)
+    upto = np.take(np.take(counts, bin_order, axis=0), leaves, axis=1)  # leaves, rank order
+    np.cumsum(upto, axis=0, out=upto)  # rows of each leaf in bin ranks <= r
 
     def count(r):  # rows of each request in bin ranks <= r[request]
         return np.add.reduceat(upto[r[pair_req], pair_column], starts)
