@@ -160,3 +160,23 @@ def test_one_order_shared_by_many_trees_keeps_every_tree_unbiased():
     assert np.all(np.abs(mean) < 4 * se), (mean, se)
     total = u.sum(axis=1)
     assert abs(total.mean()) < 4 * total.std(ddof=1) / math.sqrt(R)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+@pytest.mark.parametrize("permuted", [False, True])
+def test_tree_columns_are_the_chunk_transposed_in_the_given_order(dtype, permuted):
+    """The replay's transposition (blocks of rows, gathered whole when permuted) yields each
+    tree's ids in the given order, intp, whatever the block size and a reused buffer."""
+    from unbiased_criteria.replay import _tree_columns
+
+    rng = np.random.default_rng(4)
+    buffers: dict = {}
+    for n, c in ((1000, 7), (999, 3)):  # a second, smaller chunk reuses the buffer
+        leaves = rng.integers(0, 50, (n, c)).astype(dtype)
+        order = rng.permutation(n) if permuted else None
+        want = (leaves if order is None else leaves[order]).T.astype(np.intp)
+        got = list(_tree_columns(leaves, order, buffers, "v", block=64))
+        assert len(got) == c
+        for a, b in zip(got, want):
+            assert a.dtype == np.intp
+            np.testing.assert_array_equal(a, b)
