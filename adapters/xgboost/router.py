@@ -86,6 +86,9 @@ def _recode_categories(X: pd.DataFrame, bst: xgboost.Booster, argument: str) -> 
     return (X.assign(**{str(c): v for c, v in recoded.items()}) if recoded else X), True
 
 
+_CAST_BLOCK = 1 << 14  # values cast per step (a 64 KB temporary at most)
+
+
 def _dmatrix(X: Any, start: int, stop: int, kwargs: dict, argument: str) -> xgboost.DMatrix:
     """Rows ``start:stop`` of ``X`` as a DMatrix."""
     part = X if (start == 0 and stop == X.shape[0]) else (
@@ -187,10 +190,13 @@ def make_router(
         if whole is not None:
             raw = part.predict(whole, pred_leaf=True).reshape(n_rows, -1)
             if raw.dtype == np.float32 and raw.flags.writeable and raw.flags.c_contiguous:
-                # cast XGBoost's float32 ids to int32 in their own buffer: no second array of
-                # the chunk (first touching fresh memory cost as much as the cast)
+                # cast XGBoost's float32 ids to int32 in their own buffer, 16k values at a
+                # time: one call over the whole overlapping buffer made numpy copy the chunk
+                # first (first touching fresh memory cost more than the cast)
                 ids = raw.view(np.int32)
-                np.trunc(raw, out=ids, casting="unsafe")
+                flat, flat_ids = raw.reshape(-1), ids.reshape(-1)
+                for s in range(0, flat.size, _CAST_BLOCK):
+                    flat_ids[s : s + _CAST_BLOCK] = flat[s : s + _CAST_BLOCK]
                 out = ids[:, offset : offset + stop - start]
             else:
                 out = raw[:, offset : offset + stop - start].astype(np.int32)
