@@ -231,7 +231,7 @@ def replay(
                     if out is not None:
                         tree, old_to_new = out
                         nodes = old_to_new[nodes]
-                    raw[k][:, cls] += tree.value.astype(forest.score_dtype)[nodes]
+                    raw[k][:, cls] += np.take(tree.value.astype(forest.score_dtype), nodes)
                 if out is not None:
                     trees[t] = out[0]
                 bar.update(1)
