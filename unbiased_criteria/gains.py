@@ -40,6 +40,7 @@ __all__ = [
     "UnbiasedGain",
     "Draws",
     "draw_subsets",
+    "bin_leaf_counts",
     "first_k_sums",
     "rank_bins",
     "tree_generator",
@@ -286,15 +287,29 @@ def _power_of_two(h: np.ndarray) -> float | None:
     h0 = float(h[0])
     if not (np.isfinite(h0) and h0 > 0 and np.frexp(h0)[0] == 0.5):
         return None
-    return h0 if not np.any(h != h[0]) else None
+    # two reductions, no temporary (a NaN makes both comparisons false)
+    return h0 if h.min() == h0 and h.max() == h0 else None
 
 
 def _ancestor_at_depth(tree: Tree) -> np.ndarray:
     """``(n_nodes, max_depth + 1)``: the ancestor (or self) of each node at each depth, -1."""
-    a = tree.ancestors.tocoo()
+    a = tree.ancestors  # CSR: row a holds a's descendants (and a)
+    row = np.repeat(np.arange(tree.n_nodes), np.diff(a.indptr))
     out = np.full((tree.n_nodes, tree.max_depth + 1), -1, dtype=np.int64)
-    out[a.col, tree.depth[a.row]] = a.row
+    out[a.indices, tree.depth[row]] = row
     return out
+
+
+def _leaves_below(tree: Tree, node: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(request, leaf) pairs: every leaf under each ``node[q]``, grouped by request in the
+    ancestor matrix's order (its CSR rows read directly: no sparse indexing per call)."""
+    a = tree.ancestors
+    start, size = a.indptr[node], np.diff(a.indptr)[node]
+    req = np.repeat(np.arange(node.size), size)
+    at = np.arange(req.size) - np.repeat(np.cumsum(size) - size, size) + start[req]
+    leaf = a.indices[at].astype(np.int64)
+    keep = tree.is_leaf[leaf]
+    return req[keep], leaf[keep]
 
 
 def rank_bins(n: int) -> int:
@@ -303,45 +318,77 @@ def rank_bins(n: int) -> int:
     return max(1, int(2 * np.sqrt(n)))
 
 
+def bin_leaf_counts(
+    leaf: np.ndarray, n_nodes: int, n_bins: int, bins: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's (bin, leaf) key ``bin * n_nodes + leaf`` and the rows per (bin, leaf),
+    ``(n_bins, n_nodes)``: the table :func:`first_k_sums` ranks from (its column sums are the
+    rows per leaf). ``bins=None``: runs of ``ceil(n / n_bins)`` consecutive rows, added to the
+    leaf ids by a broadcast in the same pass (no array of bins). ``leaf`` is intp."""
+    n = leaf.shape[0]
+    if bins is None:
+        size = -(-n // n_bins)
+        full = n // size * size
+        key = np.empty(n, dtype=np.intp)
+        np.add(leaf[:full].reshape(-1, size),
+               np.arange(0, full // size * n_nodes, n_nodes)[:, None],
+               out=key[:full].reshape(-1, size))
+        np.add(leaf[full:], full // size * n_nodes, out=key[full:])
+    else:
+        key = np.multiply(bins, n_nodes, dtype=np.intp)
+        key += leaf
+    counts = np.bincount(key, minlength=n_bins * n_nodes).reshape(n_bins, n_nodes)
+    return key, counts
+
+
 def first_k_sums(
     tree: Tree,
     nodes: np.ndarray,
     node: np.ndarray,
     k: np.ndarray,
-    values: tuple[np.ndarray | None, ...],
+    values: tuple[np.ndarray | float | None, ...],
     blocks: np.ndarray | None = None,
     n_blocks: int = 1,
     bins: np.ndarray | None = None,
     n_bins: int = 0,
+    bin_order: np.ndarray | None = None,
+    binned: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[np.ndarray]:
     """Sums of each of ``values`` over the ``k[q]`` first-ranked rows of node ``node[q]``.
 
-    Rows are ranked by ``(bins[i], i)``: by their bin, then by their position. With
-    ``bins=None`` the rank is the position itself. Request ``q`` takes the ``k[q]`` rows of
-    its node ranked first; ``k[q]`` must not exceed the rows of ``node[q]``.
+    Rows are ranked by ``(rank of bins[i], i)``: by the rank of their bin, then by their
+    position. ``bin_order`` lists the bins in rank order (``bin_order[r]`` is the bin ranked
+    ``r``; None: bin ``b`` ranks ``b``). With ``bins=None`` the bins are runs of consecutive
+    positions, ``ceil(n / n_bins)`` rows each (``n_bins=0``: :func:`rank_bins`); with
+    ``bin_order=None`` too, the rank is the position itself. Request ``q`` takes the ``k[q]``
+    rows of its node ranked first; ``k[q]`` must not exceed the rows of ``node[q]``.
 
-    Uniformity: when the rows' order is a uniformly random permutation drawn independently of
+    Uniformity: let the rows' order be a uniformly random permutation drawn independently of
     ``tree`` and of the rows' values (the replay shuffles the held-out rows once,
-    ``replay(valid_order=...)``) and ``bins`` are i.i.d. uniform integers drawn independently
-    of everything else, the joint law of (bins, positions) is invariant under any relabelling
-    of the rows, so the ranking is a uniformly random permutation: every request's subset is
-    an exactly uniform draw without replacement from its node's rows. Fresh ``bins`` per tree
-    make different trees' draws nearly independent (they share only the order inside a bin of
-    about ``sqrt(n) / 2`` rows), as a shuffle per tree would, at the cost of drawing ``n`` small
-    integers instead of a permutation and its gathers. Requests of one call share the
-    ranking, so nested nodes get overlapping (dependent) subsets, each one alone uniform.
+    ``replay(valid_order=...)``). Given the bins and ``bin_order``, drawn independently of
+    that order (positional bins and a uniformly random ``bin_order`` per tree, as
+    :func:`unbiased_gain` ranks; or i.i.d. uniform ``bins``), the ranking is a fixed
+    bijection of the positions, and a fixed bijection after a uniformly random permutation
+    is a uniformly random permutation: every request's subset is an exactly uniform draw
+    without replacement from its node's rows. A fresh ``bin_order`` per tree makes different
+    trees' draws nearly independent (they share only the order inside a bin of about
+    ``sqrt(n) / 2`` rows), as a shuffle per tree would, at the cost of permuting ``n_bins``
+    labels. Requests of one call share the ranking, so nested nodes get overlapping
+    (dependent) subsets, each one alone uniform.
 
     ``values`` are 1-D float arrays (``None`` counts rows, a float ``c`` is ``c`` times the
     count). Returns, for each, an array
     ``(n_requests, n_blocks)`` of sums per block (``blocks`` None: one block). No sort and no
     random gather over the ``n`` rows; the passes over them, each sequential:
 
-    1. rank cuts (where each request's ``k``-th row lies): one bincount of (leaf, bin) and its
-       key (two elementwise passes), a binary search over bins in (request, leaf) pairs, then
-       only the rows of the bins holding a ``k``-th row are scanned (a gather from a bin
-       table and a ``flatnonzero``: two passes);
+    1. rank cuts (where each request's ``k``-th row lies): one bincount of (bin, leaf) and its
+       key (one elementwise pass; both given as ``binned``, :func:`bin_leaf_counts`, when the
+       caller made them), a binary search over bin ranks in (request, leaf) pairs,
+       then only the rows of the bins holding a ``k``-th row are read (positional bins: a
+       slice each; given ``bins``: a gather from a bin table and a ``flatnonzero``, two
+       passes);
     2. each row's cell (leaf, which cuts of the requests above its leaf it precedes, block):
-       one gather from a small (leaf, bin) table by the key of step 1 (one elementwise pass
+       one gather from a small (bin, leaf) table by the key of step 1 (one elementwise pass
        more with blocks: the table holds ``cell * n_blocks``);
     3. one bincount per value over the cells; requests add up prefix sums of their leaves'
        cells (work in cells and (request, leaf) pairs, not in rows). A value given as a float
@@ -353,54 +400,63 @@ def first_k_sums(
     k = np.asarray(k, dtype=np.int64)
     n_req, n_nodes = node.size, tree.n_nodes
     leaf = nodes.astype(np.intp, copy=False)
-    if bins is None:  # rank = position: bins of consecutive positions
-        n_bins = rank_bins(n)
-        size = -(-n // n_bins)
-        bins = np.repeat(np.arange(n_bins, dtype=np.intp), size)[:n]
-    bins = bins.astype(np.intp, copy=False)
+    positional = bins is None
+    n_bins = (n_bins or rank_bins(n)) if positional else n_bins
+    size = -(-n // n_bins)  # rows per bin when positional (the last bins may be empty)
+    if bin_order is None:
+        bin_order = np.arange(n_bins)
+    rank_of = np.empty(n_bins, dtype=np.int64)
+    rank_of[bin_order] = np.arange(n_bins)
 
     # (request, leaf under it) pairs, grouped by request; every request has one at least
-    below = tree.ancestors[node]
-    pair_req = np.repeat(np.arange(n_req), np.diff(below.indptr))
-    pair_leaf = below.indices.astype(np.int64)
-    is_leaf = tree.is_leaf[pair_leaf]
-    pair_req, pair_leaf = pair_req[is_leaf], pair_leaf[is_leaf]
+    pair_req, pair_leaf = _leaves_below(tree, node)
     starts = np.searchsorted(pair_req, np.arange(n_req))
 
-    # 1. the bin of each request's k-th row, and how many of its rows rank before that bin
-    key = np.multiply(leaf, n_bins, dtype=np.intp)  # (leaf, bin), one array, no temporary
-    key += bins
-    upto = np.cumsum(np.bincount(key, minlength=n_nodes * n_bins).reshape(n_nodes, n_bins),
-                     axis=1)  # rows of each leaf in bins <= b
+    # 1. the rank of the bin of each request's k-th row, and how many of its rows rank before
+    key, counts = binned if binned is not None else bin_leaf_counts(
+        leaf, n_nodes, n_bins, bins)
+    leaves = np.flatnonzero(tree.is_leaf)
+    column = np.zeros(n_nodes, dtype=np.int64)
+    column[leaves] = np.arange(leaves.size)
+    pair_column = column[pair_leaf]
+    upto = np.take(np.take(counts, bin_order, axis=0), leaves, axis=1)  # leaves, rank order
+    np.cumsum(upto, axis=0, out=upto)  # rows of each leaf in bin ranks <= r
 
-    def count(b):  # rows of each request in bins <= b[request]
-        return np.add.reduceat(upto[pair_leaf, b[pair_req]], starts)
+    def count(r):  # rows of each request in bin ranks <= r[request]
+        return np.add.reduceat(upto[r[pair_req], pair_column], starts)
 
     lo, hi = np.zeros(n_req, dtype=np.int64), np.full(n_req, n_bins - 1, dtype=np.int64)
     while np.any(lo < hi):  # binary search: log2(n_bins) steps over (request, leaf) pairs
         mid = (lo + hi) // 2
         enough = count(mid) >= k
         hi, lo = np.where(enough, mid, hi), np.where(enough, lo, mid + 1)
-    crossing = lo
+    crossing = lo  # a rank
     before = np.where(crossing > 0, count(np.maximum(crossing - 1, 0)), 0)
-    # the rows of the crossing bins, grouped by bin in position order
-    wanted = np.zeros(n_bins, dtype=bool)
-    wanted[crossing] = True
-    scan = np.flatnonzero(wanted[bins])
-    slot = np.cumsum(wanted) - 1  # crossing bins numbered in order (small ints: radix sort)
-    slot = slot.astype(np.int16 if wanted.sum() < 2**15 else np.int32)
-    scan = scan[np.argsort(slot[bins[scan]], kind="stable")]
-    scan_bin = bins[scan]
-    lo = np.searchsorted(scan_bin, crossing)
-    width = np.searchsorted(scan_bin, crossing, side="right") - lo
-    at = lo[:, None] + np.arange(max(int(width.max()), 1))
-    there = at < (lo + width)[:, None]
-    rows = scan[np.minimum(at, scan.size - 1)]
-    inside = there & (
-        _ancestor_at_depth(tree)[leaf[rows], tree.depth[node][:, None]] == node[:, None]
-    )
+    crossing_bin = bin_order[crossing]
+    # the rows of each request's crossing bin, in position order
+    if positional:
+        at = crossing_bin[:, None] * size + np.arange(size)
+        there = at < n
+        rows = np.minimum(at, n - 1)
+    else:
+        wanted = np.zeros(n_bins, dtype=bool)
+        wanted[crossing_bin] = True
+        scan = np.flatnonzero(wanted[bins])
+        slot = np.cumsum(wanted) - 1  # crossing bins numbered in order (small ints: radix)
+        slot = slot.astype(np.int16 if wanted.sum() < 2**15 else np.int32)
+        scan = scan[np.argsort(slot[bins[scan]], kind="stable")]
+        scan_bin = bins[scan].astype(np.int64)
+        lo = np.searchsorted(scan_bin, crossing_bin)
+        width = np.searchsorted(scan_bin, crossing_bin, side="right") - lo
+        at = lo[:, None] + np.arange(max(int(width.max()), 1))
+        there = at < (lo + width)[:, None]
+        rows = scan[np.minimum(at, scan.size - 1)]
+    depth = _ancestor_at_depth(tree)  # a row is inside node q iff its leaf's ancestor at
+    inside = np.take(depth.ravel(),  # q's depth is q (flat indices: one 1-D gather)
+                     leaf[rows] * depth.shape[1] + tree.depth[node][:, None]) == node[:, None]
+    inside &= there
     reached = np.cumsum(inside, axis=1) + before[:, None] >= k[:, None]
-    # cut of request q: rows ranked before (crossing bin, position just after its k-th row)
+    # cut of request q: rows ranked before (crossing rank, position just after its k-th row)
     cut_pos = rows[np.arange(n_req), np.argmax(reached, axis=1)] + 1
     cut_key = crossing * (n + 1) + cut_pos
 
@@ -415,15 +471,27 @@ def first_k_sums(
     first = np.concatenate([[0], np.cumsum(seen[:, -1] + 1)])
     n_cells = int(first[-1])
     table = first[:-1, None] + seen
-    # a row's cell from its (leaf, bin), except in the crossing bins: there from its position;
+    # a row's cell from its (bin, leaf), except in the crossing bins: there from its position;
     # with blocks the small table holds cell * n_blocks, so the rows take one pass less
     if blocks is None:
         n_blocks = 1
     table = table * n_blocks
-    cuts_before_bin = np.searchsorted(cuts, np.arange(n_bins) * (n + 1))
-    cell = np.take(table[:, cuts_before_bin].ravel(), key)
-    cell[scan] = table[leaf[scan],
-                       np.searchsorted(cuts, scan_bin * (n + 1) + scan, side="right")]
+    cuts_before_bin = np.searchsorted(cuts, rank_of * (n + 1))
+    cell = np.take(np.ascontiguousarray(table.T)[cuts_before_bin].ravel(), key)
+    if positional:  # cuts before each row of a crossing bin: its bin's, then a prefix count
+        crossing_bins = np.unique(crossing_bin)
+        cut_bin = (cuts % (n + 1) - 1) // size
+        marks = np.bincount(np.searchsorted(crossing_bins, cut_bin) * (size + 1)
+                            + cuts % (n + 1) - cut_bin * size,
+                            minlength=crossing_bins.size * (size + 1))
+        passed = np.cumsum(marks.reshape(-1, size + 1)[:, :size], axis=1)
+        passed += cuts_before_bin[crossing_bins][:, None]
+        scan = crossing_bins[:, None] * size + np.arange(size)
+        valid = scan < n
+        scan, passed = scan[valid], passed[valid]
+    else:
+        passed = np.searchsorted(cuts, rank_of[scan_bin] * (n + 1) + scan, side="right")
+    cell[scan] = np.take(table.ravel(), leaf[scan] * (m + 1) + passed)
     if blocks is not None:
         cell += blocks
 
@@ -516,7 +584,8 @@ def unbiased_gain(
         ``rng.permutation`` of the held-out rows per draw: each draw takes the same rows as
         :func:`draw_subsets` with requests ``(I, k), (L, k), (R, k)`` for the usable splits in
         increasing node order, so tests can reproduce the drawn rows. With ``ranked``, one
-        ``rng.integers(0, rank_bins(n), n)`` per draw (the bins of :func:`first_k_sums`).
+        ``rng.permutation(rank_bins(n))`` per draw (the rank of each run of consecutive rows,
+        :func:`first_k_sums`).
     n_draws : int
         Number of draws whose ratios ``r_X`` are averaged (same expectation, less noise).
     min_k : int
@@ -536,15 +605,24 @@ def unbiased_gain(
         freedom. Unusable splits are 0 in every replicate.
     ranked : bool
         The held-out rows come in a uniformly random order drawn independently of ``tree``
-        and of the rows' values (a caller shuffled them once, for all trees): each draw ranks
-        them by fresh random bins, then by that order, an exactly uniform ranking
-        (:func:`first_k_sums`) that needs no shuffle, sort or gather of the rows.
+        and of the rows' values (a caller shuffled them once, for all trees): each draw cuts
+        that order into :func:`rank_bins` runs of consecutive rows and ranks the runs afresh
+        (a random permutation of the runs, then the order inside each run), an exactly
+        uniform ranking (:func:`first_k_sums`) that needs no shuffle, sort or gather of the
+        rows, and no random number per row.
 
     Returns
     -------
     UnbiasedGain
     """
-    n_valid = np.rint(tree.node_sums(nodes_valid)).astype(np.int64)
+    n_rows = nodes_valid.shape[0]
+    binned = None
+    if ranked and n_rows:  # the (bin, leaf) counts give the rows per leaf: no pass of its own
+        n_bins = rank_bins(n_rows)
+        binned = bin_leaf_counts(nodes_valid.astype(np.intp, copy=False), tree.n_nodes, n_bins)
+        n_valid = np.rint(tree.ancestors @ binned[1].sum(axis=0)).astype(np.int64)
+    else:
+        n_valid = np.rint(tree.node_sums(nodes_valid)).astype(np.int64)
     inner = tree.internal_nodes
     k, usable, req_node, req_k = draw_requests(tree, n_valid, min_k)
     split = inner[usable[inner]]
@@ -587,21 +665,18 @@ def unbiased_gain(
         add(sums, block_sums)
     else:
         # zero hessians are rare (zero weights): count rows instead of summing an indicator
-        counted = (g_valid, h_valid, None if np.count_nonzero(h_valid) == h_valid.size
-                   else has_h())
-        if counted[2] is None and ranked:
-            h0 = _power_of_two(h_valid)
-            if h0 is not None:  # a constant hessian, e.g. squared error: h0 * count, exact
-                counted = (g_valid, None, None) if h0 == 1.0 else (g_valid, h0, None)
-        n_rows = nodes_valid.shape[0]
+        h0 = _power_of_two(h_valid) if ranked else None
+        if h0 is not None:  # a constant hessian, e.g. squared error: h0 * count, exact
+            counted = (g_valid, None, None) if h0 == 1.0 else (g_valid, h0, None)
+        else:
+            counted = (g_valid, h_valid, None if np.count_nonzero(h_valid) == h_valid.size
+                       else has_h())
         for _ in range(n_draws):
-            if ranked:  # fresh random bins over the given (random) order: no shuffle
-                n_bins = rank_bins(n_rows)
-                bins = rng.integers(0, n_bins, n_rows, dtype=np.int32 if n_bins < 2**31
-                                    else np.int64)
+            if ranked:  # runs of the given (random) order ranked afresh: no shuffle
                 got = first_k_sums(tree, nodes_valid, req_node, req_k, counted,
                                    blocks if jack else None, n_blocks if jack else 1,
-                                   bins=bins, n_bins=n_bins)
+                                   n_bins=n_bins, bin_order=rng.permutation(n_bins),
+                                   binned=binned)
             else:
                 perm = rng.permutation(n_rows)
                 values = tuple(None if v is None else v[perm] for v in counted)

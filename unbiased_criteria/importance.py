@@ -39,11 +39,13 @@ def valid_ranking(n: int, options: GainOptions) -> np.ndarray:
     """One uniformly random order of ``n`` held-out rows for every tree of a replay.
 
     Drawn from its own stream, before and independently of any tree and of the rows' values.
-    Each tree ranks the rows by fresh random bins from its own stream, then by this order
+    Each tree cuts this order into runs of consecutive rows and ranks the runs by a fresh
+    permutation from its own stream, then the rows inside a run by this order
     (:func:`unbiased_criteria.gains.first_k_sums`): for every node of every tree the node's
     ``k`` first-ranked rows are an exactly uniform draw without replacement from its rows,
     and different trees' draws are nearly independent (they share only the order inside a
-    bin). It replaces a shuffle per tree (``replay(valid_order=...)``).
+    run of about ``sqrt(n) / 2`` rows). It replaces a shuffle per tree
+    (``replay(valid_order=...)``).
     """
     return tree_generator(options.random_state, _RANKING_KEY).permutation(n)
 

@@ -46,6 +46,10 @@ def _check_non_negative(y, argument, name):
 def _check_finite(name: str, g: np.ndarray, h: np.ndarray) -> None:
     """Raise ``ValueError`` naming the objective and the first rows whose gradient or hessian
     is NaN or infinite (a NaN would otherwise pass silently into every gain)."""
+    # a float64 sum of float32 values cannot overflow: it is finite iff every value is
+    if g.dtype == h.dtype == np.float32 and np.isfinite(g.sum(dtype=np.float64)) \
+            and np.isfinite(h.sum(dtype=np.float64)):
+        return
     if np.isfinite(g).all() and np.isfinite(h).all():
         return
     bad = ~(np.isfinite(g) & np.isfinite(h))
@@ -104,12 +108,14 @@ class Objective:
         gradient or hessian is NaN or infinite (e.g. a raw score whose exp overflows).
         """
         dt = np.float32 if self.precision == "float32" else np.float64
-        y = np.asarray(y, dtype=np.float32).astype(dt)
+        # no copy where the type is already right: the _grad_hess never write their inputs
+        y = np.asarray(y, dtype=np.float32).astype(dt, copy=False)
         raw = np.asarray(raw).astype(dt, copy=False)
-        w = None if weight is None else np.asarray(weight, dtype=np.float32).astype(dt)
+        w = None if weight is None else \
+            np.asarray(weight, dtype=np.float32).astype(dt, copy=False)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             g, h = self._grad_hess(y, raw, w)
-        g, h = g.astype(np.float32), h.astype(np.float32)
+        g, h = g.astype(np.float32, copy=False), h.astype(np.float32, copy=False)
         _check_finite(self.name, g, h)
         return g, h
 
@@ -503,7 +509,8 @@ class Mape(Objective):
 class CustomObjective(Objective):
     """A user callable ``func(y, raw_score, weight) -> (grad, hess)``.
 
-    ``raw_score`` has shape ``(n,)`` or ``(n, n_outputs)``; the result is cast to float32.
+    ``raw_score`` has shape ``(n,)`` or ``(n, n_outputs)`` and is the callable's own copy (the
+    callers pass their running scores); the result is cast to float32.
     """
 
     func: Callable | None = None
@@ -515,7 +522,7 @@ class CustomObjective(Objective):
         return self.outputs
 
     def grad_hess(self, y, raw, weight=None):
-        g, h = self.func(np.asarray(y), np.asarray(raw), weight)
+        g, h = self.func(np.asarray(y), np.array(raw), weight)
         g = np.asarray(g, dtype=np.float32).reshape(np.shape(raw))
         h = np.asarray(h, dtype=np.float32).reshape(np.shape(raw))
         _check_finite(f"custom ({getattr(self.func, '__name__', 'callable')})", g, h)

@@ -197,8 +197,9 @@ def replay(
                 it, cls = forest.tree_iteration[t], forest.tree_class[t]
                 if t == 0 or it != forest.tree_iteration[t - 1]:
                     shift = bias if it == first_iter else 0.0
-                    grads = {
-                        k: _grad_hess(objective, s, (raw[k] + shift).astype(forest.score_dtype))
+                    grads = {  # the objective copies the scores it is given
+                        k: _grad_hess(objective, s, (raw[k] + shift if np.any(shift) else raw[k])
+                                      .astype(forest.score_dtype, copy=False))
                         if s else None
                         for k, s in sets.items()
                     }
@@ -230,7 +231,7 @@ def replay(
                     if out is not None:
                         tree, old_to_new = out
                         nodes = old_to_new[nodes]
-                    raw[k][:, cls] += tree.value.astype(forest.score_dtype)[nodes]
+                    raw[k][:, cls] += np.take(tree.value.astype(forest.score_dtype), nodes)
                 if out is not None:
                     trees[t] = out[0]
                 bar.update(1)
@@ -243,7 +244,7 @@ def replay(
 
 
 def _tree_columns(leaves: np.ndarray, order: np.ndarray | None, buffers: dict, name: str,
-                  group: int = 16, block: int = 4096):
+                  group: int | None = None, block: int = 4096):
     """Yield each tree's leaf ids (contiguous intp, rows permuted by ``order``) from the
     router's ``(n_rows, n_trees)`` array.
 
@@ -251,9 +252,12 @@ def _tree_columns(leaves: np.ndarray, order: np.ndarray | None, buffers: dict, n
     buffer kept in ``buffers[name]`` and reused by every group and chunk: 16 int32 ids are one
     cache line of a row, so the pass reads each line once, and no tree-major copy of the whole
     chunk is allocated (on a loaded machine first touching fresh memory cost as much as the
-    pass). Any integer-valued array is accepted (XGBoost's float32 ids are cast here).
+    pass). Rows taken in ``order`` are random reads of the chunk: 32 trees at a time (None)
+    halve their number, 6.4 -> 3.9 ns per row and tree at 300k rows (16 without ``order``).
+    Any integer-valued array is accepted (XGBoost's float32 ids are cast here).
     """
     n, c = leaves.shape
+    group = group or (16 if order is None else 32)
     buf = buffers.get(name)
     if buf is None or buf.shape[1] != n:
         buf = buffers[name] = np.empty((min(group, c), n), dtype=np.int32)

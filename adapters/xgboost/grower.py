@@ -81,10 +81,12 @@ class XGBGrower:
         if np.asarray(model.get("tree_info", []), dtype=np.int64).tolist() != list(range(K)):
             raise ValueError(f"iteration {it} does not hold one tree per output")
         self._part = part
-        self._maps = [_node_map(t) for t in trees_json]
         self._leaves = {}
         self._trees = [_read_tree(t, it * K + k, self.shrinkage)
                        for k, t in enumerate(trees_json)]
+        # a map only where the tree JSON holds nodes the IR dropped (read just above)
+        self._maps = [None if len(t["left_children"]) == tree.n_nodes else _node_map(t)
+                      for t, tree in zip(trees_json, self._trees)]
         return self._trees
 
     def _train_leaves(self) -> np.ndarray | None:

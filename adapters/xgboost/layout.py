@@ -118,7 +118,8 @@ def _reachable(left: np.ndarray, right: np.ndarray, index: int = 0) -> np.ndarra
 
 
 def _tree_arrays(tree: Mapping, index: int) -> dict[str, np.ndarray]:
-    """The per-node arrays of one tree JSON, checked for length."""
+    """The per-node arrays of one tree JSON, checked for length, and ``reached``: the nodes
+    reachable from the root (:func:`_reachable`)."""
     param = tree["tree_param"]
     n = int(param["num_nodes"])
     if int(param.get("size_leaf_vector", 1)) > 1:
@@ -150,16 +151,20 @@ def _tree_arrays(tree: Mapping, index: int) -> dict[str, np.ndarray]:
     if bad.size and n_features > 0:
         raise ValueError(f"tree {index}, node {inner[bad[0]]}: split_indices is "
                          f"{split[bad[0]]}, outside 0..{n_features - 1}")
+    arrays["reached"] = reached
     return arrays
 
 
-def _node_map(tree: Mapping, index: int = 0) -> np.ndarray | None:
-    """XGBoost node id -> IR node id for a tree with tombstones (-1 = dropped), else None."""
-    left = np.asarray(tree["left_children"], dtype=np.int64)
-    right = np.asarray(tree["right_children"], dtype=np.int64)
-    keep = _reachable(left, right, index)
+def _node_map(tree: Mapping, index: int = 0, keep: np.ndarray | None = None
+              ) -> np.ndarray | None:
+    """XGBoost node id -> IR node id for a tree with tombstones (-1 = dropped), else None.
+    ``keep``: the reachable nodes when already known (:func:`_tree_arrays`)."""
+    if keep is None:
+        left = np.asarray(tree["left_children"], dtype=np.int64)
+        right = np.asarray(tree["right_children"], dtype=np.int64)
+        keep = _reachable(left, right, index)
     if keep.all():
         return None
-    new_id = np.full(left.size, -1, dtype=np.int32)
+    new_id = np.full(keep.size, -1, dtype=np.int32)
     new_id[keep] = np.arange(int(keep.sum()), dtype=np.int32)
     return new_id

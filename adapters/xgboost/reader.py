@@ -50,7 +50,7 @@ def _read_tree(tree: Mapping, index: int, shrinkage: float) -> Tree:
     """One XGBoost tree JSON as an IR tree (see the module docstring for the ids)."""
     a = _tree_arrays(tree, index)
     leaf = a["left"] < 0
-    new_id = _node_map(tree, index)
+    new_id = _node_map(tree, index, a["reached"])
     keep = np.ones(leaf.size, dtype=bool) if new_id is None else new_id >= 0
     if np.any(a["split"][keep & ~leaf] == _DELETED):
         raise ValueError(f"tree {index}: a reachable split node is marked deleted")

@@ -86,6 +86,9 @@ def _recode_categories(X: pd.DataFrame, bst: xgboost.Booster, argument: str) -> 
     return (X.assign(**{str(c): v for c, v in recoded.items()}) if recoded else X), True
 
 
+_CAST_BLOCK = 1 << 14  # values cast per step (a 64 KB temporary at most)
+
+
 def _dmatrix(X: Any, start: int, stop: int, kwargs: dict, argument: str) -> xgboost.DMatrix:
     """Rows ``start:stop`` of ``X`` as a DMatrix."""
     part = X if (start == 0 and stop == X.shape[0]) else (
@@ -101,15 +104,26 @@ def _plan(n_rows: int, n_features: int, n_trees: int, per_iteration: int,
           memory_budget: int) -> tuple[int, int]:
     """(trees per call, rows per DMatrix) within ``memory_budget``.
 
-    Trees per call: our int32 ids of all rows take at most a third of the budget. A DMatrix
-    holds 8 bytes per value (index and float32) and building it may take a float32 copy of the
-    rows: 12 bytes per value; per row and tree, XGBoost's float32 output and its copy take 8
-    more. One DMatrix of all rows when that fits, else as many rows as the rest allows.
+    A DMatrix holds 8 bytes per value (index and float32) and building it may take a float32
+    copy of the rows: 16 bytes per value with our share; per row and tree, XGBoost's float32
+    output, its copy and our int32 ids take 16. One DMatrix of all rows, built once, with as
+    many trees per call as then fit (at most the third of the budget our ids may take), unless
+    not even one iteration would: then rows in several DMatrix objects, built anew for each
+    call. (Building a DMatrix costs about as much as routing its rows through a dozen trees,
+    so one build beats many; at 1M rows and 20 features one DMatrix of all rows takes 13 trees
+    per call where row chunks took 44 trees per call and 36 builds over 500 trees.)
     """
     chunk = chunk_size(n_rows, n_trees, memory_budget // 3)
+    per_value = 16 * max(n_features, 1)
+    whole = (memory_budget - per_value * n_rows) // max(16 * n_rows, 1)
+    if whole >= per_iteration:
+        chunk = int(min(chunk, whole))
+        if chunk >= per_iteration:
+            chunk -= chunk % per_iteration  # whole iterations: no tree is predicted twice
+        return max(chunk, 1), max(n_rows, 1)
     if chunk >= per_iteration:
-        chunk -= chunk % per_iteration  # whole iterations: no tree is predicted twice
-    per_row = 16 * max(n_features, 1) + 12 * chunk
+        chunk -= chunk % per_iteration
+    per_row = per_value + 12 * chunk
     left = memory_budget - 4 * n_rows * chunk
     rows = n_rows if per_row * n_rows <= left else max(256, left // per_row)
     return max(int(chunk), 1), max(int(min(rows, n_rows)), 1)
@@ -160,7 +174,9 @@ def make_router(
         int(forest.tree_iteration[-1]) + 1 if forest.n_trees else 0
     ):
         raise ValueError("model_ir was not read from model")
-    maps = [_node_map(t, i) for i, t in enumerate(trees_json)]
+    # trees whose nodes all reached the IR need no map (one was read from each tree JSON)
+    maps = [None if len(t["left_children"]) == forest.trees[i].n_nodes else _node_map(t, i)
+            for i, t in enumerate(trees_json)]
     iteration = np.asarray(forest.tree_iteration, dtype=np.int64)
     n_iter = int(iteration[-1]) + 1 if iteration.size else 0
     first = np.searchsorted(iteration, np.arange(n_iter + 1))  # first tree of each iteration
@@ -185,10 +201,13 @@ def make_router(
         if whole is not None:
             raw = part.predict(whole, pred_leaf=True).reshape(n_rows, -1)
             if raw.dtype == np.float32 and raw.flags.writeable and raw.flags.c_contiguous:
-                # cast XGBoost's float32 ids to int32 in their own buffer: no second array of
-                # the chunk (first touching fresh memory cost as much as the cast)
+                # cast XGBoost's float32 ids to int32 in their own buffer, 16k values at a
+                # time: one call over the whole overlapping buffer made numpy copy the chunk
+                # first (first touching fresh memory cost more than the cast)
                 ids = raw.view(np.int32)
-                np.trunc(raw, out=ids, casting="unsafe")
+                flat, flat_ids = raw.reshape(-1), ids.reshape(-1)
+                for s in range(0, flat.size, _CAST_BLOCK):
+                    flat_ids[s : s + _CAST_BLOCK] = flat[s : s + _CAST_BLOCK]
                 out = ids[:, offset : offset + stop - start]
             else:
                 out = raw[:, offset : offset + stop - start].astype(np.int32)

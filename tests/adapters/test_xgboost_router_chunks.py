@@ -52,3 +52,18 @@ def test_small_budget_builds_row_chunks_with_the_hosts_leaf_ids(model, kind, mon
     got = router.leaf_nodes(0, ir.forest.n_trees)
     np.testing.assert_array_equal(got, expected)
     assert built == [3000]
+
+
+def test_plan_keeps_one_dmatrix_while_an_iteration_fits():
+    """Building a DMatrix costs about a dozen trees of routing: rather fewer trees per call on
+    one DMatrix of all rows than a DMatrix per row chunk rebuilt for every call; the plan stays
+    within the budget either way."""
+    budget = 512 * 2**20
+    for n, features in ((300_000, 20), (1_000_000, 20)):
+        chunk, rows = router_module._plan(n, features, 500, 1, budget)
+        assert rows == n
+        assert 16 * features * n + 16 * chunk * n <= budget
+    chunk, rows = router_module._plan(1_000_000, 20, 500, 3, budget)  # 3 trees an iteration
+    assert rows == 1_000_000 and chunk % 3 == 0
+    chunk, rows = router_module._plan(2_000_000, 20, 500, 1, budget)  # the rows alone do not fit
+    assert rows < 2_000_000

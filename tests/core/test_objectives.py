@@ -324,6 +324,20 @@ def test_custom_objective():
     assert g.shape == (4, 3) and multi.n_outputs == 3
 
 
+def test_custom_objective_cannot_change_the_callers_scores():
+    """The callers hand over their running raw scores: a callable that writes into its
+    ``raw_score`` argument gets a copy, so post-hoc importance is the same either way."""
+    def scribbler(y, raw, weight):
+        g, h = raw - y, np.ones_like(raw)
+        raw += 1e6
+        return g, h
+
+    raw = np.array([0.5, 0.25])
+    obj = make_objective(scribbler)
+    obj.grad_hess(np.zeros(2), raw)
+    assert raw.tolist() == [0.5, 0.25]
+
+
 def test_unknown_objective_name():
     with pytest.raises(ValueError, match="objective must be one of"):
         make_objective("not_a_loss")

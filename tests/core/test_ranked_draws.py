@@ -1,4 +1,4 @@
-"""The k-draws ranked by random bins over one fixed random order of the held-out rows
+"""The k-draws ranked by bins over one fixed random order of the held-out rows
 (``first_k_sums``, ``unbiased_gain(ranked=True)``): against a brute-force recomputation,
 against the shuffled path, and E[U] = 0 by Monte Carlo for several trees sharing one order."""
 
@@ -78,11 +78,36 @@ def test_first_k_sums_rank_by_bin_then_position(n):
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-9)
 
+@pytest.mark.parametrize("n", [5, 50, 3001])
+@pytest.mark.parametrize("n_bins", [0, 1, 7])
+def test_first_k_sums_runs_ranked_by_bin_order(n, n_bins):
+    """Without ``bins``, runs of ``ceil(n / n_bins)`` consecutive rows ranked by
+    ``bin_order``, then by position: the same sums as the position rank of the rows taken
+    run by run in that order (``n_bins=0``: ``rank_bins(n)`` runs; empty runs at the end)."""
+    rng = np.random.default_rng(n + n_bins)
+    tree = _deep_tree()
+    nodes = route_rows(tree, rng.random((n, 2)))
+    size = np.rint(tree.node_sums(nodes)).astype(np.int64)
+    node = np.flatnonzero(size > 0)
+    node = np.concatenate([node, node])
+    k = np.minimum(size[node], np.maximum(1, (rng.random(node.size) * size[node]).astype(int)))
+    g, blocks = rng.normal(size=n), rng.integers(0, 3, n)
+    runs = n_bins or rank_bins(n)
+    order = rng.permutation(runs)
+    got = first_k_sums(tree, nodes, node, k, (g, None, 0.5), blocks, 3, n_bins=n_bins,
+                       bin_order=order)
+    run = np.arange(n) // -(-n // runs)
+    p = np.argsort(np.argsort(order)[run], kind="stable")
+    want = _brute(tree, nodes[p], node, k, (g[p], None, None), blocks[p], 3)
+    want[2] = 0.5 * want[1]
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-9)
+
 
 @pytest.mark.parametrize("with_blocks", [False, True])
 def test_ranked_gain_draws_bins_from_rng(with_blocks):
-    """ranked=True: one rng.integers(0, rank_bins(n), n) per draw ranks the rows by (bin,
-    position); the same gain as the shuffled path fed those rows in that rank order."""
+    """ranked=True: one rng.permutation(rank_bins(n)) per draw ranks runs of consecutive rows,
+    then rows by position; the same gain as the shuffled path fed the rows in that order."""
     rng = np.random.default_rng(3)
     tree = _deep_tree()
     X, Xv = rng.random((500, 2)), rng.random((2000, 2))
@@ -95,8 +120,10 @@ def test_ranked_gain_draws_bins_from_rng(with_blocks):
     kw = dict(min_k=1, n_blocks=5 if with_blocks else 0)
     ranked = unbiased_gain(tree, sums.G, nodes_v, gv, hv, rng=np.random.default_rng(9),
                            ranked=True, blocks=blocks, **kw)
-    bins = np.random.default_rng(9).integers(0, rank_bins(2000), 2000, dtype=np.int32)
-    p = np.argsort(bins, kind="stable")
+    runs = rank_bins(2000)
+    order = np.random.default_rng(9).permutation(runs)
+    run = np.arange(2000) // -(-2000 // runs)
+    p = np.argsort(np.argsort(order)[run], kind="stable")
 
     class Identity:  # the shuffled path, with the rank order given as its "shuffle"
         def permutation(self, n):
@@ -133,3 +160,23 @@ def test_one_order_shared_by_many_trees_keeps_every_tree_unbiased():
     assert np.all(np.abs(mean) < 4 * se), (mean, se)
     total = u.sum(axis=1)
     assert abs(total.mean()) < 4 * total.std(ddof=1) / math.sqrt(R)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+@pytest.mark.parametrize("permuted", [False, True])
+def test_tree_columns_are_the_chunk_transposed_in_the_given_order(dtype, permuted):
+    """The replay's transposition (blocks of rows, gathered whole when permuted) yields each
+    tree's ids in the given order, intp, whatever the block size and a reused buffer."""
+    from unbiased_criteria.replay import _tree_columns
+
+    rng = np.random.default_rng(4)
+    buffers: dict = {}
+    for n, c in ((1000, 7), (999, 3)):  # a second, smaller chunk reuses the buffer
+        leaves = rng.integers(0, 50, (n, c)).astype(dtype)
+        order = rng.permutation(n) if permuted else None
+        want = (leaves if order is None else leaves[order]).T.astype(np.intp)
+        got = list(_tree_columns(leaves, order, buffers, "v", block=64))
+        assert len(got) == c
+        for a, b in zip(got, want):
+            assert a.dtype == np.intp
+            np.testing.assert_array_equal(a, b)
