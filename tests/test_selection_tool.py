@@ -251,7 +251,11 @@ def test_report_plot_marks_what_the_cross_fitted_test_selects():
     assert "std_error" in repr(report) and "3 folds" in repr(report)
     lines = report.plot_cumulative(top=2).get_lines()
     cumulative = report.cumulative_importance()
-    assert [line.get_label() for line in lines[:2]] == ["X1", "X3"]
+    # the two largest absolute final totals, X1 first (the selected one); the runner-up is a
+    # noise feature whose rank depends on the draws
+    final = cumulative.iloc[-1].abs().sort_values(ascending=False)
+    assert final.index[0] == "X1"
+    assert [line.get_label() for line in lines[:2]] == list(final.index[:2])
     np.testing.assert_allclose(lines[0].get_ydata(), cumulative["X1"])
 
 
