@@ -90,19 +90,19 @@ class HoldoutPlan:
     def held_rows(self, n: int, round_: int, options: GainOptions) -> np.ndarray:
         """The held-out row ids in a uniformly random order (their ranks for the k-draws).
 
-        One permutation ``p`` of the rows: row ``i`` is held out iff ``p[i] < m``, and the
-        held rows come in the order of ``p``. That order is uniform given the held set and
-        independent of the tree (grown from the other rows), so the trees of the round need
-        no shuffle of their own (``unbiased_gain(ranked=True)``).
+        ``m = round(fraction * n)`` rows drawn without replacement, in the order drawn
+        (``Generator.choice(n, m, replace=False)``: a partial Fisher-Yates shuffle of the last
+        ``m`` places, or Floyd's sampling then a shuffle): every ordered ``m``-tuple of
+        distinct rows is equally likely, so the held set is uniform and its order is uniform
+        given the set and independent of the tree (grown from the other rows); the trees of
+        the round need no shuffle of their own (``unbiased_gain(ranked=True)``). Cost: ``m``
+        random numbers and one pass over ``n`` ids, not a permutation of the ``n`` rows.
         """
         m = int(round(self.fraction * n))
         if m == 0:
             return np.zeros(0, dtype=np.int64)
         rng = tree_generator(options.random_state, _HOLDOUT_KEY + (round_ if self.redraw else 0))
-        p = rng.permutation(n)
-        by_rank = np.empty(n, dtype=np.int64)
-        by_rank[p] = np.arange(n)
-        return by_rank[:m]
+        return rng.choice(n, m, replace=False, shuffle=True)
 
 
 @dataclass
@@ -205,11 +205,17 @@ def boost(
         g, h = objective.grad_hess(y, score, weight)
         g, h = g.reshape(n, K), h.reshape(n, K)
         held_rows = holdout.held_rows(n, it, options)  # in random order: the draws' ranks
-        held = np.zeros(n, dtype=bool)
-        held[held_rows] = True
-        scoring |= prune_threshold is not None and bool(held_rows.size)
-        g_fit, h_fit = g.copy(), h.copy()
-        g_fit[held], h_fit[held] = 0.0, 0.0
+        score_round = prune_threshold is not None and held_rows.size > 0
+        scoring |= score_round
+        g_fit, h_fit = g, h  # nothing held out: the host sees the gradients as they are
+        fit_rows = None
+        if held_rows.size:
+            g_fit, h_fit = g.copy(), h.copy()
+            g_fit[held_rows], h_fit[held_rows] = 0.0, 0.0
+        if score_round:  # the other rows, in row order, shared by the K trees
+            fit = np.ones(n, dtype=bool)
+            fit[held_rows] = False
+            fit_rows = np.flatnonzero(fit)
         new = grower.grow(g_fit, h_fit)
         nodes = grower.leaf_nodes(0)
         nodes_eval = [grower.leaf_nodes(i + 1) for i in range(len(eval_sets))]
@@ -217,18 +223,19 @@ def boost(
             node_k = nodes[:, k]
             index = len(trees)
             tree, old_to_new, rec, jack = _score_and_prune(
-                tree, index, node_k, g[:, k], h[:, k], held, split_score,
+                tree, index, node_k, g[:, k], h[:, k], fit_rows, held_rows, split_score,
                 options, prune_threshold, None if blocks is None else blocks[held_rows],
-                held_rows,
             )
             if rec is not None:
                 rec["class"] = np.full(rec["node"].size, k)
                 records[index] = rec
             if jack is not None:
                 replicates[index] = jack
-            raw[:, k] += tree.value[old_to_new[node_k]].astype(score_dtype)
+            # each old node's new value, cast once: one gather per row
+            value = tree.value[old_to_new].astype(score_dtype)
+            raw[:, k] += value[node_k]
             for r, ne in zip(raw_eval, nodes_eval):
-                r[:, k] += tree.value[old_to_new[ne[:, k]]].astype(score_dtype)
+                r[:, k] += value[ne[:, k]]
             trees.append(tree)
             classes.append(k)
 
@@ -273,20 +280,18 @@ def boost(
                        best_iteration, best_score, splits, jackknife)
 
 
-def _score_and_prune(tree, index, nodes, g, h, held, split_score, options,
-                     threshold, blocks=None, held_rows=None):
+def _score_and_prune(tree, index, nodes, g, h, fit_rows, held_rows, split_score, options,
+                     threshold, blocks=None):
     """The tree pruned, its old-to-new node map, its split record and jackknife replicates
-    (``(n_splits, n_blocks)``, or None); ``blocks`` are the held-out rows' blocks, in the
-    order of ``held_rows`` (the held-out row ids in a uniformly random order) when given."""
+    (``(n_splits, n_blocks)``, or None). ``fit_rows`` are the rows the tree was grown from (None
+    when nothing is scored this round), ``held_rows`` the held-out row ids in a uniformly
+    random order, ``blocks`` their jackknife blocks in that order."""
     identity = np.arange(tree.n_nodes)
-    if threshold is None or tree.n_leaves == 1 or not held.any():
+    if threshold is None or tree.n_leaves == 1 or fit_rows is None or not held_rows.size:
         return tree, identity, None, None
-    fit = ~held
-    rows = held if held_rows is None else held_rows
-    step = TreeStep(index, tree, nodes[fit], g[fit], h[fit], None, nodes[rows], g[rows],
-                    h[rows], None)
-    scores = score_tree(step, split_score, options, blocks=blocks,
-                        ranked=held_rows is not None)
+    step = TreeStep(index, tree, nodes[fit_rows], g[fit_rows], h[fit_rows], None,
+                    nodes[held_rows], g[held_rows], h[held_rows], None)
+    scores = score_tree(step, split_score, options, blocks=blocks, ranked=True)
     inner = tree.internal_nodes
     if scores.jackknife is not None:
         jack = scores.jackknife[:, inner].T
