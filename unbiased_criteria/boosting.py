@@ -42,10 +42,11 @@ _HOLDOUT_KEY = 2**41
 class Grower(Protocol):
     """What an adapter supplies to :func:`boost`.
 
-    ``grow(grad, hess)`` grows one iteration from float32 arrays ``(n_train, K)`` and returns
-    its K trees in the IR (leaf values as the host set them: shrunk, no init score).
-    ``leaf_nodes(which)`` gives the leaf node ids ``(n_rows, K)`` of the last grown iteration
-    for the training rows (``which = 0``) or evaluation set ``which`` (1, 2, ...).
+    ``grow(grad, hess)`` grows one iteration from float32 arrays ``(n_train, K)`` (valid
+    during the call only: the loop reuses them) and returns its K trees in the IR (leaf
+    values as the host set them: shrunk, no init score). ``leaf_nodes(which)`` gives the leaf
+    node ids ``(n_rows, K)`` of the last grown iteration for the training rows
+    (``which = 0``) or evaluation set ``which`` (1, 2, ...), valid until the next ``grow``.
     """
 
     def grow(self, grad: np.ndarray, hess: np.ndarray) -> list[Tree]: ...
@@ -103,6 +104,21 @@ class HoldoutPlan:
             return np.zeros(0, dtype=np.int64)
         rng = tree_generator(options.random_state, _HOLDOUT_KEY + (round_ if self.redraw else 0))
         return rng.choice(n, m, replace=False, shuffle=True)
+
+
+class _Scratch:
+    """Arrays reused from round to round for the loop's per-round row temporaries, by name:
+    a fresh 100k-row array costs a page fault per 4 kB page on first touch, more than the
+    pass that fills it."""
+
+    def __init__(self) -> None:
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def __call__(self, name: str, size: int, dtype) -> np.ndarray:
+        a = self._arrays.get(name)
+        if a is None or a.shape != (size,) or a.dtype != dtype:
+            a = self._arrays[name] = np.empty(size, dtype=dtype)
+        return a
 
 
 @dataclass
@@ -199,6 +215,8 @@ def boost(
     best_iteration = -1
     bar = progress_bar(num_boost_round, progress, "rounds")
     scoring = False  # some round had held-out rows to score splits with
+    scratch = _Scratch()
+    row_ids = np.arange(n)
 
     for it in range(num_boost_round):
         score = raw if K > 1 else raw[:, 0]
@@ -210,12 +228,17 @@ def boost(
         g_fit, h_fit = g, h  # nothing held out: the host sees the gradients as they are
         fit_rows = None
         if held_rows.size:
-            g_fit, h_fit = g.copy(), h.copy()
+            g_fit = scratch("g_fit", g.size, g.dtype).reshape(g.shape)
+            h_fit = scratch("h_fit", h.size, h.dtype).reshape(h.shape)
+            np.copyto(g_fit, g)
+            np.copyto(h_fit, h)
             g_fit[held_rows], h_fit[held_rows] = 0.0, 0.0
         if score_round:  # the other rows, in row order, shared by the K trees
-            fit = np.ones(n, dtype=bool)
+            fit = scratch("fit", n, bool)
+            fit.fill(True)
             fit[held_rows] = False
-            fit_rows = np.flatnonzero(fit)
+            fit_rows = np.compress(fit, row_ids, out=scratch("fit_rows", n - held_rows.size,
+                                                             row_ids.dtype))
         new = grower.grow(g_fit, h_fit)
         nodes = grower.leaf_nodes(0)
         nodes_eval = [grower.leaf_nodes(i + 1) for i in range(len(eval_sets))]
@@ -225,6 +248,7 @@ def boost(
             tree, old_to_new, rec, jack = _score_and_prune(
                 tree, index, node_k, g[:, k], h[:, k], fit_rows, held_rows, split_score,
                 options, prune_threshold, None if blocks is None else blocks[held_rows],
+                scratch,
             )
             if rec is not None:
                 rec["class"] = np.full(rec["node"].size, k)
@@ -233,9 +257,9 @@ def boost(
                 replicates[index] = jack
             # each old node's new value, cast once: one gather per row
             value = tree.value[old_to_new].astype(score_dtype)
-            raw[:, k] += value[node_k]
-            for r, ne in zip(raw_eval, nodes_eval):
-                r[:, k] += value[ne[:, k]]
+            raw[:, k] += _gather(value, node_k, scratch, "train")
+            for i, (r, ne) in enumerate(zip(raw_eval, nodes_eval)):
+                r[:, k] += _gather(value, ne[:, k], scratch, f"eval {i}")
             trees.append(tree)
             classes.append(k)
 
@@ -280,17 +304,32 @@ def boost(
                        best_iteration, best_score, splits, jackknife)
 
 
+def _gather(values: np.ndarray, ids: np.ndarray, scratch: _Scratch | None, name: str):
+    """``values[ids]`` for row ids ``ids`` (any integer dtype), in scratch arrays ``name``
+    when given (the ids cast to intp once there: ``take`` would cast them to a fresh array)."""
+    if scratch is None:
+        return values[ids]
+    at = ids
+    if ids.dtype != np.intp:
+        at = scratch(name + " ids", ids.size, np.intp)
+        np.copyto(at, ids, casting="same_kind")
+    return values.take(at, out=scratch(name, ids.size, values.dtype), mode="clip")
+
+
 def _score_and_prune(tree, index, nodes, g, h, fit_rows, held_rows, split_score, options,
-                     threshold, blocks=None):
+                     threshold, blocks=None, scratch=None):
     """The tree pruned, its old-to-new node map, its split record and jackknife replicates
     (``(n_splits, n_blocks)``, or None). ``fit_rows`` are the rows the tree was grown from (None
     when nothing is scored this round), ``held_rows`` the held-out row ids in a uniformly
-    random order, ``blocks`` their jackknife blocks in that order."""
+    random order, ``blocks`` their jackknife blocks in that order; ``scratch`` (optional)
+    holds the rows' gathered values (read by the scoring only, within the call)."""
     identity = np.arange(tree.n_nodes)
     if threshold is None or tree.n_leaves == 1 or fit_rows is None or not held_rows.size:
         return tree, identity, None, None
-    step = TreeStep(index, tree, nodes[fit_rows], g[fit_rows], h[fit_rows], None,
-                    nodes[held_rows], g[held_rows], h[held_rows], None)
+    step = TreeStep(index, tree, *(_gather(a, fit_rows, scratch, f"fit {i}")
+                                   for i, a in enumerate((nodes, g, h))), None,
+                    *(_gather(a, held_rows, scratch, f"held {i}")
+                      for i, a in enumerate((nodes, g, h))), None)
     scores = score_tree(step, split_score, options, blocks=blocks, ranked=True)
     inner = tree.internal_nodes
     if scores.jackknife is not None:
