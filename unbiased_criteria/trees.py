@@ -625,7 +625,8 @@ def _nearest_sorted(value: np.ndarray, x: np.ndarray, n_cells: int = 4096,
 
     cm = cell(mid, clip=True)  # non-decreasing, as the midpoints
     below = np.searchsorted(cm, np.arange(n_cells + 2))  # midpoints in a lower cell
-    table = np.where(np.isin(np.arange(n_cells + 2), cm), -1, below)  # -1: a midpoint inside
+    table = below.copy()
+    table[cm[cm >= 0]] = -1  # a midpoint inside: binary search
     if work is None:
         pos = table.take(cell(x))  # take: faster than [] here
     else:
