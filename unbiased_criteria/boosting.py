@@ -245,6 +245,9 @@ def boost(
         for k, tree in enumerate(new):
             node_k = nodes[:, k]
             index = len(trees)
+            # the gathers below take ids unchecked (no buffer): a grower's bad id fails here
+            for ids in (node_k, *(ne[:, k] for ne in nodes_eval)):
+                _check_node_ids(ids, tree, index)
             tree, old_to_new, rec, jack = _score_and_prune(
                 tree, index, node_k, g[:, k], h[:, k], fit_rows, held_rows, split_score,
                 options, prune_threshold, None if blocks is None else blocks[held_rows],
@@ -304,9 +307,16 @@ def boost(
                        best_iteration, best_score, splits, jackknife)
 
 
+def _check_node_ids(ids: np.ndarray, tree: Tree, index: int) -> None:
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= tree.n_nodes):
+        raise RuntimeError(f"the grower gave node ids outside tree {index}'s "
+                           f"{tree.n_nodes} nodes")
+
+
 def _gather(values: np.ndarray, ids: np.ndarray, scratch: _Scratch | None, name: str):
-    """``values[ids]`` for row ids ``ids`` (any integer dtype), in scratch arrays ``name``
-    when given (the ids cast to intp once there: ``take`` would cast them to a fresh array)."""
+    """``values[ids]`` for ids ``ids`` (any integer dtype, in range: checked by the caller),
+    in scratch arrays ``name`` when given (the ids cast to intp once there: ``take`` would
+    cast them to a fresh array; ``mode="clip"`` writes to ``out`` without a buffer)."""
     if scratch is None:
         return values[ids]
     at = ids
