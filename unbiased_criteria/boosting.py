@@ -7,6 +7,12 @@ split with U on the held-out rows, collapses the splits with ``U <= threshold`` 
 adds the pruned trees to its running scores of the training rows and every evaluation set.
 Evaluation and early stopping run on those running scores.
 
+While no tree has been pruned, the host's own running scores of the training rows (a
+grower's optional ``train_scores()``: LightGBM's training score, XGBoost's prediction cache)
+are the loop's, when they started from the same init score: checked, bit for bit, before the
+first round. In a round that scores nothing, the loop then takes them as they are instead of
+finding every row's leaf and adding its value (the same float sums, in the same order).
+
 Every scored split is recorded, kept or not, with U measured before the pruning decision and,
 with ``options.n_blocks >= 2``, its block-jackknife replicates: each training row has one
 block for the whole run, and a replicate leaves that block's held-out rows out of every U.
@@ -47,6 +53,8 @@ class Grower(Protocol):
     values as the host set them: shrunk, no init score). ``leaf_nodes(which)`` gives the leaf
     node ids ``(n_rows, K)`` of the last grown iteration for the training rows
     (``which = 0``) or evaluation set ``which`` (1, 2, ...), valid until the next ``grow``.
+    Optional: ``train_scores()``, the host's own raw scores ``(n_train, K)`` of the training
+    rows after the last ``grow`` (before the first, its starting scores), or None.
     """
 
     def grow(self, grad: np.ndarray, hess: np.ndarray) -> list[Tree]: ...
@@ -140,6 +148,8 @@ class BoostResult:
     best_score: dict[str, dict[str, float]] = field(default_factory=dict)
     splits: pd.DataFrame | None = None
     jackknife: np.ndarray | None = None
+    #: rounds whose training scores were the host's own (see the module docstring)
+    host_score_rounds: int = 0
 
 
 def boost(
@@ -217,6 +227,12 @@ def boost(
     scoring = False  # some round had held-out rows to score splits with
     scratch = _Scratch()
     row_ids = np.arange(n)
+    # the host's running scores stand for the loop's while both are equal: checked once
+    # here, and kept until a tree is pruned (the host does not see pruning)
+    host_scores = getattr(grower, "train_scores", None)
+    start = host_scores() if host_scores is not None else None
+    tracking = start is not None and start.shape == raw.shape and np.array_equal(start, raw)
+    host_rounds = 0
 
     for it in range(num_boost_round):
         score = raw if K > 1 else raw[:, 0]
@@ -239,14 +255,16 @@ def boost(
             fit[held_rows] = False
             fit_rows = np.compress(fit, row_ids, out=scratch("fit_rows", n - held_rows.size,
                                                              row_ids.dtype))
+        from_host = tracking and not score_round  # no leaf of a training row needed
         new = grower.grow(g_fit, h_fit)
-        nodes = grower.leaf_nodes(0)
+        nodes = None if from_host else grower.leaf_nodes(0)
         nodes_eval = [grower.leaf_nodes(i + 1) for i in range(len(eval_sets))]
         for k, tree in enumerate(new):
-            node_k = nodes[:, k]
+            node_k = None if nodes is None else nodes[:, k]
             index = len(trees)
+            grown = tree
             # the gathers below take ids unchecked (no buffer): a grower's bad id fails here
-            for ids in (node_k, *(ne[:, k] for ne in nodes_eval)):
+            for ids in ([] if node_k is None else [node_k]) + [ne[:, k] for ne in nodes_eval]:
                 _check_node_ids(ids, tree, index)
             tree, old_to_new, rec, jack = _score_and_prune(
                 tree, index, node_k, g[:, k], h[:, k], fit_rows, held_rows, split_score,
@@ -260,11 +278,17 @@ def boost(
                 replicates[index] = jack
             # each old node's new value, cast once: one gather per row
             value = tree.value[old_to_new].astype(score_dtype)
-            raw[:, k] += _gather(value, node_k, scratch, "train")
+            if node_k is not None:
+                raw[:, k] += _gather(value, node_k, scratch, "train")
+            tracking &= tree is grown
             for i, (r, ne) in enumerate(zip(raw_eval, nodes_eval)):
                 r[:, k] += _gather(value, ne[:, k], scratch, f"eval {i}")
             trees.append(tree)
             classes.append(k)
+
+        if from_host:  # nothing scored, so nothing pruned: the host's sums are the loop's
+            np.copyto(raw, host_scores(), casting="same_kind")
+            host_rounds += 1
 
         evaluations = _evaluate(eval_sets, raw_eval, metrics, feval, objective, K)
         for (set_name, metric_name), (value, _) in evaluations.items():
@@ -304,7 +328,7 @@ def boost(
     jackknife = (np.concatenate([replicates[i] for i in order])
                  if order and blocks is not None else None)
     return BoostResult(trees, np.array(classes), init, raw, raw_eval, history,
-                       best_iteration, best_score, splits, jackknife)
+                       best_iteration, best_score, splits, jackknife, host_rounds)
 
 
 def _check_node_ids(ids: np.ndarray, tree: Tree, index: int) -> None:

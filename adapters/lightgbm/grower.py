@@ -127,6 +127,14 @@ class LGBMGrower:
         self._trees = trees
         return trees
 
+    def train_scores(self) -> np.ndarray | None:
+        """LightGBM's own training scores ``(n, K)`` after the last grown iteration (before
+        the first, the starting scores: 0 or the Dataset's init_score), None where this
+        LightGBM cannot read them; valid until the next :meth:`grow`."""
+        if self._scores is None:
+            return self._read_scores()
+        return self._scores.reshape(self._scores.shape[0], -1)
+
     def _read_scores(self) -> np.ndarray | None:
         """LightGBM's training scores ``(n, K)``, read into the spare buffer, which becomes
         the current one (the previous current one the spare); None without a way to read."""

@@ -33,6 +33,10 @@ class XGBGrower:
     next :meth:`grow`).
 
     The Booster keeps the unpruned trees; only the core's trees and running scores count.
+    :meth:`start_from` gives it the model's intercept before the first round: its margins of
+    the training rows then start from the loop's init score and, while no tree is pruned, are
+    the loop's running scores, bit for bit (float32 sums of the same float32 leaf values;
+    :meth:`train_scores`, checked by the loop before it relies on them).
 
     Parameters
     ----------
@@ -67,6 +71,19 @@ class XGBGrower:
         self._work: ScoreWork | None = None
         #: iterations whose training rows' leaves came from the margin change (not pred_leaf)
         self.leaves_from_scores = 0
+
+    def start_from(self, base_score: str) -> None:
+        """Start the training rows' margins from ``base_score`` (the model JSON's text, as
+        ``xgb.train`` would estimate it); only before the first round."""
+        if self.iteration or self._margins is not None:
+            raise RuntimeError("start_from must come before the first round")
+        self.booster.set_param({"base_score": base_score})
+
+    def train_scores(self) -> np.ndarray:
+        """XGBoost's own margins ``(n, K)`` (float64 holding float32 values) of the training
+        rows after the last grown iteration (before the first, the starting margins); valid
+        until the next :meth:`grow`."""
+        return self._margins if self._margins is not None else self._train_margin()
 
     def _train_margin(self) -> np.ndarray:
         """XGBoost's cached margins of the training rows, ``(n, K)`` float64, read into the

@@ -69,3 +69,38 @@ def test_node_ids_outside_the_tree_are_refused(bad_id):
     with pytest.raises(RuntimeError, match="outside tree 0"):
         _run(_StumpGrower(x, x[:5], bad_id=bad_id), y, y[:5], holdout_fraction=0.0,
              prune_threshold=None)
+
+
+class _TrackingGrower(_StumpGrower):
+    """The stump grower with host scores: its own running sums from ``start``."""
+
+    def __init__(self, x, x_eval, start):
+        super().__init__(x, x_eval)
+        self.scores = np.full((x.size, 1), start)
+        self.leaf_calls = 0
+
+    def grow(self, grad, hess):
+        trees = super().grow(grad, hess)
+        self.scores[:, 0] += np.where(self.x <= 0, -0.25, 0.5)
+        return trees
+
+    def leaf_nodes(self, which):
+        self.leaf_calls += which == 0
+        return super().leaf_nodes(which)
+
+    def train_scores(self):
+        return self.scores
+
+
+@pytest.mark.parametrize("start", [0.1, 0.0])
+@pytest.mark.parametrize("threshold", [None, -1e300])
+def test_host_scores_used_only_from_the_same_start_and_without_scoring(start, threshold):
+    rng = np.random.default_rng(2)
+    x, x_eval, y = rng.normal(size=300), rng.normal(size=40), rng.normal(size=300)
+    grower = _TrackingGrower(x, x_eval, start)
+    result = _run(grower, y, y[:40], holdout_fraction=0.3, prune_threshold=threshold)
+    used = start == 0.1 and threshold is None  # init_score is 0.1; scoring needs the leaves
+    assert result.host_score_rounds == (3 if used else 0)
+    assert grower.leaf_calls == (0 if used else 3)
+    step = np.where(x <= 0, -0.25, 0.5)
+    np.testing.assert_array_equal(result.raw_train[:, 0], 0.1 + step + step + step)
