@@ -47,7 +47,7 @@ _score_and_prune = boosting._score_and_prune
 
 
 def remeasured(tree, index, nodes, g, h, fit_rows, held_rows, split_score, options,
-               threshold, blocks=None):
+               threshold, blocks=None, scratch=None):
     """Prune on half A of the held-out rows, record U measured on half B."""
     rng = np.random.default_rng(10_000 + index)
     in_b = rng.permutation(held_rows.size) < held_rows.size // 2
