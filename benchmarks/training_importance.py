@@ -46,19 +46,17 @@ RESULTS = Path(__file__).parent / "results"
 _score_and_prune = boosting._score_and_prune
 
 
-def remeasured(tree, index, nodes, g, h, held, split_score, options, threshold, blocks=None,
-               held_rows=None):
+def remeasured(tree, index, nodes, g, h, fit_rows, held_rows, split_score, options,
+               threshold, blocks=None, scratch=None):
     """Prune on half A of the held-out rows, record U measured on half B."""
     rng = np.random.default_rng(10_000 + index)
-    rows = np.flatnonzero(held)
-    half_b = np.zeros_like(held)
-    half_b[rows[rng.permutation(rows.size) < rows.size // 2]] = True
-    pruned, old_to_new, rec, _ = _score_and_prune(tree, index, nodes, g, h, held & ~half_b,
+    in_b = rng.permutation(held_rows.size) < held_rows.size // 2
+    half_a, half_b = held_rows[~in_b], held_rows[in_b]  # half A keeps the random order
+    pruned, old_to_new, rec, _ = _score_and_prune(tree, index, nodes, g, h, fit_rows, half_a,
                                                   split_score, options, threshold)
     if rec is not None:
-        fit = ~held
-        step = TreeStep(index, tree, nodes[fit], g[fit], h[fit], None, nodes[half_b],
-                        g[half_b], h[half_b], None)
+        step = TreeStep(index, tree, nodes[fit_rows], g[fit_rows], h[fit_rows], None,
+                        nodes[half_b], g[half_b], h[half_b], None)
         rec["unbiased_gain"] = score_tree(step, split_score, options).unbiased[
             tree.internal_nodes]
     return pruned, old_to_new, rec, None

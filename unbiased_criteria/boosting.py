@@ -7,6 +7,12 @@ split with U on the held-out rows, collapses the splits with ``U <= threshold`` 
 adds the pruned trees to its running scores of the training rows and every evaluation set.
 Evaluation and early stopping run on those running scores.
 
+While no tree has been pruned, the host's own running scores of the training rows (a
+grower's optional ``train_scores()``: LightGBM's training score, XGBoost's prediction cache)
+are the loop's, when they started from the same init score: checked, bit for bit, before the
+first round. In a round that scores nothing, the loop then takes them as they are instead of
+finding every row's leaf and adding its value (the same float sums, in the same order).
+
 Every scored split is recorded, kept or not, with U measured before the pruning decision and,
 with ``options.n_blocks >= 2``, its block-jackknife replicates: each training row has one
 block for the whole run, and a replicate leaves that block's held-out rows out of every U.
@@ -42,10 +48,13 @@ _HOLDOUT_KEY = 2**41
 class Grower(Protocol):
     """What an adapter supplies to :func:`boost`.
 
-    ``grow(grad, hess)`` grows one iteration from float32 arrays ``(n_train, K)`` and returns
-    its K trees in the IR (leaf values as the host set them: shrunk, no init score).
-    ``leaf_nodes(which)`` gives the leaf node ids ``(n_rows, K)`` of the last grown iteration
-    for the training rows (``which = 0``) or evaluation set ``which`` (1, 2, ...).
+    ``grow(grad, hess)`` grows one iteration from float32 arrays ``(n_train, K)`` (valid
+    during the call only: the loop reuses them) and returns its K trees in the IR (leaf
+    values as the host set them: shrunk, no init score). ``leaf_nodes(which)`` gives the leaf
+    node ids ``(n_rows, K)`` of the last grown iteration for the training rows
+    (``which = 0``) or evaluation set ``which`` (1, 2, ...), valid until the next ``grow``.
+    Optional: ``train_scores()``, the host's own raw scores ``(n_train, K)`` of the training
+    rows after the last ``grow`` (before the first, its starting scores), or None.
     """
 
     def grow(self, grad: np.ndarray, hess: np.ndarray) -> list[Tree]: ...
@@ -90,19 +99,34 @@ class HoldoutPlan:
     def held_rows(self, n: int, round_: int, options: GainOptions) -> np.ndarray:
         """The held-out row ids in a uniformly random order (their ranks for the k-draws).
 
-        One permutation ``p`` of the rows: row ``i`` is held out iff ``p[i] < m``, and the
-        held rows come in the order of ``p``. That order is uniform given the held set and
-        independent of the tree (grown from the other rows), so the trees of the round need
-        no shuffle of their own (``unbiased_gain(ranked=True)``).
+        ``m = round(fraction * n)`` rows drawn without replacement, in the order drawn
+        (``Generator.choice(n, m, replace=False)``: a partial Fisher-Yates shuffle of the last
+        ``m`` places, or Floyd's sampling then a shuffle): every ordered ``m``-tuple of
+        distinct rows is equally likely, so the held set is uniform and its order is uniform
+        given the set and independent of the tree (grown from the other rows); the trees of
+        the round need no shuffle of their own (``unbiased_gain(ranked=True)``). Cost: ``m``
+        random numbers and one pass over ``n`` ids, not a permutation of the ``n`` rows.
         """
         m = int(round(self.fraction * n))
         if m == 0:
             return np.zeros(0, dtype=np.int64)
         rng = tree_generator(options.random_state, _HOLDOUT_KEY + (round_ if self.redraw else 0))
-        p = rng.permutation(n)
-        by_rank = np.empty(n, dtype=np.int64)
-        by_rank[p] = np.arange(n)
-        return by_rank[:m]
+        return rng.choice(n, m, replace=False, shuffle=True)
+
+
+class _Scratch:
+    """Arrays reused from round to round for the loop's per-round row temporaries, by name:
+    a fresh 100k-row array costs a page fault per 4 kB page on first touch, more than the
+    pass that fills it."""
+
+    def __init__(self) -> None:
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def __call__(self, name: str, size: int, dtype) -> np.ndarray:
+        a = self._arrays.get(name)
+        if a is None or a.shape != (size,) or a.dtype != dtype:
+            a = self._arrays[name] = np.empty(size, dtype=dtype)
+        return a
 
 
 @dataclass
@@ -124,6 +148,8 @@ class BoostResult:
     best_score: dict[str, dict[str, float]] = field(default_factory=dict)
     splits: pd.DataFrame | None = None
     jackknife: np.ndarray | None = None
+    #: rounds whose training scores were the host's own (see the module docstring)
+    host_score_rounds: int = 0
 
 
 def boost(
@@ -199,38 +225,70 @@ def boost(
     best_iteration = -1
     bar = progress_bar(num_boost_round, progress, "rounds")
     scoring = False  # some round had held-out rows to score splits with
+    scratch = _Scratch()
+    row_ids = np.arange(n)
+    # the host's running scores stand for the loop's while both are equal: checked once
+    # here, and kept until a tree is pruned (the host does not see pruning)
+    host_scores = getattr(grower, "train_scores", None)
+    start = host_scores() if host_scores is not None else None
+    tracking = start is not None and start.shape == raw.shape and np.array_equal(start, raw)
+    host_rounds = 0
 
     for it in range(num_boost_round):
         score = raw if K > 1 else raw[:, 0]
         g, h = objective.grad_hess(y, score, weight)
         g, h = g.reshape(n, K), h.reshape(n, K)
         held_rows = holdout.held_rows(n, it, options)  # in random order: the draws' ranks
-        held = np.zeros(n, dtype=bool)
-        held[held_rows] = True
-        scoring |= prune_threshold is not None and bool(held_rows.size)
-        g_fit, h_fit = g.copy(), h.copy()
-        g_fit[held], h_fit[held] = 0.0, 0.0
+        score_round = prune_threshold is not None and held_rows.size > 0
+        scoring |= score_round
+        g_fit, h_fit = g, h  # nothing held out: the host sees the gradients as they are
+        fit_rows = None
+        if held_rows.size:
+            g_fit = scratch("g_fit", g.size, g.dtype).reshape(g.shape)
+            h_fit = scratch("h_fit", h.size, h.dtype).reshape(h.shape)
+            np.copyto(g_fit, g)
+            np.copyto(h_fit, h)
+            g_fit[held_rows], h_fit[held_rows] = 0.0, 0.0
+        if score_round:  # the other rows, in row order, shared by the K trees
+            fit = scratch("fit", n, bool)
+            fit.fill(True)
+            fit[held_rows] = False
+            fit_rows = np.compress(fit, row_ids, out=scratch("fit_rows", n - held_rows.size,
+                                                             row_ids.dtype))
+        from_host = tracking and not score_round  # no leaf of a training row needed
         new = grower.grow(g_fit, h_fit)
-        nodes = grower.leaf_nodes(0)
+        nodes = None if from_host else grower.leaf_nodes(0)
         nodes_eval = [grower.leaf_nodes(i + 1) for i in range(len(eval_sets))]
         for k, tree in enumerate(new):
-            node_k = nodes[:, k]
+            node_k = None if nodes is None else nodes[:, k]
             index = len(trees)
+            grown = tree
+            # the gathers below take ids unchecked (no buffer): a grower's bad id fails here
+            for ids in ([] if node_k is None else [node_k]) + [ne[:, k] for ne in nodes_eval]:
+                _check_node_ids(ids, tree, index)
             tree, old_to_new, rec, jack = _score_and_prune(
-                tree, index, node_k, g[:, k], h[:, k], held, split_score,
+                tree, index, node_k, g[:, k], h[:, k], fit_rows, held_rows, split_score,
                 options, prune_threshold, None if blocks is None else blocks[held_rows],
-                held_rows,
+                scratch,
             )
             if rec is not None:
                 rec["class"] = np.full(rec["node"].size, k)
                 records[index] = rec
             if jack is not None:
                 replicates[index] = jack
-            raw[:, k] += tree.value[old_to_new[node_k]].astype(score_dtype)
-            for r, ne in zip(raw_eval, nodes_eval):
-                r[:, k] += tree.value[old_to_new[ne[:, k]]].astype(score_dtype)
+            # each old node's new value, cast once: one gather per row
+            value = tree.value[old_to_new].astype(score_dtype)
+            if node_k is not None:
+                raw[:, k] += _gather(value, node_k, scratch, "train")
+            tracking &= tree is grown
+            for i, (r, ne) in enumerate(zip(raw_eval, nodes_eval)):
+                r[:, k] += _gather(value, ne[:, k], scratch, f"eval {i}")
             trees.append(tree)
             classes.append(k)
+
+        if from_host:  # nothing scored, so nothing pruned: the host's sums are the loop's
+            np.copyto(raw, host_scores(), casting="same_kind")
+            host_rounds += 1
 
         evaluations = _evaluate(eval_sets, raw_eval, metrics, feval, objective, K)
         for (set_name, metric_name), (value, _) in evaluations.items():
@@ -270,23 +328,43 @@ def boost(
     jackknife = (np.concatenate([replicates[i] for i in order])
                  if order and blocks is not None else None)
     return BoostResult(trees, np.array(classes), init, raw, raw_eval, history,
-                       best_iteration, best_score, splits, jackknife)
+                       best_iteration, best_score, splits, jackknife, host_rounds)
 
 
-def _score_and_prune(tree, index, nodes, g, h, held, split_score, options,
-                     threshold, blocks=None, held_rows=None):
+def _check_node_ids(ids: np.ndarray, tree: Tree, index: int) -> None:
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= tree.n_nodes):
+        raise RuntimeError(f"the grower gave node ids outside tree {index}'s "
+                           f"{tree.n_nodes} nodes")
+
+
+def _gather(values: np.ndarray, ids: np.ndarray, scratch: _Scratch | None, name: str):
+    """``values[ids]`` for ids ``ids`` (any integer dtype, in range: checked by the caller),
+    in scratch arrays ``name`` when given (the ids cast to intp once there: ``take`` would
+    cast them to a fresh array; ``mode="clip"`` writes to ``out`` without a buffer)."""
+    if scratch is None:
+        return values[ids]
+    at = ids
+    if ids.dtype != np.intp:
+        at = scratch(name + " ids", ids.size, np.intp)
+        np.copyto(at, ids, casting="same_kind")
+    return values.take(at, out=scratch(name, ids.size, values.dtype), mode="clip")
+
+
+def _score_and_prune(tree, index, nodes, g, h, fit_rows, held_rows, split_score, options,
+                     threshold, blocks=None, scratch=None):
     """The tree pruned, its old-to-new node map, its split record and jackknife replicates
-    (``(n_splits, n_blocks)``, or None); ``blocks`` are the held-out rows' blocks, in the
-    order of ``held_rows`` (the held-out row ids in a uniformly random order) when given."""
+    (``(n_splits, n_blocks)``, or None). ``fit_rows`` are the rows the tree was grown from (None
+    when nothing is scored this round), ``held_rows`` the held-out row ids in a uniformly
+    random order, ``blocks`` their jackknife blocks in that order; ``scratch`` (optional)
+    holds the rows' gathered values (read by the scoring only, within the call)."""
     identity = np.arange(tree.n_nodes)
-    if threshold is None or tree.n_leaves == 1 or not held.any():
+    if threshold is None or tree.n_leaves == 1 or fit_rows is None or not held_rows.size:
         return tree, identity, None, None
-    fit = ~held
-    rows = held if held_rows is None else held_rows
-    step = TreeStep(index, tree, nodes[fit], g[fit], h[fit], None, nodes[rows], g[rows],
-                    h[rows], None)
-    scores = score_tree(step, split_score, options, blocks=blocks,
-                        ranked=held_rows is not None)
+    step = TreeStep(index, tree, *(_gather(a, fit_rows, scratch, f"fit {i}")
+                                   for i, a in enumerate((nodes, g, h))), None,
+                    *(_gather(a, held_rows, scratch, f"held {i}")
+                      for i, a in enumerate((nodes, g, h))), None)
+    scores = score_tree(step, split_score, options, blocks=blocks, ranked=True)
     inner = tree.internal_nodes
     if scores.jackknife is not None:
         jack = scores.jackknife[:, inner].T

@@ -537,8 +537,20 @@ class Forest:
         return out
 
 
+class ScoreWork:
+    """Reusable row buffers of :func:`leaves_from_scores` for ``n`` rows (one float64, one
+    intp). A hook calls it every round on the same rows: fresh 100k-row temporaries cost
+    page faults on every call, more than the passes over them."""
+
+    def __init__(self, n: int) -> None:
+        self.real = np.empty(n, dtype=np.float64)
+        self.index = np.empty(n, dtype=np.intp)
+
+
 def leaves_from_scores(change: np.ndarray, after: np.ndarray, tree: Tree,
-                       eps: float = float(np.finfo(np.float64).eps)) -> np.ndarray | None:
+                       eps: float = float(np.finfo(np.float64).eps), *,
+                       out: np.ndarray | None = None, work: ScoreWork | None = None,
+                       ) -> np.ndarray | None:
     """Each row's leaf node id in ``tree`` from the change of its raw score over the iteration
     that added ``tree`` (a host's own running scores: ``after = before + value[leaf]``), or
     None when that cannot name the leaf for sure. No routing: the host already did it.
@@ -548,64 +560,103 @@ def leaves_from_scores(change: np.ndarray, after: np.ndarray, tree: Tree,
     subtraction, each at most ``eps / 2`` of the larger magnitude: the tolerance is
     ``2 eps (max |after| + max |value|)``. The leaves are told apart when their sorted values
     are more than two tolerances apart, and every row must lie within one tolerance of its
-    leaf's value (else None: the host did not add exactly the tree's leaf values). Cost: a
-    binary search over the leaves per row.
+    leaf's value (else None: the host did not add exactly the tree's leaf values). Cost:
+    :func:`_nearest_sorted`, then one gather, one subtraction and two reductions for the
+    check and one gather of the ids. ``out`` (int32, one per row) receives the ids; ``work``
+    (:class:`ScoreWork` of as many rows) spares the temporaries; ``change`` is not modified.
     """
     leaf = np.flatnonzero(tree.is_leaf)
     value = tree.value[leaf]
     if change.size == 0 or not np.all(np.isfinite(value)):
         return None
     order = np.argsort(value, kind="stable")
-    value, leaf = value[order], leaf[order]
+    value, leaf = value[order], leaf[order].astype(np.int32)
+    if work is None or work.real.shape != change.shape:
+        work = ScoreWork(change.shape[0])
     with np.errstate(invalid="ignore"):  # NaN scores fail the tests below
-        tol = 2 * eps * (float(np.max(np.abs(after))) + float(np.max(np.abs(value))))
+        # max |after| without a temporary (NaN propagates through both reductions)
+        top = max(float(np.max(after)), -float(np.min(after)))
+        tol = 2 * eps * (top + float(np.max(np.abs(value))))
         if not np.isfinite(tol) or (value.size > 1 and float(np.min(np.diff(value))) <= 2 * tol):
             return None
-        pos = _nearest_sorted(value, change)
-        if not np.all(np.abs(change - value[pos]) <= tol):
+        pos = _nearest_sorted(value, change, work=work)
+        # work.index is free once _nearest_sorted has its positions in work.real
+        off = value.take(pos, out=work.index.view(np.float64), mode="clip")
+        off -= change  # a NaN change fails both comparisons
+        if not (float(np.max(off)) <= tol and -float(np.min(off)) <= tol):
             return None
-    return leaf[pos].astype(np.int32)
+    return leaf.take(pos, out=out, mode="clip")  # clip: no buffer (pos is in range)
 
 
-def _nearest_sorted(value: np.ndarray, x: np.ndarray, max_cells: int = 4096) -> np.ndarray:
+def _nearest_sorted(value: np.ndarray, x: np.ndarray, n_cells: int = 4096,
+                    work: ScoreWork | None = None) -> np.ndarray:
     """Index of the entry of sorted ``value`` nearest to each ``x`` (the number of midpoints
-    below it). A binary search per row costs about 20 ns; when the midpoints are spread
-    evenly enough, a grid of cells narrower than half the smallest gap holds at most one
-    midpoint each, so each row needs one cell lookup and one comparison instead."""
+    ``< x``, as ``np.searchsorted(midpoints, x)``), NaN rows index 0 (their caller rejects
+    them). With ``work``, both its buffers are overwritten and the result is ``work.real``'s
+    memory viewed as intp.
+
+    A binary search costs about 20 ns a row. Instead, ``[min x, max x]`` is cut into
+    ``n_cells`` equal cells by ``c(x) = int((x - min x) * scale)``, rounded arithmetic that is
+    monotone in ``x``: a midpoint whose cell is below ``c(x)`` lies below ``x`` and one above
+    lies above, so for a row whose cell holds no midpoint the answer is the cell's count of
+    midpoints below, exactly. Rows are clustered at the leaf values, far from the midpoints:
+    only rows in a cell that holds a midpoint (a leaf value within a cell width of another's)
+    take the binary search. Passes: two reductions, a subtraction, a product, a cast, a gather.
+    """
     mid = (value[1:] + value[:-1]) / 2
     if mid.size == 0:
         return np.zeros(x.shape, dtype=np.intp)
-    lo, width = float(mid[0]), float(np.min(np.diff(value))) / 2
-    n_cells = int((float(mid[-1]) - lo) / width) + 2 if width > 0 else max_cells + 1
-    if n_cells > max_cells:
-        return np.searchsorted(mid, x)
-    # cell j = [lo + j width, lo + (j + 1) width): midpoints below it, and the one in it
-    edges = lo + width * np.arange(n_cells)
-    below = np.searchsorted(mid, edges)
-    inside = np.full(n_cells, np.inf)
-    cell_of_mid = np.searchsorted(edges, mid, side="right") - 1
-    inside[cell_of_mid] = mid
-    j = np.floor((x - lo) / width)
-    np.nan_to_num(j, copy=False, nan=-1.0)  # a NaN row gets index 0 (its caller rejects it)
-    np.clip(j, -1, n_cells - 1, out=j)
-    j = j.astype(np.intp)
-    out = below[j] + (x > inside[j])  # j = -1 (left of every midpoint) reads the last cell
-    out[j < 0] = 0
-    return out
+    lo, hi = float(np.min(x)), float(np.max(x))
+    if not (np.isfinite(lo) and np.isfinite(hi)) or hi <= lo:
+        pos = np.searchsorted(mid, x)
+        pos[np.isnan(x)] = 0
+        return pos
+    scale = n_cells / (hi - lo)
+
+    def cell(v, real=None, index=None, clip=False):  # the same operations, the same rounding
+        t = np.subtract(v, lo, out=real)
+        t *= scale
+        if clip:  # midpoints far outside [lo, hi]: cells -1 and n_cells + 1 (no row's)
+            np.clip(t, -1.0, n_cells + 1.0, out=t)
+        if index is None:
+            return t.astype(np.intp)  # truncation: a floor for the rows (t >= 0)
+        index[...] = t
+        return index
+
+    cm = cell(mid, clip=True)  # non-decreasing, as the midpoints
+    below = np.searchsorted(cm, np.arange(n_cells + 2))  # midpoints in a lower cell
+    table = below.copy()
+    table[cm[cm >= 0]] = -1  # a midpoint inside: binary search
+    if work is None:
+        pos = table.take(cell(x))  # take: faster than [] here
+    else:
+        # the ids go to work.real's memory, free once the cells are cast (no overlap)
+        pos = table.take(cell(x, work.real, work.index), out=work.real.view(np.intp),
+                         mode="clip")
+    if int(np.min(pos)) < 0:
+        slow = np.flatnonzero(pos < 0)
+        pos[slow] = np.searchsorted(mid, x[slow])
+    return pos
 
 
 def iteration_leaves_from_scores(change: np.ndarray, after: np.ndarray, trees: list[Tree],
-                                 eps: float = float(np.finfo(np.float64).eps)
+                                 eps: float = float(np.finfo(np.float64).eps), *,
+                                 out: np.ndarray | None = None, work: ScoreWork | None = None,
                                  ) -> np.ndarray | None:
     """:func:`leaves_from_scores` for the K trees of one iteration: ``change`` and ``after``
-    are ``(n, K)``, column ``k`` the scores tree ``k`` added to; ``(n, K)`` int32 leaf ids,
-    or None when the shapes do not match the trees or any tree cannot name its leaves."""
+    are ``(n, K)``, column ``k`` the scores tree ``k`` added to; ``(n, K)`` int32 leaf ids
+    (in ``out`` when given), or None when the shapes do not match the trees or any tree
+    cannot name its leaves."""
     if change.ndim != 2 or change.shape[1] != len(trees):
         return None
-    out = np.empty(change.shape, dtype=np.int32)
+    if out is None or out.shape != change.shape or out.dtype != np.int32:
+        out = np.empty(change.shape, dtype=np.int32)
     for k, tree in enumerate(trees):  # K trees (classes), not rows
-        got = leaves_from_scores(change[:, k], after[:, k], tree, eps)
+        column = out[:, k] if out.shape[1] > 1 else out.reshape(-1)
+        got = leaves_from_scores(np.ascontiguousarray(change[:, k]), after[:, k], tree, eps,
+                                 out=column if column.flags.c_contiguous else None, work=work)
         if got is None:
             return None
-        out[:, k] = got
+        if got is not column:
+            out[:, k] = got
     return out

@@ -97,13 +97,18 @@ def boost_one_iteration(booster: lightgbm.Booster, grad, hess) -> None:
         booster.update(fobj=lambda preds, data: (grad, hess))
 
 
-def train_scores(booster: lightgbm.Booster):
+def train_scores(booster: lightgbm.Booster, out: np.ndarray | None = None):
     """A copy of the Booster's own raw scores of its training rows, ``(n,)`` or ``(n, K)``
-    float64, or None where this LightGBM has no ``Booster.__inner_predict``."""
+    float64 (into ``out`` when it has that shape), or None where this LightGBM has no
+    ``Booster.__inner_predict``."""
     inner = getattr(booster, "_Booster__inner_predict", None)
     if inner is None:
         return None
-    return np.array(inner(data_idx=0), dtype=np.float64)  # its buffer is reused: a copy
+    scores = inner(data_idx=0)  # its buffer is reused: a copy
+    if out is None or out.shape != scores.shape or out.dtype != np.float64:
+        return np.array(scores, dtype=np.float64)
+    np.copyto(out, scores)
+    return out
 
 
 def estimator_booster(model: lightgbm.LGBMModel) -> lightgbm.Booster | None:

@@ -12,7 +12,7 @@ from unbiased_criteria.adapters.xgboost.compat import boost_one_iteration
 from unbiased_criteria.adapters.xgboost.layout import _gbtree, _node_map
 from unbiased_criteria.adapters.xgboost.reader import _read_tree, _train_params
 
-from unbiased_criteria.trees import Tree, iteration_leaves_from_scores
+from unbiased_criteria.trees import ScoreWork, Tree, iteration_leaves_from_scores
 
 
 class XGBGrower:
@@ -27,9 +27,16 @@ class XGBGrower:
     training rows: ``Booster.boost`` added each row's leaf value to XGBoost's cached margin of
     the row, so the change of that margin (``predict(dtrain, output_margin=True)``, a copy of
     the cache) names the leaf (:func:`unbiased_criteria.trees.leaves_from_scores`; where it
-    cannot, ``pred_leaf`` routes them).
+    cannot, ``pred_leaf`` routes them). The margins after one iteration are the margins
+    before the next (nothing else moves the cache): one read per iteration, into buffers
+    reused every round, as are the change and the training rows' leaf ids (valid until the
+    next :meth:`grow`).
 
     The Booster keeps the unpruned trees; only the core's trees and running scores count.
+    :meth:`start_from` gives it the model's intercept before the first round: its margins of
+    the training rows then start from the loop's init score and, while no tree is pruned, are
+    the loop's running scores, bit for bit (float32 sums of the same float32 leaf values;
+    :meth:`train_scores`, checked by the loop before it relies on them).
 
     Parameters
     ----------
@@ -55,14 +62,40 @@ class XGBGrower:
         self._leaves: dict[int, np.ndarray] = {}
         self._trees: list[Tree] = []
         self._margin: tuple[np.ndarray, np.ndarray] | None = None  # (change, after), (n, K)
+        # margins after the last iteration (before the next), the buffer the next read goes
+        # to, the change's buffer, the leaf ids' buffer, leaves_from_scores' buffers
+        self._margins: np.ndarray | None = None
+        self._spare: np.ndarray | None = None
+        self._change: np.ndarray | None = None
+        self._train_ids: np.ndarray | None = None
+        self._work: ScoreWork | None = None
         #: iterations whose training rows' leaves came from the margin change (not pred_leaf)
         self.leaves_from_scores = 0
 
+    def start_from(self, base_score: str) -> None:
+        """Start the training rows' margins from ``base_score`` (the model JSON's text, as
+        ``xgb.train`` would estimate it); only before the first round."""
+        if self.iteration or self._margins is not None:
+            raise RuntimeError("start_from must come before the first round")
+        self.booster.set_param({"base_score": base_score})
+
+    def train_scores(self) -> np.ndarray:
+        """XGBoost's own margins ``(n, K)`` (float64 holding float32 values) of the training
+        rows after the last grown iteration (before the first, the starting margins); valid
+        until the next :meth:`grow`."""
+        return self._margins if self._margins is not None else self._train_margin()
+
     def _train_margin(self) -> np.ndarray:
-        """XGBoost's cached margins of the training rows, ``(n, K)`` float64."""
+        """XGBoost's cached margins of the training rows, ``(n, K)`` float64, read into the
+        spare buffer, which becomes the current one (the previous current one the spare)."""
         dtrain = self.data[0]
         margin = self.booster.predict(dtrain, output_margin=True)
-        return np.asarray(margin, dtype=np.float64).reshape(int(dtrain.num_row()), -1)
+        margin = margin.reshape(int(dtrain.num_row()), -1)
+        if self._spare is None or self._spare.shape != margin.shape:
+            self._spare = np.empty(margin.shape, dtype=np.float64)
+        np.copyto(self._spare, margin)
+        self._spare, self._margins = self._margins, self._spare
+        return self._margins
 
     def grow(self, grad: np.ndarray, hess: np.ndarray) -> list[Tree]:
         """Grow one iteration from float32 ``(n, K)`` gradients; its K trees in the IR."""
@@ -70,11 +103,14 @@ class XGBGrower:
         if K == 1:
             grad, hess = np.ascontiguousarray(grad[:, 0]), np.ascontiguousarray(hess[:, 0])
         it = self.iteration
-        before = self._train_margin()
+        before = self._train_margin() if self._margins is None else self._margins
         boost_one_iteration(self.booster, self.data[0], it, grad, hess)
         self.iteration += 1
         after = self._train_margin()
-        self._margin = (after - before, after)  # K columns checked where it is read
+        if self._change is None or self._change.shape != after.shape:
+            self._change = np.empty_like(after)
+        # K columns checked where it is read
+        self._margin = (np.subtract(after, before, out=self._change), after)
         part = self.booster[it : it + 1]
         model, _ = _gbtree(json.loads(part.save_raw("json"))["learner"])
         trees_json = model["trees"]
@@ -94,10 +130,14 @@ class XGBGrower:
         if self._margin is None:
             return None
         change, after = self._margin
+        if self._work is None:
+            self._work = ScoreWork(change.shape[0])
         ids = iteration_leaves_from_scores(change, after, self._trees,
-                                           eps=float(np.finfo(np.float32).eps))
+                                           eps=float(np.finfo(np.float32).eps),
+                                           out=self._train_ids, work=self._work)
         if ids is not None:
             self.leaves_from_scores += 1
+            self._train_ids = ids
         return ids
 
     def leaf_nodes(self, which: int) -> np.ndarray:

@@ -356,7 +356,8 @@ def run_training(
 
     grower = XGBGrower(params, dtrain, [d for d, _ in evals])
     K = grower.n_outputs
-    model_ir = parse_model(json.loads(grower.booster.save_raw("json")), grower.train_params)
+    template = json.loads(grower.booster.save_raw("json"))
+    model_ir = parse_model(template, grower.train_params)
     objective = model_ir.objective if obj is None else _custom_objective(obj, dtrain, K)
     y = check_labels(y, y.size, "dtrain's labels", objective)
     for i, (labels, (_, set_name)) in enumerate(zip(eval_y, evals)):
@@ -376,9 +377,11 @@ def run_training(
         raise ValueError("early_stopping_rounds needs a metric: the objective has no default "
                          "one and params has no eval_metric")
     eval_sets = [EvalSet(s, eval_y[i], _weights(d)) for i, (d, s) in enumerate(evals)]
-    base_score = _host_intercept(params, dtrain, grower,
-                                 estimate=obj is None and num_boost_round > 0)
+    estimate = obj is None and num_boost_round > 0
+    base_score = _host_intercept(params, dtrain, grower, estimate=estimate)
     init = parse_base_score(base_score, name, K)
+    if estimate:  # XGBoost's margins start where the loop's scores do (see XGBGrower)
+        grower.start_from(base_score)
 
     # XGBoost stops on the last metric of the last eval set; a custom metric's names are
     # known once it has run, so the feval hook below fills ``monitor`` in the first round
@@ -443,6 +446,11 @@ def run_training(
     js = json.loads(grower.booster.save_raw("json"))
     _gbtree(js["learner"])[0]["trees"] = []  # the unpruned trees: replaced, not worth copying
     js["learner"]["learner_model_param"]["base_score"] = base_score
+    # start_from set base_score, which XGBoost records as not estimated: as xgb.train writes
+    for key in ("boost_from_average",):
+        if key in template["learner"]["learner_model_param"]:
+            js["learner"]["learner_model_param"][key] = \
+                template["learner"]["learner_model_param"][key]
     booster = _load_with_config(model_json(js, forest), grower.booster)
     if early_stopping_rounds and monitor and result.best_iteration >= 0:
         set_name, metric_name = monitor[0]

@@ -74,3 +74,36 @@ def test_leaves_from_scores_names_leaves_or_declines():
     # a change that is no leaf's value: LightGBM added something else
     assert leaves_from_scores(after - before + 0.05, after, tree) is None
     assert leaves_from_scores(np.array([np.nan]), np.array([1.0]), tree) is None
+
+
+def _run(params, X, y, **options):
+    from unbiased_criteria.adapters.lightgbm.training import run_training
+
+    kw = dict(valid_sets=None, valid_names=None, feval=None, callbacks=None,
+              redraw_holdout=True, n_draws=1, min_k=5, n_blocks=0, random_state=0,
+              progress=False)
+    return run_training(params, lightgbm.Dataset(X, y, categorical_feature=[3]), 10,
+                        **kw, **options)
+
+
+@pytest.mark.parametrize("kind, extra", [
+    ("regression", {"boost_from_average": False}),
+    ("regression", {}),  # init score mean(y): LightGBM's scores start at 0, not used
+    ("multiclass", {"num_class": 3, "boost_from_average": False}),
+])
+def test_host_scores_are_the_loop_scores_bit_for_bit(monkeypatch, kind, extra):
+    """Nothing scored and the same start: the loop takes LightGBM's own training scores for
+    its running scores; they equal, bit for bit, the routed sums they replace and the written
+    model's raw predictions. Fails if the two drift apart by one ulp anywhere."""
+    X, y = _data(kind)
+    params = dict(objective=kind, num_leaves=15, learning_rate=0.3, min_data_in_leaf=5,
+                  verbose=-1, num_threads=1, seed=0, **extra)
+    used = _run(params, X, y, holdout_fraction=0.4, prune_threshold=None)
+    assert used.result.host_score_rounds == (0 if not extra else 10)
+    monkeypatch.setattr(LGBMGrower, "train_scores", lambda self: None)
+    routed = _run(params, X, y, holdout_fraction=0.4, prune_threshold=None)
+    assert routed.result.host_score_rounds == 0
+    np.testing.assert_array_equal(used.result.raw_train, routed.result.raw_train)
+    assert used.booster.model_to_string() == routed.booster.model_to_string()
+    raw = used.booster.predict(X, raw_score=True).reshape(len(X), -1)
+    np.testing.assert_array_equal(raw, used.result.raw_train)

@@ -57,3 +57,38 @@ def test_training_leaves_equal_pred_leaf(monkeypatch, params):
     # the margin change named the leaves in most rounds (float32 margins: leaves closer than
     # a few float32 ulps of the margins are routed by pred_leaf)
     assert seen[0][0].leaves_from_scores >= 10
+
+
+def _run(params, dtrain, **options):
+    from unbiased_criteria.adapters.xgboost.training import run_training
+
+    kw = dict(evals=(), obj=None, maximize=None, custom_metric=None,
+              early_stopping_rounds=None, evals_result=None, callbacks=None,
+              redraw_holdout=True, n_draws=1, min_k=5, n_blocks=0, random_state=0,
+              progress=False, verbose_eval=False)
+    return run_training({**params, "eta": 0.3, "seed": 0, "nthread": 1}, dtrain, 10,
+                        **kw, **options)
+
+
+@pytest.mark.parametrize("params", [
+    {"objective": "reg:squarederror", "max_depth": 5},
+    {"objective": "binary:logistic", "max_leaves": 15, "grow_policy": "lossguide"},
+    {"objective": "multi:softprob", "num_class": 3, "max_depth": 4},
+])
+@pytest.mark.parametrize("holdout", [0.0, 0.4])
+def test_host_margins_are_the_loop_scores_bit_for_bit(monkeypatch, params, holdout):
+    """Nothing scored: the loop takes XGBoost's own margins (started from the model's
+    intercept) for its running scores; they equal, bit for bit, the routed sums they replace
+    and the written model's margins. Fails if the two drift apart by one ulp anywhere."""
+    dtrain = _dtrain(params["objective"])
+    if params["objective"] == "binary:logistic":
+        dtrain.set_label((dtrain.get_label() > 1.0).astype(np.float64))
+    used = _run(params, dtrain, holdout_fraction=holdout, prune_threshold=None)
+    assert used.result.host_score_rounds == 10
+    monkeypatch.setattr(XGBGrower, "train_scores", lambda self: None)
+    routed = _run(params, dtrain, holdout_fraction=holdout, prune_threshold=None)
+    assert routed.result.host_score_rounds == 0
+    np.testing.assert_array_equal(used.result.raw_train, routed.result.raw_train)
+    assert bytes(used.booster.save_raw("json")) == bytes(routed.booster.save_raw("json"))
+    margin = used.booster.predict(dtrain, output_margin=True).reshape(dtrain.num_row(), -1)
+    np.testing.assert_array_equal(margin, used.result.raw_train)

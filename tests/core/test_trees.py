@@ -452,3 +452,39 @@ def test_nearest_sorted_equals_binary_search():
         got = _nearest_sorted(v, x)
         np.testing.assert_array_equal(np.abs(x - v[got]), np.abs(x - v[want]))
     assert _nearest_sorted(np.array([0.0, 1.0, 3.0]), np.array([np.nan]))[0] == 0
+
+
+def test_leaves_from_scores_same_with_reused_buffers():
+    """The buffers a hook reuses every round (``out``, ``ScoreWork``) give the same ids as
+    fresh arrays, leave ``change`` alone, and serve again for another tree's rows."""
+    from unbiased_criteria.trees import ScoreWork, _nearest_sorted, leaves_from_scores
+
+    rng = np.random.default_rng(1)
+    n = 5000
+    work, out = ScoreWork(n), np.empty(n, dtype=np.int32)
+    for _ in range(20):
+        L = int(rng.integers(2, 40))
+        left = [*range(1, L), -1] + [-1] * (L - 1)  # a chain: node i < L-1 splits into i+1
+        right = [L + i for i in range(L - 1)] + [-1] * L
+        left[L - 2] = L - 1
+        is_leaf = np.array(left) < 0
+        value = np.where(is_leaf, rng.normal(size=2 * L - 1) * 10 ** rng.uniform(-3, 1), NAN)
+        tree = make_tree(left, right, np.where(is_leaf, -1, 0), np.where(is_leaf, NAN, 0.0),
+                         value)
+        leaf = rng.choice(np.flatnonzero(tree.is_leaf), n)
+        before = rng.normal(size=n) * 5
+        after = before + tree.value[leaf]
+        change = after - before
+        kept = change.copy()
+        want = leaves_from_scores(change, after, tree)
+        got = leaves_from_scores(change, after, tree, out=out, work=work)
+        assert got is out
+        np.testing.assert_array_equal(got, leaf)
+        np.testing.assert_array_equal(want, leaf)
+        np.testing.assert_array_equal(change, kept)
+        v = np.sort(tree.value[tree.is_leaf])
+        np.testing.assert_array_equal(_nearest_sorted(v, change, work=work),
+                                      np.searchsorted((v[1:] + v[:-1]) / 2, change))
+    # a change that matches no leaf is still refused with buffers
+    assert leaves_from_scores(change + 0.5 * np.min(np.diff(v)), after, tree, out=out,
+                              work=work) is None

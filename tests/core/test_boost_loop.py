@@ -1,0 +1,106 @@
+"""The core training loop (``boosting.boost``) on a stand-in grower: the running scores add
+each row's leaf value, held-out rows reach the grower with zero gradient, and node ids
+outside the tree are refused before any unchecked gather."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from unbiased_criteria.boosting import EvalSet, boost
+from unbiased_criteria.gains import SplitScore
+from unbiased_criteria.importance import GainOptions
+from unbiased_criteria.objectives import make_objective
+from unbiased_criteria.trees import make_tree
+
+NAN = np.nan
+
+
+class _StumpGrower:
+    """Every round a stump on the sign of x: leaf 1 (value -0.25) or leaf 2 (value 0.5)."""
+
+    def __init__(self, x, x_eval, bad_id=None):
+        self.x, self.x_eval, self.bad_id = x, x_eval, bad_id
+        self.seen = []
+
+    def grow(self, grad, hess):
+        self.seen.append((grad.copy(), hess.copy()))
+        return [make_tree([1, -1, -1], [2, -1, -1], [0, -1, -1], [0.0, NAN, NAN],
+                          [NAN, -0.25, 0.5])]
+
+    def leaf_nodes(self, which):
+        x = self.x if which == 0 else self.x_eval
+        ids = np.where(x <= 0, 1, 2).astype(np.int32)[:, None]
+        if self.bad_id is not None and which == 0:
+            ids[3] = self.bad_id
+        return ids
+
+
+def _run(grower, y, y_eval, **options):
+    return boost(grower, make_objective("squared_error"), y, None, num_boost_round=3,
+                 split_score=SplitScore(), init_score=np.array([0.1]),
+                 options=GainOptions(random_state=0, **options),
+                 eval_sets=[EvalSet("valid", y_eval)])
+
+
+def test_running_scores_add_leaf_values_and_hide_held_out_rows():
+    rng = np.random.default_rng(0)
+    x, x_eval = rng.normal(size=400), rng.normal(size=150)
+    y, y_eval = rng.normal(size=400), rng.normal(size=150)
+    for fraction, threshold in [(0.0, None), (0.25, None), (0.25, -1e300)]:
+        grower = _StumpGrower(x, x_eval)
+        result = _run(grower, y, y_eval, holdout_fraction=fraction, prune_threshold=threshold)
+        step = np.where(x <= 0, -0.25, 0.5)
+        want = 0.1 + step + step + step  # in the loop's order of additions
+        np.testing.assert_array_equal(result.raw_train[:, 0], want)
+        step_eval = np.where(x_eval <= 0, -0.25, 0.5)
+        np.testing.assert_array_equal(result.raw_eval[0][:, 0],
+                                      0.1 + step_eval + step_eval + step_eval)
+        for grad, hess in grower.seen:  # a quarter of the rows hidden, or none
+            assert int(np.sum(hess[:, 0] == 0)) == round(fraction * x.size)
+            assert np.all(grad[hess[:, 0] == 0] == 0)
+        assert (result.splits is not None) == (threshold is not None)
+
+
+@pytest.mark.parametrize("bad_id", [-1, 3, 99])
+def test_node_ids_outside_the_tree_are_refused(bad_id):
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=50), rng.normal(size=50)
+    with pytest.raises(RuntimeError, match="outside tree 0"):
+        _run(_StumpGrower(x, x[:5], bad_id=bad_id), y, y[:5], holdout_fraction=0.0,
+             prune_threshold=None)
+
+
+class _TrackingGrower(_StumpGrower):
+    """The stump grower with host scores: its own running sums from ``start``."""
+
+    def __init__(self, x, x_eval, start):
+        super().__init__(x, x_eval)
+        self.scores = np.full((x.size, 1), start)
+        self.leaf_calls = 0
+
+    def grow(self, grad, hess):
+        trees = super().grow(grad, hess)
+        self.scores[:, 0] += np.where(self.x <= 0, -0.25, 0.5)
+        return trees
+
+    def leaf_nodes(self, which):
+        self.leaf_calls += which == 0
+        return super().leaf_nodes(which)
+
+    def train_scores(self):
+        return self.scores
+
+
+@pytest.mark.parametrize("start", [0.1, 0.0])
+@pytest.mark.parametrize("threshold", [None, -1e300])
+def test_host_scores_used_only_from_the_same_start_and_without_scoring(start, threshold):
+    rng = np.random.default_rng(2)
+    x, x_eval, y = rng.normal(size=300), rng.normal(size=40), rng.normal(size=300)
+    grower = _TrackingGrower(x, x_eval, start)
+    result = _run(grower, y, y[:40], holdout_fraction=0.3, prune_threshold=threshold)
+    used = start == 0.1 and threshold is None  # init_score is 0.1; scoring needs the leaves
+    assert result.host_score_rounds == (3 if used else 0)
+    assert grower.leaf_calls == (0 if used else 3)
+    step = np.where(x <= 0, -0.25, 0.5)
+    np.testing.assert_array_equal(result.raw_train[:, 0], 0.1 + step + step + step)
