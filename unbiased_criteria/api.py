@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .dumps import Dump, as_dump
+from .gains import Workspace
 from .importance import (
     GainOptions,
     TreeScores,
@@ -363,12 +364,13 @@ def unbiased_importance(
     blocks = jackknife_blocks(prep.valid.n_rows, options)
     blocks = None if blocks is None else blocks[order]
     records: list[dict] = []
+    workspace = Workspace()  # row arrays reused by each scoring thread, for this call
     replicates: list[np.ndarray] = []
     shares: list[np.ndarray] = []
 
     def score(step: TreeStep):
         return step, score_tree(step, prep.model.split_score, options, halves, blocks,
-                                ranked=True)
+                                ranked=True, workspace=workspace)
 
     def collect(result):
         step, scores = result
@@ -510,11 +512,13 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     halves = None if halves is None else halves[order]
     usable: list[np.ndarray] = []
     shares: list[np.ndarray] = []
+    workspace = Workspace()  # row arrays reused from tree to tree, for this call
 
     def visit(step: TreeStep):
         if step.tree.n_leaves == 1:
             return None
-        scores = score_tree(step, prep.model.split_score, options, halves, ranked=True)
+        scores = score_tree(step, prep.model.split_score, options, halves, ranked=True,
+                            workspace=workspace)
         usable.append(scores.usable[step.tree.internal_nodes])
         shares.append(_child_share(step, scores))
         return prune_tree(step.tree, scores, prep.model.split_score, options.prune_threshold,

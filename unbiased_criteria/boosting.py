@@ -28,7 +28,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from .gains import SplitScore, tree_generator
+from .gains import SplitScore, Workspace, tree_generator
 from .importance import GainOptions, jackknife_blocks, score_tree
 from .metrics import Metric
 from .objectives import Objective
@@ -112,21 +112,6 @@ class HoldoutPlan:
             return np.zeros(0, dtype=np.int64)
         rng = tree_generator(options.random_state, _HOLDOUT_KEY + (round_ if self.redraw else 0))
         return rng.choice(n, m, replace=False, shuffle=True)
-
-
-class _Scratch:
-    """Arrays reused from round to round for the loop's per-round row temporaries, by name:
-    a fresh 100k-row array costs a page fault per 4 kB page on first touch, more than the
-    pass that fills it."""
-
-    def __init__(self) -> None:
-        self._arrays: dict[str, np.ndarray] = {}
-
-    def __call__(self, name: str, size: int, dtype) -> np.ndarray:
-        a = self._arrays.get(name)
-        if a is None or a.shape != (size,) or a.dtype != dtype:
-            a = self._arrays[name] = np.empty(size, dtype=dtype)
-        return a
 
 
 @dataclass
@@ -225,7 +210,7 @@ def boost(
     best_iteration = -1
     bar = progress_bar(num_boost_round, progress, "rounds")
     scoring = False  # some round had held-out rows to score splits with
-    scratch = _Scratch()
+    scratch = Workspace()  # per-round row arrays, reused (also by the scoring)
     row_ids = np.arange(n)
     # the host's running scores stand for the loop's while both are equal: checked once
     # here, and kept until a tree is pruned (the host does not see pruning)
@@ -244,16 +229,16 @@ def boost(
         g_fit, h_fit = g, h  # nothing held out: the host sees the gradients as they are
         fit_rows = None
         if held_rows.size:
-            g_fit = scratch("g_fit", g.size, g.dtype).reshape(g.shape)
-            h_fit = scratch("h_fit", h.size, h.dtype).reshape(h.shape)
+            g_fit = scratch.array("g_fit", g.size, g.dtype).reshape(g.shape)
+            h_fit = scratch.array("h_fit", h.size, h.dtype).reshape(h.shape)
             np.copyto(g_fit, g)
             np.copyto(h_fit, h)
             g_fit[held_rows], h_fit[held_rows] = 0.0, 0.0
         if score_round:  # the other rows, in row order, shared by the K trees
-            fit = scratch("fit", n, bool)
+            fit = scratch.array("fit", n, bool)
             fit.fill(True)
             fit[held_rows] = False
-            fit_rows = np.compress(fit, row_ids, out=scratch("fit_rows", n - held_rows.size,
+            fit_rows = np.compress(fit, row_ids, out=scratch.array("fit_rows", n - held_rows.size,
                                                              row_ids.dtype))
         from_host = tracking and not score_round  # no leaf of a training row needed
         new = grower.grow(g_fit, h_fit)
@@ -337,7 +322,7 @@ def _check_node_ids(ids: np.ndarray, tree: Tree, index: int) -> None:
                            f"{tree.n_nodes} nodes")
 
 
-def _gather(values: np.ndarray, ids: np.ndarray, scratch: _Scratch | None, name: str):
+def _gather(values: np.ndarray, ids: np.ndarray, scratch: Workspace | None, name: str):
     """``values[ids]`` for ids ``ids`` (any integer dtype, in range: checked by the caller),
     in scratch arrays ``name`` when given (the ids cast to intp once there: ``take`` would
     cast them to a fresh array; ``mode="clip"`` writes to ``out`` without a buffer)."""
@@ -345,9 +330,9 @@ def _gather(values: np.ndarray, ids: np.ndarray, scratch: _Scratch | None, name:
         return values[ids]
     at = ids
     if ids.dtype != np.intp:
-        at = scratch(name + " ids", ids.size, np.intp)
+        at = scratch.array(name + " ids", ids.size, np.intp)
         np.copyto(at, ids, casting="same_kind")
-    return values.take(at, out=scratch(name, ids.size, values.dtype), mode="clip")
+    return values.take(at, out=scratch.array(name, ids.size, values.dtype), mode="clip")
 
 
 def _score_and_prune(tree, index, nodes, g, h, fit_rows, held_rows, split_score, options,
@@ -364,7 +349,8 @@ def _score_and_prune(tree, index, nodes, g, h, fit_rows, held_rows, split_score,
                                    for i, a in enumerate((nodes, g, h))), None,
                     *(_gather(a, held_rows, scratch, f"held {i}")
                       for i, a in enumerate((nodes, g, h))), None)
-    scores = score_tree(step, split_score, options, blocks=blocks, ranked=True)
+    scores = score_tree(step, split_score, options, blocks=blocks, ranked=True,
+                        workspace=scratch)
     inner = tree.internal_nodes
     if scores.jackknife is not None:
         jack = scores.jackknife[:, inner].T

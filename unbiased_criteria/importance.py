@@ -6,7 +6,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .gains import NodeSums, SplitScore, biased_gain, node_sums, tree_generator, unbiased_gain
+from .gains import (
+    NodeSums,
+    SplitScore,
+    Workspace,
+    biased_gain,
+    node_sums,
+    tree_generator,
+    unbiased_gain,
+)
 from .options import GainOptions
 from .replay import TreeStep
 
@@ -71,6 +79,7 @@ def score_tree(
     halves: np.ndarray | None = None,
     blocks: np.ndarray | None = None,
     ranked: bool = False,
+    workspace: Workspace | None = None,
 ) -> TreeScores:
     """B and U of every split of ``step.tree``.
 
@@ -80,12 +89,14 @@ def score_tree(
     usable only when both directions are, and U (and its jackknife replicates) is 0 otherwise.
     ``ranked``: the held-out rows come in a uniformly random order independent of the tree
     (``unbiased_gain(ranked=True)``; a half keeps that order, so it stays uniform).
+    ``workspace``: row arrays reused from tree to tree (:class:`~unbiased_criteria.gains.
+    Workspace`, one per call).
     """
     tree = step.tree
     rng = tree_generator(options.random_state, step.index)
     kw = dict(
         rng=rng, n_draws=options.n_draws, min_k=options.min_k, lam=options.lam,
-        shortcut=options.shortcut, ranked=ranked,
+        shortcut=options.shortcut, ranked=ranked, workspace=workspace,
     )
     nv, gv, hv = step.nodes_valid, step.g_valid, step.h_valid
     n_blocks = options.n_blocks if blocks is not None else 0
