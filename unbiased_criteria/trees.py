@@ -17,6 +17,7 @@ Invariants (checked by :func:`check_tree`):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -37,6 +38,7 @@ __all__ = [
     "leaf_of_nodes",
     "leaves_from_scores",
     "iteration_leaves_from_scores",
+    "HostScores",
 ]
 
 #: missing-value handling of a numeric node: NaN is read as 0.0 and compared (LightGBM "None")
@@ -545,6 +547,87 @@ class ScoreWork:
     def __init__(self, n: int) -> None:
         self.real = np.empty(n, dtype=np.float64)
         self.index = np.empty(n, dtype=np.intp)
+
+
+class HostScores:
+    """A host's own running scores of its training rows, from round to round, and the leaves
+    their change over a round names (:func:`iteration_leaves_from_scores`): what a hook's
+    grower keeps so that the training rows need no routing.
+
+    ``read(out)`` returns the host's scores now, ``(n,)`` or ``(n, K)`` float64, written into
+    ``out`` when given and of the right shape, or None when this host cannot read them. Two
+    score arrays alternate (the scores after one round are those before the next: one read
+    per round), and the change, the leaf ids and the lookup's temporaries live in arrays
+    reused every round (fresh 100k-row arrays cost page faults on every round). ``eps``: the
+    host's score precision.
+    """
+
+    def __init__(self, read: Callable[[np.ndarray | None], np.ndarray | None],
+                 eps: float = float(np.finfo(np.float64).eps)) -> None:
+        self._read, self._eps = read, eps
+        self._scores: np.ndarray | None = None  # the latest read
+        self._spare: np.ndarray | None = None  # the one before: the next read goes there
+        self._change: np.ndarray | None = None
+        self._ids: np.ndarray | None = None
+        self._work: ScoreWork | None = None
+        self._fresh = False  # the change is that of the last round
+        #: rounds whose training rows' leaves came from the change (not from routing)
+        self.named = 0
+
+    @property
+    def started(self) -> bool:
+        """Whether the scores were read already."""
+        return self._scores is not None
+
+    def _take(self) -> np.ndarray | None:
+        scores = self._read(self._spare)
+        if scores is None:
+            return None
+        self._spare, self._scores = self._scores, scores
+        return scores.reshape(scores.shape[0], -1)
+
+    def current(self) -> np.ndarray | None:
+        """The host's scores ``(n, K)`` now (read once at the start), or None; valid until
+        the round after next."""
+        if self._scores is None:
+            return self._take()
+        return self._scores.reshape(self._scores.shape[0], -1)
+
+    def before_round(self) -> np.ndarray | None:
+        """:meth:`current`, and forget the last round's change: call before the host grows."""
+        self._fresh = False
+        return self.current()
+
+    def after_round(self, before: np.ndarray | None) -> None:
+        """Read the scores after the round and their change from ``before`` (what
+        :meth:`before_round` gave; nothing when it was None)."""
+        if before is None:
+            return
+        after = self._take()
+        if after is None:
+            return
+        if self._change is None or self._change.shape != after.shape:
+            self._change = np.empty_like(after)
+        np.subtract(after, before, out=self._change)
+        self._fresh = True
+
+    def leaves(self, trees: list[Tree], n_rows: int | None = None) -> np.ndarray | None:
+        """The ``(n, K)`` int32 leaf ids of the last round's trees named by the change, or
+        None (no change read, ``n_rows`` other than the host's rows, or leaves that the
+        change cannot tell apart); valid until the next round."""
+        if not self._fresh:
+            return None
+        change, after = self._change, self.current()
+        if n_rows is not None and change.shape[0] != n_rows:
+            return None
+        if self._work is None or self._work.real.shape[0] != change.shape[0]:
+            self._work = ScoreWork(change.shape[0])
+        ids = iteration_leaves_from_scores(change, after, trees, self._eps, out=self._ids,
+                                           work=self._work)
+        if ids is not None:
+            self.named += 1
+            self._ids = ids
+        return ids
 
 
 def leaves_from_scores(change: np.ndarray, after: np.ndarray, tree: Tree,

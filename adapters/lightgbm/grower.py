@@ -10,7 +10,7 @@ from unbiased_criteria.adapters.lightgbm.compat import boost_one_iteration, trai
 from unbiased_criteria.adapters.lightgbm.reader import parse_tree
 from unbiased_criteria.adapters.lightgbm.source import RULES
 
-from unbiased_criteria.trees import ScoreWork, Tree, iteration_leaves_from_scores, make_tree
+from unbiased_criteria.trees import HostScores, Tree, make_tree
 
 __all__ = ["LGBMGrower"]
 
@@ -81,17 +81,8 @@ class LGBMGrower:
         self._offsets = np.zeros(self.n_outputs, dtype=np.int32)
         self._nodes: dict[int, np.ndarray] = {}
         self._trees: list[Tree] = []
-        self._score_change: np.ndarray | None = None  # of the training rows, (n, K)
-        self._score_after: np.ndarray | None = None
-        # LightGBM's training scores after the last iteration (before the next one), the
-        # buffer the next read goes to, the change's buffer and the leaf ids' (n, K) buffer
-        self._scores: np.ndarray | None = None
-        self._spare: np.ndarray | None = None
-        self._change: np.ndarray | None = None
-        self._train_nodes: np.ndarray | None = None
-        self._work: ScoreWork | None = None
-        #: iterations whose training rows' leaves came from the score change (not predict)
-        self.leaves_from_scores = 0
+        # LightGBM's own training scores, round to round, and the leaves their change names
+        self._host = HostScores(lambda out: train_scores(self.booster, out=out))
 
     def grow(self, grad: np.ndarray, hess: np.ndarray) -> list[Tree]:
         """Grow one iteration from ``(n, K)`` float32 gradients and hessians."""
@@ -101,17 +92,10 @@ class LGBMGrower:
         g = np.ascontiguousarray(grad if K > 1 else grad[:, 0], dtype=np.float32)
         h = np.ascontiguousarray(hess if K > 1 else hess[:, 0], dtype=np.float32)
         it = self.booster.current_iteration()
-        self._score_change = self._score_after = None
-        before = self._read_scores() if self._scores is None \
-            else self._scores.reshape(self._scores.shape[0], -1)
+        before = self._host.before_round()
         # the Booster already has objective 'none': the step update(fobj=...) takes, directly
         boost_one_iteration(self.booster, g, h)
-        if before is not None:
-            after = self._read_scores()
-            if self._change is None:
-                self._change = np.empty_like(after)
-            self._score_after = after
-            self._score_change = np.subtract(after, before, out=self._change)
+        self._host.after_round(before)
         if self.booster.current_iteration() == it:  # no split anywhere: LightGBM dropped it
             return [_single_leaf() for _ in range(K)]
         infos = self.booster.dump_model(start_iteration=it, num_iteration=1)["tree_info"]
@@ -127,36 +111,20 @@ class LGBMGrower:
         self._trees = trees
         return trees
 
+    @property
+    def leaves_from_scores(self) -> int:
+        """Iterations whose training rows' leaves came from the score change (not predict)."""
+        return self._host.named
+
     def train_scores(self) -> np.ndarray | None:
         """LightGBM's own training scores ``(n, K)`` after the last grown iteration (before
         the first, the starting scores: 0 or the Dataset's init_score), None where this
         LightGBM cannot read them; valid until the next :meth:`grow`."""
-        if self._scores is None:
-            return self._read_scores()
-        return self._scores.reshape(self._scores.shape[0], -1)
-
-    def _read_scores(self) -> np.ndarray | None:
-        """LightGBM's training scores ``(n, K)``, read into the spare buffer, which becomes
-        the current one (the previous current one the spare); None without a way to read."""
-        scores = train_scores(self.booster, out=self._spare)
-        if scores is None:
-            return None
-        self._spare, self._scores = self._scores, scores
-        return scores.reshape(scores.shape[0], -1)
+        return self._host.current()
 
     def _train_leaves(self) -> np.ndarray | None:
         """The training rows' leaves from the change of LightGBM's own scores, or None."""
-        change, after = self._score_change, self._score_after
-        if change is None or change.shape[0] != int(self._data[0].shape[0]):
-            return None
-        if self._work is None:
-            self._work = ScoreWork(change.shape[0])
-        nodes = iteration_leaves_from_scores(change, after, self._trees,
-                                             out=self._train_nodes, work=self._work)
-        if nodes is not None:
-            self.leaves_from_scores += 1
-            self._train_nodes = nodes
-        return nodes
+        return self._host.leaves(self._trees, int(self._data[0].shape[0]))
 
     def leaf_nodes(self, which: int) -> np.ndarray:
         """IR leaf node ids ``(n_rows, K)`` of set ``which`` in the last grown iteration."""

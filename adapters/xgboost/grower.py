@@ -12,7 +12,7 @@ from unbiased_criteria.adapters.xgboost.compat import boost_one_iteration
 from unbiased_criteria.adapters.xgboost.layout import _gbtree, _node_map
 from unbiased_criteria.adapters.xgboost.reader import _read_tree, _train_params
 
-from unbiased_criteria.trees import ScoreWork, Tree, iteration_leaves_from_scores
+from unbiased_criteria.trees import HostScores, Tree
 
 
 class XGBGrower:
@@ -61,41 +61,39 @@ class XGBGrower:
         self._maps: list[np.ndarray | None] = []
         self._leaves: dict[int, np.ndarray] = {}
         self._trees: list[Tree] = []
-        self._margin: tuple[np.ndarray, np.ndarray] | None = None  # (change, after), (n, K)
-        # margins after the last iteration (before the next), the buffer the next read goes
-        # to, the change's buffer, the leaf ids' buffer, leaves_from_scores' buffers
-        self._margins: np.ndarray | None = None
-        self._spare: np.ndarray | None = None
-        self._change: np.ndarray | None = None
-        self._train_ids: np.ndarray | None = None
-        self._work: ScoreWork | None = None
-        #: iterations whose training rows' leaves came from the margin change (not pred_leaf)
-        self.leaves_from_scores = 0
+        # XGBoost's cached margins of the training rows, round to round (float32 precision),
+        # and the leaves their change names
+        self._host = HostScores(self._read_margins, eps=float(np.finfo(np.float32).eps))
 
     def start_from(self, base_score: str) -> None:
         """Start the training rows' margins from ``base_score`` (the model JSON's text, as
         ``xgb.train`` would estimate it); only before the first round."""
-        if self.iteration or self._margins is not None:
+        if self.iteration or self._host.started:
             raise RuntimeError("start_from must come before the first round")
         self.booster.set_param({"base_score": base_score})
+
+    @property
+    def leaves_from_scores(self) -> int:
+        """Iterations whose training rows' leaves came from the margin change (not
+        pred_leaf)."""
+        return self._host.named
 
     def train_scores(self) -> np.ndarray:
         """XGBoost's own margins ``(n, K)`` (float64 holding float32 values) of the training
         rows after the last grown iteration (before the first, the starting margins); valid
         until the next :meth:`grow`."""
-        return self._margins if self._margins is not None else self._train_margin()
+        return self._host.current()
 
-    def _train_margin(self) -> np.ndarray:
-        """XGBoost's cached margins of the training rows, ``(n, K)`` float64, read into the
-        spare buffer, which becomes the current one (the previous current one the spare)."""
+    def _read_margins(self, out: np.ndarray | None) -> np.ndarray:
+        """XGBoost's cached margins of the training rows, ``(n, K)`` float64, into ``out``
+        when it has that shape."""
         dtrain = self.data[0]
         margin = self.booster.predict(dtrain, output_margin=True)
         margin = margin.reshape(int(dtrain.num_row()), -1)
-        if self._spare is None or self._spare.shape != margin.shape:
-            self._spare = np.empty(margin.shape, dtype=np.float64)
-        np.copyto(self._spare, margin)
-        self._spare, self._margins = self._margins, self._spare
-        return self._margins
+        if out is None or out.shape != margin.shape:
+            out = np.empty(margin.shape, dtype=np.float64)
+        np.copyto(out, margin)
+        return out
 
     def grow(self, grad: np.ndarray, hess: np.ndarray) -> list[Tree]:
         """Grow one iteration from float32 ``(n, K)`` gradients; its K trees in the IR."""
@@ -103,14 +101,10 @@ class XGBGrower:
         if K == 1:
             grad, hess = np.ascontiguousarray(grad[:, 0]), np.ascontiguousarray(hess[:, 0])
         it = self.iteration
-        before = self._train_margin() if self._margins is None else self._margins
+        before = self._host.before_round()
         boost_one_iteration(self.booster, self.data[0], it, grad, hess)
         self.iteration += 1
-        after = self._train_margin()
-        if self._change is None or self._change.shape != after.shape:
-            self._change = np.empty_like(after)
-        # K columns checked where it is read
-        self._margin = (np.subtract(after, before, out=self._change), after)
+        self._host.after_round(before)  # K columns checked where the leaves are read
         part = self.booster[it : it + 1]
         model, _ = _gbtree(json.loads(part.save_raw("json"))["learner"])
         trees_json = model["trees"]
@@ -127,18 +121,7 @@ class XGBGrower:
 
     def _train_leaves(self) -> np.ndarray | None:
         """The training rows' IR leaves from the change of XGBoost's margins, or None."""
-        if self._margin is None:
-            return None
-        change, after = self._margin
-        if self._work is None:
-            self._work = ScoreWork(change.shape[0])
-        ids = iteration_leaves_from_scores(change, after, self._trees,
-                                           eps=float(np.finfo(np.float32).eps),
-                                           out=self._train_ids, work=self._work)
-        if ids is not None:
-            self.leaves_from_scores += 1
-            self._train_ids = ids
-        return ids
+        return self._host.leaves(self._trees)
 
     def leaf_nodes(self, which: int) -> np.ndarray:
         """IR leaf ids ``(n_rows, K)`` of the last iteration for set ``which`` (0 = train)."""
