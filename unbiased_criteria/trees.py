@@ -568,6 +568,7 @@ class HostScores:
         self._scores: np.ndarray | None = None  # the latest read
         self._spare: np.ndarray | None = None  # the one before: the next read goes there
         self._change: np.ndarray | None = None
+        self._before: np.ndarray | None = None  # the scores before the last round
         self._ids: np.ndarray | None = None
         self._work: ScoreWork | None = None
         self._fresh = False  # the change is that of the last round
@@ -603,13 +604,15 @@ class HostScores:
         :meth:`before_round` gave; nothing when it was None)."""
         if before is None:
             return
-        after = self._take()
-        if after is None:
+        if self._take() is None:
             return
+        self._before, self._fresh = before, True  # the change is taken when leaves are asked
+
+    def _last_change(self) -> np.ndarray:
+        after = self.current()
         if self._change is None or self._change.shape != after.shape:
             self._change = np.empty_like(after)
-        np.subtract(after, before, out=self._change)
-        self._fresh = True
+        return np.subtract(after, self._before, out=self._change)
 
     def leaves(self, trees: list[Tree], n_rows: int | None = None) -> np.ndarray | None:
         """The ``(n, K)`` int32 leaf ids of the last round's trees named by the change, or
@@ -617,9 +620,10 @@ class HostScores:
         change cannot tell apart); valid until the next round."""
         if not self._fresh:
             return None
-        change, after = self._change, self.current()
-        if n_rows is not None and change.shape[0] != n_rows:
+        after = self.current()
+        if n_rows is not None and after.shape[0] != n_rows:
             return None
+        change = self._last_change()
         if self._work is None or self._work.real.shape[0] != change.shape[0]:
             self._work = ScoreWork(change.shape[0])
         ids = iteration_leaves_from_scores(change, after, trees, self._eps, out=self._ids,

@@ -8,6 +8,7 @@ the loop trains on and evaluates (:class:`Rows`).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,7 +147,7 @@ def _row_set(ds, data, name, argument, K) -> Rows:
 class Setup:
     """The constructed Datasets and Boosters of one training run."""
 
-    host: lightgbm.Booster  # objective 'none': grows the trees
+    host: lightgbm.Booster | None  # objective 'none': grows the trees (set last)
     source: LightGBMSource  # header and parameters of the model lightgbm.train would write
     metric_info: list[tuple[str, bool]]  # LightGBM's metric names and higher_is_better
     n_outputs: int
@@ -155,12 +156,15 @@ class Setup:
     eval_rows: list[Rows]  # the training set first if it is evaluated, then the others
 
 
-def construct(params, name, train_set, valid_sets, valid_names) -> Setup:
+def construct(params, name, train_set, valid_sets, valid_names,
+              start: Callable[[Setup], np.ndarray | None] | None = None) -> Setup:
     """Construct the Datasets as ``lightgbm.train`` does, and the two Boosters.
 
     A Booster with the real objective (never trained) gives the written model's header and
     ``parameters:`` and LightGBM's metric names; a Booster with ``objective='none'`` grows the
-    trees. Raw data and labels are taken first: construction may free them.
+    trees. Raw data and labels are taken first: construction may free them. ``start(setup)``
+    (``setup.host`` still None) gives the loop's init score ``(K,)``; the growing Booster's
+    own training scores start from it (:func:`_host_booster`).
     """
     train_data = _raw_rows(train_set, "train_set")
     _check_given_labels(train_set, "train_set")
@@ -182,24 +186,48 @@ def construct(params, name, train_set, valid_sets, valid_names) -> Setup:
     bind_params(train_set, [ds for ds, *_ in reduced], params)
     try:
         template = lightgbm.Booster(params=params, train_set=train_set)
-        host = lightgbm.Booster(params=host_params, train_set=train_set)
         for ds, *_ in reduced:
             ds.construct()
+        text = template.model_to_string(num_iteration=-1)
+        metric_info = [(r.metric_name, bool(r.maximize)) for r in template.eval_train()]
+        K = template.num_model_per_iteration()
+        dump = template.dump_model(num_iteration=-1)
+        del template
+        train_rows = _row_set(train_set, train_data, train_name, "train_set", K)
+        if train_rows.weight is not None and not train_rows.weight.sum() > 0:
+            raise ValueError("train_set's weights sum to zero: no row would count")
+        eval_rows = [train_rows] if has_train_eval else []
+        eval_rows += [_row_set(ds, data, nm, arg, K) for ds, data, nm, arg in reduced]
+        source = LightGBMSource(text=text, params=parse_parameters(text), objective=name,
+                                n_leaves=np.zeros(0, dtype=np.int64))
+        setup = Setup(None, source, metric_info, K, dump, train_rows, eval_rows)
+        init = None if start is None else start(setup)
+        setup.host = _host_booster(train_set, host_params, init)
     finally:
         unbind_params([train_set] + [ds for ds, *_ in reduced])
     if has_train_eval:
-        host.set_train_data_name(train_name)
-    text = template.model_to_string(num_iteration=-1)
-    metric_info = [(r.metric_name, bool(r.maximize)) for r in template.eval_train()]
-    del template
+        setup.host.set_train_data_name(train_name)
+    return setup
 
-    K = host.num_model_per_iteration()
-    train_rows = _row_set(train_set, train_data, train_name, "train_set", K)
-    if train_rows.weight is not None and not train_rows.weight.sum() > 0:
-        raise ValueError("train_set's weights sum to zero: no row would count")
-    eval_rows = [train_rows] if has_train_eval else []
-    eval_rows += [_row_set(ds, data, nm, arg, K) for ds, data, nm, arg in reduced]
-    source = LightGBMSource(text=text, params=parse_parameters(text), objective=name,
-                            n_leaves=np.zeros(0, dtype=np.int64))
-    return Setup(host, source, metric_info, K, host.dump_model(num_iteration=-1), train_rows,
-                 eval_rows)
+
+def _host_booster(train_set: lightgbm.Dataset, params: dict[str, Any],
+                  init: np.ndarray | None) -> lightgbm.Booster:
+    """The Booster that grows the trees, its training scores starting from ``init`` (K,).
+
+    LightGBM copies a Dataset's init_score into the Booster's training scores when it makes
+    the Booster, so the init score is set on ``train_set`` (which has none: the loop's init
+    is 0 otherwise) just for that, then cleared. Those scores then add the same leaf values
+    to the same start as the loop's (a grower's ``train_scores``).
+    """
+    if init is None or not np.any(init):
+        return lightgbm.Booster(params=params, train_set=train_set)
+    if train_set.get_init_score() is not None:
+        raise RuntimeError("the loop's init score must be 0 when train_set has an init_score")
+    n = train_set.num_data()
+    # class-major, as LightGBM lays out multiclass init scores
+    train_set.set_field("init_score", np.repeat(np.asarray(init, dtype=np.float64), n))
+    try:
+        return lightgbm.Booster(params=params, train_set=train_set)
+    finally:
+        train_set.set_field("init_score", None)
+        train_set.init_score = None

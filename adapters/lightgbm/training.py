@@ -241,8 +241,14 @@ def run_training(
         _check_min_hessian(params)
     params, callbacks_after = after_iteration_callbacks(params, callbacks)
 
-    setup = construct(params, name, train_set, valid_sets, valid_names)
-    objective, convert, init = _loop_objective(name, fobj, setup)
+    loop: list = []  # the loop's objective, output transform and init score
+
+    def start(setup_: Setup) -> np.ndarray:
+        loop.extend(_loop_objective(name, fobj, setup_))
+        return loop[2]
+
+    setup = construct(params, name, train_set, valid_sets, valid_names, start)
+    objective, convert, init = loop
     source = setup.source
     if options.prune_threshold is not None:
         for message in replay_warnings(source):

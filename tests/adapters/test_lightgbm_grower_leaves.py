@@ -88,8 +88,9 @@ def _run(params, X, y, **options):
 
 @pytest.mark.parametrize("kind, extra", [
     ("regression", {"boost_from_average": False}),
-    ("regression", {}),  # init score mean(y): LightGBM's scores start at 0, not used
+    ("regression", {}),  # init score mean(y): LightGBM's scores start from it as well
     ("multiclass", {"num_class": 3, "boost_from_average": False}),
+    ("multiclass", {"num_class": 3}),  # one init score per class
 ])
 def test_host_scores_are_the_loop_scores_bit_for_bit(monkeypatch, kind, extra):
     """Nothing scored and the same start: the loop takes LightGBM's own training scores for
@@ -99,7 +100,7 @@ def test_host_scores_are_the_loop_scores_bit_for_bit(monkeypatch, kind, extra):
     params = dict(objective=kind, num_leaves=15, learning_rate=0.3, min_data_in_leaf=5,
                   verbose=-1, num_threads=1, seed=0, **extra)
     used = _run(params, X, y, holdout_fraction=0.4, prune_threshold=None)
-    assert used.result.host_score_rounds == (0 if not extra else 10)
+    assert used.result.host_score_rounds == 10
     monkeypatch.setattr(LGBMGrower, "train_scores", lambda self: None)
     routed = _run(params, X, y, holdout_fraction=0.4, prune_threshold=None)
     assert routed.result.host_score_rounds == 0
@@ -107,3 +108,27 @@ def test_host_scores_are_the_loop_scores_bit_for_bit(monkeypatch, kind, extra):
     assert used.booster.model_to_string() == routed.booster.model_to_string()
     raw = used.booster.predict(X, raw_score=True).reshape(len(X), -1)
     np.testing.assert_array_equal(raw, used.result.raw_train)
+
+
+def test_host_start_leaves_the_callers_dataset_without_init_score():
+    """The growing Booster's scores start from the loop's init score, set on the training
+    Dataset only while that Booster is made: the caller's Dataset has none afterwards, and a
+    plain lightgbm.train on it starts from the average as before."""
+    X, y = _data("regression")
+    ds = lightgbm.Dataset(X, y, free_raw_data=False)
+    params = dict(objective="regression", num_leaves=7, verbose=-1, num_threads=1, seed=0)
+    run = _run_on(ds, params)
+    assert run.result.host_score_rounds == 10
+    assert ds.get_init_score() is None and ds.init_score is None
+    again = lightgbm.train(params, ds, 3)
+    fresh = lightgbm.train(params, lightgbm.Dataset(X, y), 3)
+    np.testing.assert_array_equal(again.predict(X), fresh.predict(X))
+
+
+def _run_on(ds, params):
+    from unbiased_criteria.adapters.lightgbm.training import run_training
+
+    return run_training(params, ds, 10, valid_sets=None, valid_names=None, feval=None,
+                        callbacks=None, holdout_fraction=0.0, redraw_holdout=True, n_draws=1,
+                        min_k=5, n_blocks=0, random_state=0, progress=False,
+                        prune_threshold=None)
