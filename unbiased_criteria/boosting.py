@@ -240,6 +240,8 @@ def boost(
             fit[held_rows] = False
             fit_rows = np.compress(fit, row_ids, out=scratch.array("fit_rows", n - held_rows.size,
                                                              row_ids.dtype))
+        held_blocks = (None if blocks is None or not score_round
+                       else _gather(blocks, held_rows, scratch, "held blocks"))
         from_host = tracking and not score_round  # no leaf of a training row needed
         new = grower.grow(g_fit, h_fit)
         nodes = None if from_host else grower.leaf_nodes(0)
@@ -253,7 +255,7 @@ def boost(
                 _check_node_ids(ids, tree, index)
             tree, old_to_new, rec, jack = _score_and_prune(
                 tree, index, node_k, g[:, k], h[:, k], fit_rows, held_rows, split_score,
-                options, prune_threshold, None if blocks is None else blocks[held_rows],
+                options, prune_threshold, held_blocks,
                 scratch,
             )
             if rec is not None:

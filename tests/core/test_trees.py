@@ -454,6 +454,32 @@ def test_nearest_sorted_equals_binary_search():
     assert _nearest_sorted(np.array([0.0, 1.0, 3.0]), np.array([np.nan]))[0] == 0
 
 
+def test_nearest_sorted_within_bounds_equals_binary_search():
+    """With ``bounds`` (what leaves_from_scores passes: the extreme values widened by its
+    tolerance) the cells span the bounds, not the rows: rows inside get the binary search's
+    answer, rows outside (or NaN, or huge) an index in range, with and without buffers."""
+    from unbiased_criteria.trees import ScoreWork, _nearest_sorted
+
+    rng = np.random.default_rng(2)
+    for _ in range(200):
+        v = np.unique(rng.normal(size=int(rng.integers(2, 64))) * 10 ** rng.uniform(-4, 1))
+        mid = (v[1:] + v[:-1]) / 2
+        pad = float(np.diff(v).min()) / 4
+        lo, hi = float(v[0]) - pad, float(v[-1]) + pad
+        inside = np.concatenate([rng.choice(v, 300) + rng.normal(size=300) * 1e-12, mid, v,
+                                 rng.uniform(lo, hi, 100)])
+        inside = inside[(inside >= lo) & (inside <= hi)]
+        outside = np.concatenate([rng.normal(size=50) * 3 * (np.abs(v).max() + 1),
+                                  [np.nan, 1e300, -1e300, np.inf]])
+        outside = outside[~((outside >= lo) & (outside <= hi))]
+        x = np.concatenate([inside, outside])
+        for work in (None, ScoreWork(x.size)):
+            with np.errstate(invalid="ignore"):  # NaN and huge rows: the cast is invalid
+                got = np.array(_nearest_sorted(v, x, work=work, bounds=(lo, hi)))
+            np.testing.assert_array_equal(got[: inside.size], np.searchsorted(mid, inside))
+            assert got.min() >= 0 and got.max() < v.size
+
+
 def test_leaves_from_scores_same_with_reused_buffers():
     """The buffers a hook reuses every round (``out``, ``ScoreWork``) give the same ids as
     fresh arrays, leave ``change`` alone, and serve again for another tree's rows."""
