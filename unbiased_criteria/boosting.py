@@ -218,10 +218,11 @@ def boost(
     start = host_scores() if host_scores is not None else None
     tracking = start is not None and start.shape == raw.shape and np.array_equal(start, raw)
     host_rounds = 0
+    y_read, w_read = objective.read_labels(y, weight)  # once, not every round
 
     for it in range(num_boost_round):
         score = raw if K > 1 else raw[:, 0]
-        g, h = objective.grad_hess(y, score, weight)
+        g, h = objective.grad_hess(y_read, score, w_read)
         g, h = g.reshape(n, K), h.reshape(n, K)
         held_rows = holdout.held_rows(n, it, options)  # in random order: the draws' ranks
         score_round = prune_threshold is not None and held_rows.size > 0

@@ -122,6 +122,18 @@ class Objective:
     def _grad_hess(self, y, raw, w):
         raise NotImplementedError
 
+    def read_labels(
+        self, y: np.ndarray, weight: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """``y`` and ``weight`` as :meth:`grad_hess` reads them, for a loop that calls it
+        every round on the same rows: converted once (float32, as LightGBM and XGBoost store
+        them) instead of on every call, the same gradients. Objectives that read them
+        otherwise (custom, float64) get them as given."""
+        if type(self).grad_hess is not Objective.grad_hess:
+            return y, weight
+        return (np.asarray(y, dtype=np.float32),
+                None if weight is None else np.asarray(weight, dtype=np.float32))
+
     def check_labels(self, y: np.ndarray, argument: str) -> None:
         """Raise ``ValueError`` naming ``argument`` if ``y`` is outside the loss's domain."""
         if not np.all(np.isfinite(y)):

@@ -523,3 +523,40 @@ def test_logistic_sigmoid_in_float32_precision():
     gn, hn = num_derivs(obj.loss, y, F)
     close(g, gn, rtol=1e-4, atol=1e-5)
     close(h, hn, rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", sorted(OBJECTIVES))
+def test_labels_read_once_give_the_same_gradients(name):
+    """A loop converts labels and weights once (``read_labels``) instead of on every call:
+    every built-in objective then gives the very gradients and hessians it gives from the
+    labels as passed (float64 labels that are not float32 values, so each call rounds them)."""
+    rng = np.random.default_rng(3)
+    params = {"n_classes": 3} if name.startswith("multiclass") else {}
+    obj = make_objective(name, **params)
+    if name.startswith("multiclass"):
+        y, F = rng.integers(0, 3, N).astype(np.float64), rng.normal(size=(N, 3))
+    else:
+        y = labels(name).astype(np.float64) + (rng.normal(size=N) * 1e-9
+                                                 if name not in ("binary_logistic", "poisson")
+                                                 else 0.0)
+        y = np.clip(y, 1e-3, None) if name in ("gamma", "tweedie", "squared_log_error") else y
+        y = np.clip(y, 0.0, 1.0) if name == "cross_entropy" else y
+        F = F_REAL.copy() / 2
+    w = rng.uniform(0.5, 2.0, N)
+    y_read, w_read = obj.read_labels(y, w)
+    assert y_read.dtype == np.float32 and w_read.dtype == np.float32
+    for weight, weight_read in ((None, None), (w, w_read)):
+        want = obj.grad_hess(y, F, weight)
+        got = obj.grad_hess(y_read, F, weight_read)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_read_labels_leaves_custom_objectives_their_labels():
+    from unbiased_criteria.objectives import CustomObjective, Float64Objective
+
+    y, w = np.array([0.1, 0.2]), np.array([1.0, 2.0])
+    for obj in (CustomObjective(func=lambda y, raw, w: (raw - y, np.ones_like(y))),
+                Float64Objective()):
+        got = obj.read_labels(y, w)
+        assert got[0] is y and got[1] is w
