@@ -12,6 +12,9 @@ grower's optional ``train_scores()``: LightGBM's training score, XGBoost's predi
 are the loop's, when they started from the same init score: checked, bit for bit, before the
 first round. In a round that scores nothing, the loop then takes them as they are instead of
 finding every row's leaf and adding its value (the same float sums, in the same order).
+Without evaluation sets such a round needs no tree at all: a grower that can
+(``read_grown``) reads those rounds' trees later, all at once, before a round that needs
+trees and at the end (one read of the host's model instead of one per round).
 
 Every scored split is recorded, kept or not, with U measured before the pruning decision and,
 with ``options.n_blocks >= 2``, its block-jackknife replicates: each training row has one
@@ -54,7 +57,10 @@ class Grower(Protocol):
     node ids ``(n_rows, K)`` of the last grown iteration for the training rows
     (``which = 0``) or evaluation set ``which`` (1, 2, ...), valid until the next ``grow``.
     Optional: ``train_scores()``, the host's own raw scores ``(n_train, K)`` of the training
-    rows after the last ``grow`` (before the first, its starting scores), or None.
+    rows after the last ``grow`` (before the first, its starting scores), or None; and
+    ``grow(grad, hess, read=False)`` with ``read_grown()``: grow an iteration without reading
+    its trees, then read the trees of all iterations grown so since the last call (K per
+    iteration, in order) at once, where the loop needs no tree in its round.
     """
 
     def grow(self, grad: np.ndarray, hess: np.ndarray) -> list[Tree]: ...
@@ -219,6 +225,8 @@ def boost(
     tracking = start is not None and start.shape == raw.shape and np.array_equal(start, raw)
     host_rounds = 0
     y_read, w_read = objective.read_labels(y, weight)  # once, not every round
+    read_grown = getattr(grower, "read_grown", None)
+    unread = 0  # rounds grown whose trees are not read yet (their classes are in `classes`)
 
     for it in range(num_boost_round):
         score = raw if K > 1 else raw[:, 0]
@@ -244,7 +252,16 @@ def boost(
         held_blocks = (None if blocks is None or not score_round
                        else _gather(blocks, held_rows, scratch, "held blocks"))
         from_host = tracking and not score_round  # no leaf of a training row needed
-        new = grower.grow(g_fit, h_fit)
+        if from_host and not eval_sets and read_grown is not None:  # no tree needed now
+            grower.grow(g_fit, h_fit, read=False)
+            unread += 1
+            classes.extend(range(K))
+            new = []
+        else:
+            if unread:  # in order, before this round's trees (tree indices seed the draws)
+                trees.extend(_read_grown(read_grown, unread, K))
+                unread = 0
+            new = grower.grow(g_fit, h_fit)
         nodes = None if from_host else grower.leaf_nodes(0)
         nodes_eval = [grower.leaf_nodes(i + 1) for i in range(len(eval_sets))]
         for k, tree in enumerate(new):
@@ -301,6 +318,8 @@ def boost(
                 log.info("early stopping at round %d, best round %d", it, best_iteration)
                 break
     bar.close()
+    if unread:
+        trees.extend(_read_grown(read_grown, unread, K))
     if early_stopping_rounds and best_iteration < 0 and best:
         best_iteration = best[(monitor or list(best))[0]][1]
     best_score: dict[str, dict[str, float]] = {}
@@ -317,6 +336,13 @@ def boost(
                  if order and blocks is not None else None)
     return BoostResult(trees, np.array(classes), init, raw, raw_eval, history,
                        best_iteration, best_score, splits, jackknife, host_rounds)
+
+
+def _read_grown(read_grown: Callable[[], list[Tree]], rounds: int, K: int) -> list[Tree]:
+    got = read_grown()
+    if len(got) != rounds * K:
+        raise RuntimeError(f"the grower read {len(got)} trees of {rounds} rounds of {K}")
+    return got
 
 
 def _check_node_ids(ids: np.ndarray, tree: Tree, index: int) -> None:

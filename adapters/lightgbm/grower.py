@@ -25,7 +25,9 @@ class LGBMGrower:
     ``grow(grad, hess)`` hands the loop's float32 arrays ``(n, K)`` to ``Booster.update`` on a
     Booster made with ``objective='none'`` (class-major for multiclass, as LightGBM wants),
     reads the K new trees with ``dump_model(start_iteration=it, num_iteration=1)`` and the
-    reader's parser, and returns them in the IR (leaf values shrunk, no init score). The
+    reader's parser, and returns them in the IR (leaf values shrunk, no init score); with
+    ``read=False`` it reads nothing, and :meth:`read_grown` later reads the trees of all such
+    iterations with one ``dump_model`` (each call's JSON repeats the model's header). The
     Booster's own score caches are never used: they do not see pruning.
 
     ``leaf_nodes(which)`` routes the raw rows of set ``which`` (0: the training rows) through
@@ -81,11 +83,13 @@ class LGBMGrower:
         self._offsets = np.zeros(self.n_outputs, dtype=np.int32)
         self._nodes: dict[int, np.ndarray] = {}
         self._trees: list[Tree] = []
+        self._unread: list[int | None] = []  # Booster iteration of each unread round, or None
         # LightGBM's own training scores, round to round, and the leaves their change names
         self._host = HostScores(lambda out: train_scores(self.booster, out=out))
 
-    def grow(self, grad: np.ndarray, hess: np.ndarray) -> list[Tree]:
-        """Grow one iteration from ``(n, K)`` float32 gradients and hessians."""
+    def grow(self, grad: np.ndarray, hess: np.ndarray, read: bool = True) -> list[Tree] | None:
+        """Grow one iteration from ``(n, K)`` float32 gradients and hessians; its K trees, or
+        None with ``read=False`` (:meth:`read_grown` reads them later)."""
         K = self.n_outputs
         self._nodes = {}
         self._iteration = None
@@ -96,20 +100,47 @@ class LGBMGrower:
         # the Booster already has objective 'none': the step update(fobj=...) takes, directly
         boost_one_iteration(self.booster, g, h)
         self._host.after_round(before)
-        if self.booster.current_iteration() == it:  # no split anywhere: LightGBM dropped it
+        added = self.booster.current_iteration() > it  # else no split: LightGBM dropped it
+        if not read:
+            self._unread.append(it if added else None)
+            return None
+        if not added:
             return [_single_leaf() for _ in range(K)]
-        infos = self.booster.dump_model(start_iteration=it, num_iteration=1)["tree_info"]
-        trees = [
+        trees = self._read(it, 1)
+        self._iteration = it
+        self._offsets = np.array([t.n_leaves - 1 for t in trees], dtype=np.int32)
+        self._trees = trees
+        return trees
+
+    def read_grown(self) -> list[Tree]:
+        """The K trees of every iteration grown with ``read=False`` since the last call, in
+        order: one ``dump_model`` for all (an iteration LightGBM dropped gives K single
+        leaves of value 0)."""
+        unread, self._unread = self._unread, []
+        kept = [it for it in unread if it is not None]  # consecutive Booster iterations
+        trees = self._read(kept[0], len(kept)) if kept else []
+        K = self.n_outputs
+        out: list[Tree] = []
+        for it in unread:
+            if it is None:
+                out.extend(_single_leaf() for _ in range(K))
+            else:
+                j = (it - kept[0]) * K
+                out.extend(trees[j : j + K])
+        return out
+
+    def _read(self, start: int, count: int) -> list[Tree]:
+        """The trees of Booster iterations ``start .. start + count - 1`` in the IR."""
+        infos = self.booster.dump_model(start_iteration=start, num_iteration=count)["tree_info"]
+        if len(infos) != count * self.n_outputs:
+            raise RuntimeError(f"LightGBM dumped {len(infos)} trees of {count} iterations")
+        return [
             make_tree(
                 **parse_tree(info, **self._categorical),
                 shrinkage=float(info["shrinkage"]), rules=RULES,
             )
             for info in infos
         ]
-        self._iteration = it
-        self._offsets = np.array([t.n_leaves - 1 for t in trees], dtype=np.int32)
-        self._trees = trees
-        return trees
 
     @property
     def leaves_from_scores(self) -> int:

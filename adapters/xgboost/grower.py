@@ -22,7 +22,9 @@ class XGBGrower:
     :meth:`grow` calls ``Booster.boost`` with the core's gradients, so XGBoost grows the trees
     exactly as ``xgb.train`` would from them (its own objective is never evaluated: boosting
     with given gradients neither estimates an intercept nor reads the prediction cache), then
-    reads only the new iteration's trees (``booster[it:it + 1]``, its JSON) into the IR.
+    reads only the new iteration's trees (``booster[it:it + 1]``, its JSON) into the IR; with
+    ``read=False`` nothing, and :meth:`read_grown` later reads all such iterations from one
+    slice (a slice costs about as much as reading its trees).
     :meth:`leaf_nodes` routes a DMatrix through that iteration with ``pred_leaf``, except the
     training rows: ``Booster.boost`` added each row's leaf value to XGBoost's cached margin of
     the row, so the change of that margin (``predict(dtrain, output_margin=True)``, a copy of
@@ -61,6 +63,7 @@ class XGBGrower:
         self._maps: list[np.ndarray | None] = []
         self._leaves: dict[int, np.ndarray] = {}
         self._trees: list[Tree] = []
+        self._unread_from: int | None = None  # first iteration grown and not read yet
         # XGBoost's cached margins of the training rows, round to round (float32 precision),
         # and the leaves their change names
         self._host = HostScores(self._read_margins, eps=float(np.finfo(np.float32).eps))
@@ -95,8 +98,9 @@ class XGBGrower:
         np.copyto(out, margin)
         return out
 
-    def grow(self, grad: np.ndarray, hess: np.ndarray) -> list[Tree]:
-        """Grow one iteration from float32 ``(n, K)`` gradients; its K trees in the IR."""
+    def grow(self, grad: np.ndarray, hess: np.ndarray, read: bool = True) -> list[Tree] | None:
+        """Grow one iteration from float32 ``(n, K)`` gradients; its K trees in the IR, or
+        None with ``read=False`` (:meth:`read_grown` reads them later)."""
         K = self.n_outputs
         if K == 1:
             grad, hess = np.ascontiguousarray(grad[:, 0]), np.ascontiguousarray(hess[:, 0])
@@ -105,19 +109,37 @@ class XGBGrower:
         boost_one_iteration(self.booster, self.data[0], it, grad, hess)
         self.iteration += 1
         self._host.after_round(before)  # K columns checked where the leaves are read
-        part = self.booster[it : it + 1]
-        model, _ = _gbtree(json.loads(part.save_raw("json"))["learner"])
-        trees_json = model["trees"]
-        if np.asarray(model.get("tree_info", []), dtype=np.int64).tolist() != list(range(K)):
-            raise ValueError(f"iteration {it} does not hold one tree per output")
+        self._part, self._leaves, self._trees, self._maps = None, {}, [], []
+        if not read:
+            if self._unread_from is None:
+                self._unread_from = it
+            return None
+        part, trees_json, self._trees = self._read(it, it + 1)
         self._part = part
-        self._leaves = {}
-        self._trees = [_read_tree(t, it * K + k, self.shrinkage)
-                       for k, t in enumerate(trees_json)]
         # a map only where the tree JSON holds nodes the IR dropped (read just above)
         self._maps = [None if len(t["left_children"]) == tree.n_nodes else _node_map(t)
                       for t, tree in zip(trees_json, self._trees)]
         return self._trees
+
+    def read_grown(self) -> list[Tree]:
+        """The K trees of every iteration grown with ``read=False`` since the last call, in
+        order: one slice of the Booster and one JSON for all."""
+        start, self._unread_from = self._unread_from, None
+        if start is None:
+            return []
+        return self._read(start, self.iteration)[2]
+
+    def _read(self, start: int, stop: int) -> tuple[xgboost.Booster, list, list[Tree]]:
+        """The slice of iterations ``start .. stop - 1``, its trees' JSON and the IR trees."""
+        K = self.n_outputs
+        part = self.booster[start:stop]
+        model, _ = _gbtree(json.loads(part.save_raw("json"))["learner"])
+        trees_json = model["trees"]
+        info = np.asarray(model.get("tree_info", []), dtype=np.int64).tolist()
+        if info != list(range(K)) * (stop - start):
+            raise ValueError(f"iterations {start}..{stop - 1} do not hold one tree per output")
+        return part, trees_json, [_read_tree(t, start * K + j, self.shrinkage)
+                                  for j, t in enumerate(trees_json)]
 
     def _train_leaves(self) -> np.ndarray | None:
         """The training rows' IR leaves from the change of XGBoost's margins, or None."""

@@ -91,16 +91,30 @@ def _run(params, X, y, **options):
     ("regression", {}),  # init score mean(y): LightGBM's scores start from it as well
     ("multiclass", {"num_class": 3, "boost_from_average": False}),
     ("multiclass", {"num_class": 3}),  # one init score per class
+    ("regression", {"min_gain_to_split": 50}),  # later iterations have no split (dropped)
 ])
 def test_host_scores_are_the_loop_scores_bit_for_bit(monkeypatch, kind, extra):
     """Nothing scored and the same start: the loop takes LightGBM's own training scores for
     its running scores; they equal, bit for bit, the routed sums they replace and the written
-    model's raw predictions. Fails if the two drift apart by one ulp anywhere."""
+    model's raw predictions. Fails if the two drift apart by one ulp anywhere. No round needs
+    its trees then: they are read once, at the end (``read_grown``), into the same model."""
     X, y = _data(kind)
     params = dict(objective=kind, num_leaves=15, learning_rate=0.3, min_data_in_leaf=5,
                   verbose=-1, num_threads=1, seed=0, **extra)
+    reads = []
+    original = LGBMGrower.read_grown
+
+    def spy(self):
+        reads.append(original(self))
+        return reads[-1]
+
+    monkeypatch.setattr(LGBMGrower, "read_grown", spy)
     used = _run(params, X, y, holdout_fraction=0.4, prune_threshold=None)
     assert used.result.host_score_rounds == 10
+    K = 3 if kind == "multiclass" else 1
+    assert [len(r) for r in reads] == [10 * K]
+    if "min_gain_to_split" in extra:  # some iterations dropped, some not
+        assert 0 < sum(t.n_leaves == 1 for t in used.result.trees) < 10
     monkeypatch.setattr(LGBMGrower, "train_scores", lambda self: None)
     routed = _run(params, X, y, holdout_fraction=0.4, prune_threshold=None)
     assert routed.result.host_score_rounds == 0

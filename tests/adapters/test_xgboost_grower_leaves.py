@@ -83,8 +83,17 @@ def test_host_margins_are_the_loop_scores_bit_for_bit(monkeypatch, params, holdo
     dtrain = _dtrain(params["objective"])
     if params["objective"] == "binary:logistic":
         dtrain.set_label((dtrain.get_label() > 1.0).astype(np.float64))
+    reads = []
+    original = XGBGrower.read_grown
+
+    def spy(self):  # no round needs its trees: they are read once, at the end
+        reads.append(original(self))
+        return reads[-1]
+
+    monkeypatch.setattr(XGBGrower, "read_grown", spy)
     used = _run(params, dtrain, holdout_fraction=holdout, prune_threshold=None)
     assert used.result.host_score_rounds == 10
+    assert [len(r) for r in reads] == [10 * (3 if "num_class" in params else 1)]
     monkeypatch.setattr(XGBGrower, "train_scores", lambda self: None)
     routed = _run(params, dtrain, holdout_fraction=holdout, prune_threshold=None)
     assert routed.result.host_score_rounds == 0
