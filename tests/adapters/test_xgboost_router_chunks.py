@@ -63,7 +63,12 @@ def test_plan_keeps_one_dmatrix_while_an_iteration_fits():
         chunk, rows = router_module._plan(n, features, 500, 1, budget)
         assert rows == n
         assert 16 * features * n + 16 * chunk * n <= budget
+        # XGBoost's output per call stays below glibc's largest mmap threshold (reused heap)
+        assert 4 * chunk * n <= router_module._HEAP_BYTES < 32 * 2**20
     chunk, rows = router_module._plan(1_000_000, 20, 500, 3, budget)  # 3 trees an iteration
     assert rows == 1_000_000 and chunk % 3 == 0
+    # an iteration's ids above _HEAP_BYTES: one iteration per call, never part of one
+    chunk, rows = router_module._plan(4_000_000, 1, 500, 3, budget)
+    assert rows == 4_000_000 and chunk == 3
     chunk, rows = router_module._plan(2_000_000, 20, 500, 1, budget)  # the rows alone do not fit
     assert rows < 2_000_000
