@@ -106,6 +106,17 @@ def _start_scores(model: Model, n: int) -> np.ndarray:
     return np.tile(f.base_score.astype(f.score_dtype), (n, 1))
 
 
+def _as_read(objective: Objective, rows: RowSet | None) -> RowSet | None:
+    """``rows`` with labels and weights converted once as the objective reads them on every
+    call: the base :meth:`Objective.grad_hess` takes both as float32 first (the same values,
+    no conversion per iteration); other objectives get them as given."""
+    if rows is None or type(objective).grad_hess is not Objective.grad_hess:
+        return rows
+    return replace(rows, y=np.asarray(rows.y, dtype=np.float32),
+                   weight=None if rows.weight is None else
+                   np.asarray(rows.weight, dtype=np.float32))
+
+
 def _grad_hess(objective: Objective, rows: RowSet, raw: np.ndarray):
     score = raw if objective.n_outputs > 1 else raw[:, 0]
     g, h = objective.grad_hess(rows.y, score, rows.weight)
@@ -160,7 +171,7 @@ def replay(
     if valid is not None and valid_order is not None:
         valid = replace(valid, y=valid.y[valid_order],
                         weight=None if valid.weight is None else valid.weight[valid_order])
-    sets = {"train": train, "valid": valid}
+    sets = {k: _as_read(objective, s) for k, s in (("train", train), ("valid", valid))}
     raw = {k: _start_scores(model, s.n_rows) if s else None for k, s in sets.items()}
     first_iter = forest.tree_iteration.min() if forest.n_trees else 0
     bias = np.zeros(forest.n_outputs)
