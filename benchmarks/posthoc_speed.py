@@ -259,6 +259,8 @@ def summarise(host: str, runs: dict[str, list[dict]], args, info: dict) -> dict[
             for key in [k for k in part if "no_jackknife" in k or k == "jackknife_seconds"]:
                 del part[key]
     out["seconds_all_repeats"] = {k: [round(r["seconds"], 3) for r in v] for k, v in runs.items()}
+    out["cpu_seconds_all_repeats"] = {k: [round(r["cpu_seconds"], 3) for r in v]
+                                      for k, v in runs.items()}
     out["load_1min_before_all_repeats"] = {
         k: [round(r["load_1min_before"], 2) for r in v] for k, v in runs.items()
     }
