@@ -106,6 +106,17 @@ def _start_scores(model: Model, n: int) -> np.ndarray:
     return np.tile(f.base_score.astype(f.score_dtype), (n, 1))
 
 
+def _as_read(objective: Objective, rows: RowSet | None) -> RowSet | None:
+    """``rows`` with labels and weights converted once as the objective reads them on every
+    call: the base :meth:`Objective.grad_hess` takes both as float32 first (the same values,
+    no conversion per iteration); other objectives get them as given."""
+    if rows is None or type(objective).grad_hess is not Objective.grad_hess:
+        return rows
+    return replace(rows, y=np.asarray(rows.y, dtype=np.float32),
+                   weight=None if rows.weight is None else
+                   np.asarray(rows.weight, dtype=np.float32))
+
+
 def _grad_hess(objective: Objective, rows: RowSet, raw: np.ndarray):
     score = raw if objective.n_outputs > 1 else raw[:, 0]
     g, h = objective.grad_hess(rows.y, score, rows.weight)
@@ -160,7 +171,7 @@ def replay(
     if valid is not None and valid_order is not None:
         valid = replace(valid, y=valid.y[valid_order],
                         weight=None if valid.weight is None else valid.weight[valid_order])
-    sets = {"train": train, "valid": valid}
+    sets = {k: _as_read(objective, s) for k, s in (("train", train), ("valid", valid))}
     raw = {k: _start_scores(model, s.n_rows) if s else None for k, s in sets.items()}
     first_iter = forest.tree_iteration.min() if forest.n_trees else 0
     bias = np.zeros(forest.n_outputs)
@@ -253,7 +264,8 @@ def _tree_columns(leaves: np.ndarray, order: np.ndarray | None, buffers: dict, n
     cache line of a row, so the pass reads each line once, and no tree-major copy of the whole
     chunk is allocated (on a loaded machine first touching fresh memory cost as much as the
     pass). Rows taken in ``order`` are random reads of the chunk: 32 trees at a time (None)
-    halve their number, 6.4 -> 3.9 ns per row and tree at 300k rows (16 without ``order``).
+    halve their number, 6.4 -> 3.9 ns per row and tree at 300k rows (16 without ``order``);
+    a chunk of at most that many trees is gathered by whole rows (2.0 ns at 20 trees).
     Any integer-valued array is accepted (XGBoost's float32 ids are cast here).
     """
     n, c = leaves.shape
@@ -263,12 +275,21 @@ def _tree_columns(leaves: np.ndarray, order: np.ndarray | None, buffers: dict, n
         buf = buffers[name] = np.empty((min(group, c), n), dtype=np.int32)
     elif buf.shape[0] < min(group, c):
         buf = buffers[name] = np.empty((min(group, c), n), dtype=np.int32)
+    # a group of all the chunk's trees takes whole rows: np.take copies each (a memcpy) where
+    # fancy indexing of a column range went id by id (300k rows, 20 trees: 24 -> 11 ms)
+    whole = order is not None and group >= c and leaves.flags.c_contiguous
+    tmp = np.empty((min(block, n), c), dtype=leaves.dtype) if whole else None
     for j0 in range(0, c, group):
         j1 = min(j0 + group, c)
         part = buf[: j1 - j0]
         for s in range(0, n, block):
-            rows = leaves[s : s + block, j0:j1] if order is None else \
-                leaves[order[s : s + block], j0:j1]
+            if order is None:
+                rows = leaves[s : s + block, j0:j1]
+            elif whole:  # "clip": the order's ids are in range; no buffered copy of out
+                rows = np.take(leaves, order[s : s + block], axis=0,
+                               out=tmp[: min(block, n - s)], mode="clip")
+            else:
+                rows = leaves[order[s : s + block], j0:j1]
             part[:, s : s + block] = rows.T
         for j in range(j1 - j0):
             yield part[j].astype(np.intp)

@@ -63,7 +63,16 @@ def test_plan_keeps_one_dmatrix_while_an_iteration_fits():
         chunk, rows = router_module._plan(n, features, 500, 1, budget)
         assert rows == n
         assert 16 * features * n + 16 * chunk * n <= budget
+        # XGBoost's output per call stays below glibc's largest mmap threshold (reused heap),
+        # unless that leaves too few trees per call
+        assert router_module._HEAP_BYTES < 32 * 2**20
+        assert chunk <= max(router_module._HEAP_BYTES // (4 * n), router_module._MIN_HEAP_TREES)
+    assert router_module._plan(300_000, 20, 500, 1, budget)[0] == 20  # 24 MiB, was 91 trees
+    assert router_module._plan(1_000_000, 20, 500, 1, budget)[0] == 13  # as before
     chunk, rows = router_module._plan(1_000_000, 20, 500, 3, budget)  # 3 trees an iteration
     assert rows == 1_000_000 and chunk % 3 == 0
+    # iterations of 30 trees above _HEAP_BYTES: one iteration per call, never part of one
+    chunk, rows = router_module._plan(300_000, 20, 600, 30, budget)
+    assert rows == 300_000 and chunk == 30
     chunk, rows = router_module._plan(2_000_000, 20, 500, 1, budget)  # the rows alone do not fit
     assert rows < 2_000_000

@@ -171,8 +171,12 @@ def test_tree_columns_are_the_chunk_transposed_in_the_given_order(dtype, permute
 
     rng = np.random.default_rng(4)
     buffers: dict = {}
-    for n, c in ((1000, 7), (999, 3)):  # a second, smaller chunk reuses the buffer
-        leaves = rng.integers(0, 50, (n, c)).astype(dtype)
+    # a second, smaller chunk reuses the buffer; 40 trees make two groups (a column range of
+    # each row), a strided view is read as it is
+    for n, c, strided in ((1000, 7, False), (999, 3, False), (1000, 40, False),
+                          (999, 5, True)):
+        leaves = rng.integers(0, 50, (n, 2 * c if strided else c)).astype(dtype)
+        leaves = leaves[:, ::2] if strided else leaves
         order = rng.permutation(n) if permuted else None
         want = (leaves if order is None else leaves[order]).T.astype(np.intp)
         got = list(_tree_columns(leaves, order, buffers, "v", block=64))
