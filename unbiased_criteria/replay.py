@@ -108,13 +108,11 @@ def _start_scores(model: Model, n: int) -> np.ndarray:
 
 def _as_read(objective: Objective, rows: RowSet | None) -> RowSet | None:
     """``rows`` with labels and weights converted once as the objective reads them on every
-    call: the base :meth:`Objective.grad_hess` takes both as float32 first (the same values,
-    no conversion per iteration); other objectives get them as given."""
-    if rows is None or type(objective).grad_hess is not Objective.grad_hess:
+    call (:meth:`Objective.read_labels`)."""
+    if rows is None:
         return rows
-    return replace(rows, y=np.asarray(rows.y, dtype=np.float32),
-                   weight=None if rows.weight is None else
-                   np.asarray(rows.weight, dtype=np.float32))
+    y, weight = objective.read_labels(rows.y, rows.weight)
+    return rows if y is rows.y and weight is rows.weight else replace(rows, y=y, weight=weight)
 
 
 def _grad_hess(objective: Objective, rows: RowSet, raw: np.ndarray):
