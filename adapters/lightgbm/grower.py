@@ -81,7 +81,7 @@ class LGBMGrower:
         )
         self._iteration: int | None = None  # Booster iteration of the last grown trees
         self._offsets = np.zeros(self.n_outputs, dtype=np.int32)
-        self._nodes: dict[int, np.ndarray] = {}
+        self._nodes: dict[int, np.ndarray] | None = {}
         self._trees: list[Tree] = []
         self._unread: list[int | None] = []  # Booster iteration of each unread round, or None
         # LightGBM's own training scores, round to round, and the leaves their change names
@@ -103,6 +103,7 @@ class LGBMGrower:
         added = self.booster.current_iteration() > it  # else no split: LightGBM dropped it
         if not read:
             self._unread.append(it if added else None)
+            self._nodes = None  # leaf_nodes needs the iteration's trees
             return None
         if not added:
             return [_single_leaf() for _ in range(K)]
@@ -159,6 +160,8 @@ class LGBMGrower:
 
     def leaf_nodes(self, which: int) -> np.ndarray:
         """IR leaf node ids ``(n_rows, K)`` of set ``which`` in the last grown iteration."""
+        if self._nodes is None:
+            raise RuntimeError("the last iteration was grown with read=False: no leaf ids")
         X = self._data[which]
         key = id(X)
         if key not in self._nodes:

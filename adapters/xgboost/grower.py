@@ -61,7 +61,7 @@ class XGBGrower:
         self.iteration = 0
         self._part: xgboost.Booster | None = None
         self._maps: list[np.ndarray | None] = []
-        self._leaves: dict[int, np.ndarray] = {}
+        self._leaves: dict[int, np.ndarray] | None = {}
         self._trees: list[Tree] = []
         self._unread_from: int | None = None  # first iteration grown and not read yet
         # XGBoost's cached margins of the training rows, round to round (float32 precision),
@@ -113,6 +113,7 @@ class XGBGrower:
         if not read:
             if self._unread_from is None:
                 self._unread_from = it
+            self._leaves = None  # leaf_nodes needs the iteration's trees
             return None
         part, trees_json, self._trees = self._read(it, it + 1)
         self._part = part
@@ -147,6 +148,8 @@ class XGBGrower:
 
     def leaf_nodes(self, which: int) -> np.ndarray:
         """IR leaf ids ``(n_rows, K)`` of the last iteration for set ``which`` (0 = train)."""
+        if self._leaves is None:
+            raise RuntimeError("the last iteration was grown with read=False: no leaf ids")
         dmat = self.data[which]
         key = id(dmat)
         if key not in self._leaves:  # dtrain given as an eval set is routed once
