@@ -86,35 +86,44 @@ def _reachable(left: np.ndarray, right: np.ndarray, index: int = 0) -> np.ndarra
     """Mask of the nodes reachable from the root, level by level, checking the children first.
 
     XGBoost's loader does not check them: a child below -1 is taken for a leaf and crashes
-    ``pred_leaf``, a child past the last node reads out of bounds.
+    ``pred_leaf``, a child past the last node reads out of bounds. Each level costs one test
+    of all its faults at once (the first offender is found only when there is one), and a
+    node reached twice shows as a level that marks fewer new nodes than it holds (no sort).
     """
     n = left.size
     if n == 0 or right.size != n:
         raise ValueError(f"tree {index}: left_children and right_children have {n} and "
                          f"{right.size} entries")
     seen = np.zeros(n, dtype=bool)
-    level = np.array([0])
+    level = np.zeros(1, dtype=np.int64)
+    marked = 0
     while level.size:
+        again = seen[level]
         seen[level] = True
-        lc, rc = left[level], right[level]
-        for key, child in (("left_children", lc), ("right_children", rc)):
-            bad = np.flatnonzero((child < -1) | (child >= n))
-            if bad.size:
-                raise ValueError(f"tree {index}, node {level[bad[0]]}: {key} is "
-                                 f"{child[bad[0]]}, outside -1..{n - 1}")
-        half = np.flatnonzero((lc == -1) != (rc == -1))
-        if half.size:
-            v = level[half[0]]
-            raise ValueError(f"tree {index}, node {v}: left_children is {left[v]} and "
-                             f"right_children {right[v]}: a node has two children or none")
-        inner = level[lc >= 0]
-        level = np.concatenate([left[inner], right[inner]])
-        again = level[seen[level]] if level.size else level
-        if again.size or np.unique(level).size != level.size:
-            v = again[0] if again.size else int(np.argmax(np.bincount(level)))
+        marked += level.size
+        if again.any() or np.count_nonzero(seen) != marked:
+            v = level[again][0] if again.any() else int(np.argmax(np.bincount(level)))
             raise ValueError(f"tree {index}, node {v}: left_children/right_children reach it "
                              "twice (a cycle or a shared child)")
+        lc, rc = left[level], right[level]
+        if (np.minimum(lc, rc).min() < -1 or np.maximum(lc, rc).max() >= n
+                or ((lc == -1) != (rc == -1)).any()):
+            _child_fault(level, lc, rc, left, right, n, index)
+        inner = lc >= 0
+        level = np.concatenate([lc[inner], rc[inner]])
     return seen
+
+
+def _child_fault(level, lc, rc, left, right, n: int, index: int) -> None:
+    """Raise for the first faulty node of ``level``: a child outside -1..n-1, or one child."""
+    for key, child in (("left_children", lc), ("right_children", rc)):
+        bad = np.flatnonzero((child < -1) | (child >= n))
+        if bad.size:
+            raise ValueError(f"tree {index}, node {level[bad[0]]}: {key} is "
+                             f"{child[bad[0]]}, outside -1..{n - 1}")
+    v = level[np.flatnonzero((lc == -1) != (rc == -1))[0]]
+    raise ValueError(f"tree {index}, node {v}: left_children is {left[v]} and "
+                     f"right_children {right[v]}: a node has two children or none")
 
 
 def _tree_arrays(tree: Mapping, index: int) -> dict[str, np.ndarray]:

@@ -603,3 +603,22 @@ def test_first_iteration_node_sums_and_gains(objective, params, weights):
         np.testing.assert_array_less(np.abs(B - tree.host_gain[inner]), tol + 1e-12)
         checked += inner.size
     assert checked > 10
+
+
+@pytest.mark.parametrize("left, right, message", [
+    ([1, -1, 0], [2, -1, 1], "node 0: left_children/right_children reach it twice"),  # a cycle
+    ([1, 3, -1, -1], [2, 3, -1, -1], "node 3: left_children/right_children reach it twice"),
+    ([1, -1], [-1, -1], "node 0: left_children is 1 and right_children -1: a node has two"),
+    ([1, -2, -1], [2, -1, -1], "node 1: left_children is -2, outside -1..2"),
+    ([1, -1, -1], [5, -1, -1], "node 0: right_children is 5, outside -1..2"),
+])
+def test_reachable_names_the_first_faulty_node(left, right, message):
+    """The walk from the root refuses children XGBoost's loader would crash on or misread,
+    naming the first faulty node; unreached nodes are not inspected."""
+    from unbiased_criteria.adapters.xgboost.layout import _reachable
+
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        _reachable(np.array(left), np.array(right), 7)
+    # a tombstone (unreached) may hold anything
+    np.testing.assert_array_equal(_reachable(np.array([1, -1, -1, 9]), np.array([2, -1, -1, -5])),
+                                  [True, True, True, False])
