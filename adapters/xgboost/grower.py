@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import xgboost
 from unbiased_criteria.adapters.xgboost.compat import boost_one_iteration
-from unbiased_criteria.adapters.xgboost.layout import _gbtree, _node_map
+from unbiased_criteria.adapters.xgboost.layout import _gbtree, _read_node_map
 from unbiased_criteria.adapters.xgboost.reader import _read_tree, _train_params
 
 from unbiased_criteria.trees import HostScores, Tree
@@ -117,9 +117,7 @@ class XGBGrower:
             return None
         part, trees_json, self._trees = self._read(it, it + 1)
         self._part = part
-        # a map only where the tree JSON holds nodes the IR dropped (read just above)
-        self._maps = [None if len(t["left_children"]) == tree.n_nodes else _node_map(t)
-                      for t, tree in zip(trees_json, self._trees)]
+        self._maps = [_read_node_map(t, tree) for t, tree in zip(trees_json, self._trees)]
         return self._trees
 
     def read_grown(self) -> list[Tree]:

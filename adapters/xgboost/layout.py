@@ -16,7 +16,7 @@ import numpy as np
 import xgboost
 
 from unbiased_criteria.model import UnsupportedModelError
-from unbiased_criteria.trees import DecisionRules
+from unbiased_criteria.trees import DecisionRules, Tree
 
 #: XGBoost's routing: ``x < t`` goes left, a category in the set goes right, NaN goes to the
 #: default side at categorical nodes too
@@ -177,3 +177,11 @@ def _node_map(tree: Mapping, index: int = 0, keep: np.ndarray | None = None
     new_id = np.full(keep.size, -1, dtype=np.int32)
     new_id[keep] = np.arange(int(keep.sum()), dtype=np.int32)
     return new_id
+
+
+def _read_node_map(tree: Mapping, read: Tree, index: int = 0) -> np.ndarray | None:
+    """:func:`_node_map` of a tree JSON already read into the IR tree ``read``: None without
+    another walk when the IR kept every node of the JSON (no tombstone to map)."""
+    if len(tree["left_children"]) == read.n_nodes:
+        return None
+    return _node_map(tree, index)

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import xgboost
 from scipy import sparse
-from unbiased_criteria.adapters.xgboost.layout import _booster, _gbtree, _node_map
+from unbiased_criteria.adapters.xgboost.layout import _booster, _gbtree, _read_node_map
 
 from unbiased_criteria.model import Model, Router, chunk_size
 from unbiased_criteria.validation import check_column_names, check_matrix
@@ -185,9 +185,7 @@ def make_router(
         int(forest.tree_iteration[-1]) + 1 if forest.n_trees else 0
     ):
         raise ValueError("model_ir was not read from model")
-    # trees whose nodes all reached the IR need no map (one was read from each tree JSON)
-    maps = [None if len(t["left_children"]) == forest.trees[i].n_nodes else _node_map(t, i)
-            for i, t in enumerate(trees_json)]
+    maps = [_read_node_map(t, forest.trees[i], i) for i, t in enumerate(trees_json)]
     iteration = np.asarray(forest.tree_iteration, dtype=np.int64)
     n_iter = int(iteration[-1]) + 1 if iteration.size else 0
     first = np.searchsorted(iteration, np.arange(n_iter + 1))  # first tree of each iteration
