@@ -608,16 +608,15 @@ class HostScores:
         return self.current()
 
     def after_round(self, before: np.ndarray | None) -> None:
-        """Read the scores after the round and their change from ``before`` (what
-        :meth:`before_round` gave; nothing when it was None)."""
+        """Read the scores after the round and keep ``before`` (what :meth:`before_round`
+        gave; nothing when it was None): their change is taken only if :meth:`leaves` asks."""
         if before is None:
             return
         if self._take() is None:
             return
-        self._before, self._fresh = before, True  # the change is taken when leaves are asked
+        self._before, self._fresh = before, True
 
-    def _last_change(self) -> np.ndarray:
-        after = self.current()
+    def _last_change(self, after: np.ndarray) -> np.ndarray:
         if self._change is None or self._change.shape != after.shape:
             self._change = np.empty_like(after)
         return np.subtract(after, self._before, out=self._change)
@@ -631,7 +630,7 @@ class HostScores:
         after = self.current()
         if n_rows is not None and after.shape[0] != n_rows:
             return None
-        change = self._last_change()
+        change = self._last_change(after)
         if self._work is None or self._work.real.shape[0] != change.shape[0]:
             self._work = ScoreWork(change.shape[0])
         ids = iteration_leaves_from_scores(change, after, trees, self._eps, out=self._ids,
