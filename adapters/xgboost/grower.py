@@ -91,7 +91,8 @@ class XGBGrower:
         """XGBoost's cached margins of the training rows, ``(n, K)`` float64, into ``out``
         when it has that shape."""
         dtrain = self.data[0]
-        margin = self.booster.predict(dtrain, output_margin=True)
+        # the Booster's own training DMatrix: its features match (no check needed)
+        margin = self.booster.predict(dtrain, output_margin=True, validate_features=False)
         margin = margin.reshape(int(dtrain.num_row()), -1)
         if out is None or out.shape != margin.shape:
             out = np.empty(margin.shape, dtype=np.float64)
