@@ -19,6 +19,16 @@ finds the intercept and the iterations) and the rest (ours: gradients, reading e
 tree, the leaves, scoring, pruning, writing the model), by timing the adapters' calls into
 the host: ``host_side_ratio`` and ``ours_ratio`` add up to the hook's CPU ratio. The host's
 part is a floor no change of ours can lower.
+
+The floors are also measured on their own (``floor_ratio``), by loops that use no code of
+this library: the host fed numpy gradients round by round through the same calls the hook
+makes (``fed``: squared-error gradients at the host's own scores, read back every round; the
+least any hook driving the host can do), and the same with the defaults' held-out rows
+(half, a fresh ``Generator.choice`` every round) given zero gradient and hessian and each new
+tree read back from the host as JSON (``fed_held_read``: what any hook that scores the new
+tree on held-out rows must do before it scores anything). ``budget_left`` is the target
+minus that floor: what is left for everything else (gradients of other objectives, the
+leaves, scoring, pruning, bookkeeping).
 """
 
 from __future__ import annotations
@@ -79,14 +89,14 @@ def interleaved(fns: dict, repeat: int, clock: HostClock) -> dict:
     return {"seconds": {k: float(np.median(v)) for k, v in wall.items()},
             "cpu_seconds": {k: float(np.median(v)) for k, v in cpu.items()},
             "host_side_cpu_seconds": {k: float(np.median(v)) for k, v in host_side.items()
-                                      if k != "host"},
+                                      if k.startswith("hook")},
             "load_1min": [round(x, 2) for x in load]}
 
 
 def bench_lightgbm(X, y, rounds, repeat):
     import lightgbm as lgb
     from unbiased_criteria.adapters import lightgbm as ul
-    from unbiased_criteria.adapters.lightgbm import grower, training
+    from unbiased_criteria.adapters.lightgbm import compat, grower, training
 
     clock = HostClock((training, "construct"), (grower, "boost_one_iteration"))
 
@@ -103,20 +113,33 @@ def bench_lightgbm(X, y, rounds, repeat):
     def hook():
         ul.train(params, lgb.Dataset(X, y), rounds, random_state=0)
 
-    return interleaved({"host": host, "hook_no_pruning": hook_plain, "hook": hook}, repeat,
+    def fed(held: float, read: bool):
+        def run():  # the host alone, fed numpy gradients (see the module docstring)
+            ds = lgb.Dataset(X, y, init_score=np.full(y.size, np.mean(y32)), params=params)
+            booster = lgb.Booster({**params, "objective": "none"}, ds)
+            _fed_rounds(rounds, y32, held, lambda: compat.train_scores(booster),
+                        lambda it, g, h: compat.boost_one_iteration(booster, g, h),
+                        lambda it: booster.dump_model(start_iteration=it, num_iteration=1)
+                        if read else None)
+        return run
+
+    y32 = y.astype(np.float32)
+    return interleaved({"host": host, "hook_no_pruning": hook_plain, "hook": hook,
+                        "fed": fed(0.0, False), "fed_held_read": fed(0.5, True)}, repeat,
                        clock)
 
 
 def bench_xgboost(X, y, rounds, repeat):
     import xgboost as xgb
     from unbiased_criteria.adapters import xgboost as ux
-    from unbiased_criteria.adapters.xgboost import grower, training
+    from unbiased_criteria.adapters.xgboost import compat, grower, training
 
     clock = HostClock((training, "_host_intercept"), (grower, "boost_one_iteration"))
 
     params = {"objective": "reg:squarederror", "max_leaves": 31, "grow_policy": "lossguide",
               "max_depth": 0, "eta": 0.05, "seed": 0, "nthread": 1}
     d = xgb.DMatrix(X, y)
+    xgb.train(params, d, 1)  # the DMatrix's histogram index, built once outside every clock
 
     def host():
         xgb.train(params, d, rounds)
@@ -128,8 +151,36 @@ def bench_xgboost(X, y, rounds, repeat):
     def hook():
         ux.train(params, d, rounds, random_state=0, verbose_eval=False)
 
-    return interleaved({"host": host, "hook_no_pruning": hook_plain, "hook": hook}, repeat,
+    def fed(held: float, read: bool):
+        def run():  # the host alone, fed numpy gradients (see the module docstring)
+            booster = xgb.Booster(params, [d])
+            booster.set_param({"base_score": str(float(np.mean(y32)))})
+            _fed_rounds(rounds, y32, held, lambda: booster.predict(d, output_margin=True),
+                        lambda it, g, h: compat.boost_one_iteration(booster, d, it, g, h),
+                        lambda it: json.loads(booster[it:it + 1].save_raw("json"))
+                        if read else None)
+        return run
+
+    y32 = y.astype(np.float32)
+    return interleaved({"host": host, "hook_no_pruning": hook_plain, "hook": hook,
+                        "fed": fed(0.0, False), "fed_held_read": fed(0.5, True)}, repeat,
                        clock)
+
+
+def _fed_rounds(rounds, y32, held, scores, boost, read) -> None:
+    """The floors' loop: squared-error gradients at the host's scores, the held-out rows
+    (fraction ``held``, drawn afresh each round) zeroed, one iteration, the new tree read."""
+    rng = np.random.default_rng(0)
+    n = y32.size
+    m = int(round(held * n))
+    for it in range(rounds):
+        g = scores().astype(np.float32) - y32
+        h = np.ones(n, dtype=np.float32)
+        if m:
+            rows = rng.choice(n, m, replace=False)
+            g[rows], h[rows] = 0.0, 0.0
+        boost(it, g, h)
+        read(it)
 
 
 def main() -> None:
@@ -145,7 +196,10 @@ def main() -> None:
     out = {"rows": args.rows, "features": args.features, "rounds": args.rounds,
            "repeat": args.repeat,
            "modes": {"hook_no_pruning": "holdout_fraction=0, prune_threshold=None",
-                     "hook": "defaults: holdout_fraction=0.5 re-drawn, prune_threshold=0"}}
+                     "hook": "defaults: holdout_fraction=0.5 re-drawn, prune_threshold=0",
+                     "fed": "the host alone fed numpy gradients round by round (no library)",
+                     "fed_held_read": "fed, half the rows zeroed (re-drawn), each new tree "
+                                      "read back as JSON"}}
     for host in args.hosts:
         got = (bench_lightgbm if host == "lightgbm" else bench_xgboost)(
             X, y, args.rounds, args.repeat)
@@ -153,10 +207,15 @@ def main() -> None:
         out[host] = {
             "seconds": {k: round(v, 3) for k, v in times.items()},
             "ratio_to_host": {k: round(v / times["host"], 2) for k, v in times.items()
-                              if k != "host"},
+                              if k.startswith("hook")},
             "cpu_seconds": {k: round(v, 3) for k, v in cpu.items()},
             "cpu_ratio_to_host": {k: round(v / cpu["host"], 2) for k, v in cpu.items()
-                                  if k != "host"},
+                                  if k.startswith("hook")},
+            # the floors alone (no code of ours), CPU, and what each target leaves above them
+            "floor_ratio": {"hook_no_pruning": round(cpu["fed"] / cpu["host"], 2),
+                            "hook": round(cpu["fed_held_read"] / cpu["host"], 2)},
+            "budget_left": {"hook_no_pruning": round(1.2 - cpu["fed"] / cpu["host"], 2),
+                            "hook": round(1.5 - cpu["fed_held_read"] / cpu["host"], 2)},
             # the hook's CPU time split: the host's calls inside it, and the rest (ours)
             "host_side_ratio": {k: round(v / cpu["host"], 2)
                                 for k, v in got["host_side_cpu_seconds"].items()},
