@@ -14,21 +14,11 @@ import pandas as pd
 from scipy import sparse
 from unbiased_criteria.adapters.lightgbm.source import LightGBMSource, booster_of
 
-from unbiased_criteria.model import Model, Router, chunk_size
+from unbiased_criteria.model import Model, Router, chunk_size, host_call_trees
 from unbiased_criteria.trees import Forest
 from unbiased_criteria.validation import check_column_names, check_matrix
 
 __all__ = ["make_router"]
-
-#: bytes of LightGBM's float64 leaf ids per call at most: its output and the int32 copy its
-#: Python package returns are fresh allocations on every call; above glibc's largest mmap
-#: threshold (32 MiB) each is fresh pages to fault in (one thread, 100 trees, 300k rows:
-#: one call 1.5-1.8 s of CPU, calls of 16 trees 0.7-0.8 s) ...
-_HEAP_BYTES = 24 * 2**20
-#: ... but never fewer trees per call than this: each call reads every row again (calls of 5
-#: trees cost 30% more than of 16), and the replay reads the held-out rows in random order
-#: once per call
-_MIN_HEAP_TREES = 16
 
 
 def _check_X(X: Any, forest: Forest, argument: str, pandas_categorical: list | None = None
@@ -103,7 +93,7 @@ def make_router(
     K = booster.num_model_per_iteration()
     # predict(pred_leaf=True) fills a float64 array, then casts it to int32: 12 bytes a leaf id
     chunk = chunk_size(n_rows, n_trees, memory_budget // 3)
-    chunk = min(chunk, max(_HEAP_BYTES // max(8 * n_rows, 1), _MIN_HEAP_TREES))
+    chunk = min(chunk, host_call_trees(n_rows, 8))  # LightGBM's ids are float64
     # LightGBM selects whole iterations: keep chunks aligned to K trees
     chunk = max(K, chunk // K * K) if n_trees >= K else max(chunk, 1)
     offset = (source.n_leaves - 1).astype(np.int32)

@@ -17,7 +17,7 @@ import xgboost
 from scipy import sparse
 from unbiased_criteria.adapters.xgboost.layout import _booster, _gbtree, _read_node_map
 
-from unbiased_criteria.model import Model, Router, chunk_size
+from unbiased_criteria.model import Model, Router, chunk_size, host_call_trees
 from unbiased_criteria.validation import check_column_names, check_matrix
 
 
@@ -87,15 +87,6 @@ def _recode_categories(X: pd.DataFrame, bst: xgboost.Booster, argument: str) -> 
 
 
 _CAST_BLOCK = 1 << 14  # values cast per step (a 64 KB temporary at most)
-#: bytes of XGBoost's float32 ids per call at most: its output buffer and the copy its Python
-#: package returns are fresh allocations; below glibc's largest mmap threshold (32 MiB) they
-#: come back from the heap call after call instead of fresh pages to fault in (post-hoc, one
-#: thread, 100 trees, 300k held-out rows: 58k -> 24k minor faults, CPU -8%) ...
-_HEAP_BYTES = 24 * 2**20
-#: ... but never fewer trees per call than this: the replay reads the held-out rows in random
-#: order once per call, and at 1M rows 3 trees per call (prefetch halves the chunk) cost more
-#: than the faults saved (500 trees: CPU +20% against 6 per call)
-_MIN_HEAP_TREES = 16
 
 
 def _dmatrix(X: Any, start: int, stop: int, kwargs: dict, argument: str) -> xgboost.DMatrix:
@@ -117,8 +108,8 @@ def _plan(n_rows: int, n_features: int, n_trees: int, per_iteration: int,
     copy of the rows: 16 bytes per value with our share; per row and tree, XGBoost's float32
     output, its copy and our int32 ids take 16. One DMatrix of all rows, built once, with as
     many trees per call as then fit (at most the third of the budget our ids may take, and
-    ``_HEAP_BYTES`` of ids, or ``_MIN_HEAP_TREES`` trees if more), unless not even one
-    iteration would: then rows in several DMatrix objects, built anew for each call.
+    :func:`~unbiased_criteria.model.host_call_trees` of XGBoost's float32 ids), unless not even
+    one iteration would: then rows in several DMatrix objects, built anew for each call.
     (Building a DMatrix costs about as much as routing its rows through a dozen trees, so one
     build beats many; at 1M rows and 20 features one DMatrix of all rows takes 13 trees
     per call where row chunks took 44 trees per call and 36 builds over 500 trees.)
@@ -127,7 +118,7 @@ def _plan(n_rows: int, n_features: int, n_trees: int, per_iteration: int,
     per_value = 16 * max(n_features, 1)
     whole = (memory_budget - per_value * n_rows) // max(16 * n_rows, 1)
     if whole >= per_iteration:
-        cap = max(_HEAP_BYTES // max(4 * n_rows, 1), _MIN_HEAP_TREES, per_iteration)
+        cap = max(host_call_trees(n_rows, 4), per_iteration)
         chunk = int(min(chunk, whole, cap))
         if chunk >= per_iteration:
             chunk -= chunk % per_iteration  # whole iterations: no tree is predicted twice

@@ -11,6 +11,8 @@ lightgbm = pytest.importorskip("lightgbm")
 from unbiased_criteria.adapters.lightgbm import read_model  # noqa: E402
 from unbiased_criteria.adapters.lightgbm import router as router_module  # noqa: E402
 
+from unbiased_criteria import model as model_module  # noqa: E402
+
 N = 3000
 
 
@@ -34,15 +36,15 @@ def _host_ids(booster, X):
 
 @pytest.mark.parametrize("which,heap_trees,expected_chunk", [
     ("reg", 5, 5),      # the heap bound: 5 trees of float64 ids per call
-    ("reg", 1, 4),      # never fewer than _MIN_HEAP_TREES
+    ("reg", 1, 4),      # never fewer than MIN_HOST_CALL_TREES
     ("multi", 5, 3),    # whole iterations of 3 trees
 ])
 def test_calls_stay_within_heap_bytes_with_the_hosts_leaf_ids(models, monkeypatch, which,
                                                                heap_trees, expected_chunk):
     X, reg, multi = models
     booster = {"reg": reg, "multi": multi}[which]
-    monkeypatch.setattr(router_module, "_HEAP_BYTES", 8 * N * heap_trees)
-    monkeypatch.setattr(router_module, "_MIN_HEAP_TREES", 4 if which == "reg" else 1)
+    monkeypatch.setattr(model_module, "HOST_CALL_BYTES", 8 * N * heap_trees)
+    monkeypatch.setattr(model_module, "MIN_HOST_CALL_TREES", 4 if which == "reg" else 1)
     ir = read_model(booster)
     router = router_module.make_router(booster, ir, X, "X")
     assert router.chunk == expected_chunk
@@ -55,7 +57,7 @@ def test_default_bounds_at_the_benchmark_sizes(models):
     trees (the memory budget alone allowed all 40)."""
     _, reg, _ = models
     ir = read_model(reg)
-    assert router_module._HEAP_BYTES < 32 * 2**20  # below glibc's largest mmap threshold
+    assert model_module.HOST_CALL_BYTES < 32 * 2**20  # below glibc's largest mmap threshold
     for n, trees in ((100_000, 31), (300_000, 16)):
         router = router_module.make_router(reg, ir, np.zeros((n, 4)), "X")
         assert router.chunk == trees

@@ -13,6 +13,8 @@ xgb = pytest.importorskip("xgboost")
 from unbiased_criteria.adapters.xgboost import read_model  # noqa: E402
 from unbiased_criteria.adapters.xgboost import router as router_module  # noqa: E402
 
+from unbiased_criteria import model as model_module  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def model():
@@ -65,13 +67,14 @@ def test_plan_keeps_one_dmatrix_while_an_iteration_fits():
         assert 16 * features * n + 16 * chunk * n <= budget
         # XGBoost's output per call stays below glibc's largest mmap threshold (reused heap),
         # unless that leaves too few trees per call
-        assert router_module._HEAP_BYTES < 32 * 2**20
-        assert chunk <= max(router_module._HEAP_BYTES // (4 * n), router_module._MIN_HEAP_TREES)
+        assert model_module.HOST_CALL_BYTES < 32 * 2**20
+        assert chunk <= max(model_module.HOST_CALL_BYTES // (4 * n),
+                            model_module.MIN_HOST_CALL_TREES)
     assert router_module._plan(300_000, 20, 500, 1, budget)[0] == 20  # 24 MiB, was 91 trees
     assert router_module._plan(1_000_000, 20, 500, 1, budget)[0] == 13  # as before
     chunk, rows = router_module._plan(1_000_000, 20, 500, 3, budget)  # 3 trees an iteration
     assert rows == 1_000_000 and chunk % 3 == 0
-    # iterations of 30 trees above _HEAP_BYTES: one iteration per call, never part of one
+    # iterations of 30 trees above HOST_CALL_BYTES: one iteration per call, never part of one
     chunk, rows = router_module._plan(300_000, 20, 600, 30, budget)
     assert rows == 300_000 and chunk == 30
     chunk, rows = router_module._plan(2_000_000, 20, 500, 1, budget)  # the rows alone do not fit
