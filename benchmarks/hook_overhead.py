@@ -41,6 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
+from unbiased_criteria.boosting import HoldoutPlan
+
 RESULTS = Path(__file__).parent / "results"
 
 
@@ -113,20 +115,14 @@ def bench_lightgbm(X, y, rounds, repeat):
     def hook():
         ul.train(params, lgb.Dataset(X, y), rounds, random_state=0)
 
-    def fed(held: float, read: bool):
-        def run():  # the host alone, fed numpy gradients (see the module docstring)
-            ds = lgb.Dataset(X, y, init_score=np.full(y.size, np.mean(y32)), params=params)
-            booster = lgb.Booster({**params, "objective": "none"}, ds)
-            _fed_rounds(rounds, y32, held, lambda: compat.train_scores(booster),
-                        lambda it, g, h: compat.boost_one_iteration(booster, g, h),
-                        lambda it: booster.dump_model(start_iteration=it, num_iteration=1)
-                        if read else None)
-        return run
+    def fed_host(start: float):  # a fresh growing Booster and its calls, as the hook's
+        ds = lgb.Dataset(X, y, init_score=np.full(y.size, start), params=params)
+        booster = lgb.Booster({**params, "objective": "none"}, ds)
+        return (lambda: compat.train_scores(booster),
+                lambda it, g, h: compat.boost_one_iteration(booster, g, h),
+                lambda it: booster.dump_model(start_iteration=it, num_iteration=1))
 
-    y32 = y.astype(np.float32)
-    return interleaved({"host": host, "hook_no_pruning": hook_plain, "hook": hook,
-                        "fed": fed(0.0, False), "fed_held_read": fed(0.5, True)}, repeat,
-                       clock)
+    return interleaved(_modes(host, hook_plain, hook, fed_host, y, rounds), repeat, clock)
 
 
 def bench_xgboost(X, y, rounds, repeat):
@@ -151,25 +147,38 @@ def bench_xgboost(X, y, rounds, repeat):
     def hook():
         ux.train(params, d, rounds, random_state=0, verbose_eval=False)
 
-    def fed(held: float, read: bool):
-        def run():  # the host alone, fed numpy gradients (see the module docstring)
-            booster = xgb.Booster(params, [d])
-            booster.set_param({"base_score": str(float(np.mean(y32)))})
-            _fed_rounds(rounds, y32, held, lambda: booster.predict(d, output_margin=True),
-                        lambda it, g, h: compat.boost_one_iteration(booster, d, it, g, h),
-                        lambda it: json.loads(booster[it:it + 1].save_raw("json"))
-                        if read else None)
-        return run
+    def fed_host(start: float):  # a fresh growing Booster and its calls, as the hook's
+        booster = xgb.Booster(params, [d])
+        booster.set_param({"base_score": str(start)})
+        return (lambda: booster.predict(d, output_margin=True),
+                lambda it, g, h: compat.boost_one_iteration(booster, d, it, g, h),
+                lambda it: json.loads(booster[it:it + 1].save_raw("json")))
 
+    return interleaved(_modes(host, hook_plain, hook, fed_host, y, rounds), repeat, clock)
+
+
+def _modes(host, hook_plain, hook, fed_host, y, rounds) -> dict:
+    """The timed functions of one host: its ``train``, both hooks and both floors.
+
+    ``fed_host(start)`` makes a fresh growing model whose scores start at ``start`` and gives
+    its calls ``(scores(), boost(it, g, h), read_tree(it))``; the floors drive it with
+    :func:`_fed_rounds`, nothing held out (``fed``) and with the hooks' default held-out
+    fraction and each tree read (``fed_held_read``).
+    """
     y32 = y.astype(np.float32)
-    return interleaved({"host": host, "hook_no_pruning": hook_plain, "hook": hook,
-                        "fed": fed(0.0, False), "fed_held_read": fed(0.5, True)}, repeat,
-                       clock)
+    start = float(np.mean(y32))
+
+    def fed(held: float, read: bool):
+        return lambda: _fed_rounds(rounds, y32, held, read, *fed_host(start))
+
+    return {"host": host, "hook_no_pruning": hook_plain, "hook": hook,
+            "fed": fed(0.0, False), "fed_held_read": fed(HoldoutPlan().fraction, True)}
 
 
-def _fed_rounds(rounds, y32, held, scores, boost, read) -> None:
+def _fed_rounds(rounds, y32, held, read, scores, boost, read_tree) -> None:
     """The floors' loop: squared-error gradients at the host's scores, the held-out rows
-    (fraction ``held``, drawn afresh each round) zeroed, one iteration, the new tree read."""
+    (fraction ``held``, drawn afresh each round) zeroed, one iteration, the new tree read
+    (``read``)."""
     rng = np.random.default_rng(0)
     n = y32.size
     m = int(round(held * n))
@@ -180,7 +189,8 @@ def _fed_rounds(rounds, y32, held, scores, boost, read) -> None:
             rows = rng.choice(n, m, replace=False)
             g[rows], h[rows] = 0.0, 0.0
         boost(it, g, h)
-        read(it)
+        if read:
+            read_tree(it)
 
 
 def main() -> None:
