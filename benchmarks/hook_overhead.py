@@ -29,6 +29,20 @@ tree read back from the host as JSON (``fed_held_read``: what any hook that scor
 tree on held-out rows must do before it scores anything). ``budget_left`` is the target
 minus that floor: what is left for everything else (gradients of other objectives, the
 leaves, scoring, pruning, bookkeeping).
+
+A third loop, ``fed_held_passes``, adds to ``fed_held_read`` the passes over rows that
+scoring the new tree needs, each one numpy call, with every table they use made once outside
+the loop (no per-tree work, no Python beyond the calls: :func:`_row_passes`). They are the
+fewest we found: the training rows' leaves from the change of the host's scores (a
+subtraction, a cell index, a table gather and the correction where a row passed a midpoint
+inside its cell, the check that each row's change is its leaf's value), the fit rows' sums
+(two bincounts over every row: held-out rows add 0), the held-out rows' leaves, gradients
+and jackknife blocks gathered in their random order, the k-draws' (bin, leaf) keys, their
+counts, each row's cell and block, two bincounts over the cells, and the running scores'
+update. ``budget_after_passes`` is the target minus that floor: what any numpy
+implementation has left for all its per-tree work that is not a pass over rows (reading the
+tree into arrays, finding the draws' cuts, combining the sums into ``U``, pruning, recording
+the splits).
 """
 
 from __future__ import annotations
@@ -120,7 +134,8 @@ def bench_lightgbm(X, y, rounds, repeat):
         booster = lgb.Booster({**params, "objective": "none"}, ds)
         return (lambda: compat.train_scores(booster),
                 lambda it, g, h: compat.boost_one_iteration(booster, g, h),
-                lambda it: booster.dump_model(start_iteration=it, num_iteration=1))
+                lambda it: _lightgbm_leaf_values(
+                    booster.dump_model(start_iteration=it, num_iteration=1)))
 
     return interleaved(_modes(host, hook_plain, hook, fed_host, y, rounds), repeat, clock)
 
@@ -152,45 +167,124 @@ def bench_xgboost(X, y, rounds, repeat):
         booster.set_param({"base_score": str(start)})
         return (lambda: booster.predict(d, output_margin=True),
                 lambda it, g, h: compat.boost_one_iteration(booster, d, it, g, h),
-                lambda it: json.loads(booster[it:it + 1].save_raw("json")))
+                lambda it: _xgboost_leaf_values(
+                    json.loads(booster[it:it + 1].save_raw("json"))))
 
     return interleaved(_modes(host, hook_plain, hook, fed_host, y, rounds), repeat, clock)
 
 
+def _lightgbm_leaf_values(model: dict) -> np.ndarray:
+    """Leaf values of the one tree in a ``dump_model`` dict."""
+    stack, values = [model["tree_info"][0]["tree_structure"]], []
+    while stack:
+        node = stack.pop()
+        if "leaf_value" in node:
+            values.append(node["leaf_value"])
+        else:
+            stack += [node["left_child"], node["right_child"]]
+    return np.array(values)
+
+
+def _xgboost_leaf_values(model: dict) -> np.ndarray:
+    """Leaf values of the one tree in a Booster's JSON (``split_conditions`` at leaves)."""
+    tree = model["learner"]["gradient_booster"]["model"]["trees"][0]
+    leaf = np.array(tree["left_children"]) == -1
+    return np.array(tree["split_conditions"], dtype=np.float64)[leaf]
+
+
 def _modes(host, hook_plain, hook, fed_host, y, rounds) -> dict:
-    """The timed functions of one host: its ``train``, both hooks and both floors.
+    """The timed functions of one host: its ``train``, both hooks and the three floors.
 
     ``fed_host(start)`` makes a fresh growing model whose scores start at ``start`` and gives
-    its calls ``(scores(), boost(it, g, h), read_tree(it))``; the floors drive it with
-    :func:`_fed_rounds`, nothing held out (``fed``) and with the hooks' default held-out
-    fraction and each tree read (``fed_held_read``).
+    its calls ``(scores(), boost(it, g, h), read_tree(it))`` (``read_tree`` returns the new
+    tree's leaf values); the floors drive it with :func:`_fed_rounds`: nothing held out
+    (``fed``), the hooks' default held-out fraction and each tree read (``fed_held_read``),
+    and that with the row passes of scoring (``fed_held_passes``).
     """
     y32 = y.astype(np.float32)
     start = float(np.mean(y32))
 
-    def fed(held: float, read: bool):
-        return lambda: _fed_rounds(rounds, y32, held, read, *fed_host(start))
+    def fed(held: float, read: bool, passes: bool = False):
+        return lambda: _fed_rounds(rounds, y32, held, read, passes, *fed_host(start))
 
+    fraction = HoldoutPlan().fraction
     return {"host": host, "hook_no_pruning": hook_plain, "hook": hook,
-            "fed": fed(0.0, False), "fed_held_read": fed(HoldoutPlan().fraction, True)}
+            "fed": fed(0.0, False), "fed_held_read": fed(fraction, True),
+            "fed_held_passes": fed(fraction, True, True)}
 
 
-def _fed_rounds(rounds, y32, held, read, scores, boost, read_tree) -> None:
+def _fed_rounds(rounds, y32, held, read, passes, scores, boost, read_tree) -> None:
     """The floors' loop: squared-error gradients at the host's scores, the held-out rows
     (fraction ``held``, drawn afresh each round) zeroed, one iteration, the new tree read
-    (``read``)."""
+    (``read``), and with ``passes`` the row passes of scoring it (:func:`_row_passes`)."""
     rng = np.random.default_rng(0)
     n = y32.size
     m = int(round(held * n))
+    work = _PassTables(n, m, rng) if passes else None
     for it in range(rounds):
-        g = scores().astype(np.float32) - y32
+        before = scores()
+        g = before.astype(np.float32) - y32
         h = np.ones(n, dtype=np.float32)
         if m:
             rows = rng.choice(n, m, replace=False)
-            g[rows], h[rows] = 0.0, 0.0
-        boost(it, g, h)
+            g_fit = g.copy()
+            g_fit[rows], h[rows] = 0.0, 0.0
+        else:
+            g_fit = g
+        boost(it, g_fit, h)
         if read:
-            read_tree(it)
+            value = read_tree(it)
+            if work is not None:
+                _row_passes(work, before, scores(), value, g, g_fit, rows)
+
+
+class _PassTables:
+    """What :func:`_row_passes` reuses: the running scores, jackknife blocks (20) of the
+    rows, and fixed-size lookup tables (their contents do not change the passes' cost)."""
+
+    n_cells, n_nodes, n_blocks = 4096, 64, 20
+
+    def __init__(self, n: int, m: int, rng: np.random.Generator) -> None:
+        self.raw = np.zeros(n)
+        self.blocks = rng.integers(0, self.n_blocks, n)
+        self.n_bins = max(1, int(2 * np.sqrt(m)))
+        size = -(-m // self.n_bins)
+        # the (bin, leaf) offset of each held-out position: runs of ``size`` positions
+        self.bin_offset = np.repeat(np.arange(self.n_bins) * self.n_nodes, size)[:m]
+        self.cell_of_key = np.arange(self.n_bins * self.n_nodes) * self.n_blocks
+
+
+def _row_passes(t: _PassTables, before, after, value, g, g_fit, rows) -> None:
+    """The passes over rows of scoring one new tree (see the module docstring)."""
+    n_keys = t.n_bins * t.n_nodes
+    # the training rows' leaves: the change of the host's scores, looked up in a cell table
+    change = after - before
+    order = np.sort(value)
+    lo, hi = order[0] - 1e-9, order[-1] + 1e-9
+    cell = ((change - lo) * (t.n_cells / (hi - lo))).astype(np.intp)
+    np.clip(cell, 0, t.n_cells - 1, out=cell)
+    # midpoints below each cell's lower edge, then one more where the row passed a midpoint
+    # inside its cell (cells narrower than the leaves' gaps hold one at most)
+    mid = np.append((order[1:] + order[:-1]) / 2, np.inf)
+    table = np.searchsorted(mid, lo + np.arange(t.n_cells) * (hi - lo) / t.n_cells)
+    leaf = table[cell]
+    leaf += change > mid[leaf]
+    off = order[leaf] - change  # every row's change must be its leaf's value: its extremes
+    np.max(off), np.min(off)  # noqa: B018 (computed for their cost, as the check does)
+    # the fit rows' sums (held-out rows have g 0) and counts
+    np.bincount(leaf, weights=g_fit, minlength=t.n_nodes)
+    np.bincount(leaf, minlength=t.n_nodes)
+    # the held-out rows in their random order: leaves, gradients, blocks; the draws' sums
+    key = leaf[rows]
+    g_held = g[rows]
+    key += t.bin_offset
+    np.bincount(key, minlength=n_keys)
+    cells = t.cell_of_key[key]
+    cells += t.blocks[rows]
+    np.bincount(cells, weights=g_held, minlength=n_keys * t.n_blocks)
+    np.bincount(cells, minlength=n_keys * t.n_blocks)
+    # the running scores
+    t.raw += order[leaf]
 
 
 def main() -> None:
@@ -209,10 +303,13 @@ def main() -> None:
                      "hook": "defaults: holdout_fraction=0.5 re-drawn, prune_threshold=0",
                      "fed": "the host alone fed numpy gradients round by round (no library)",
                      "fed_held_read": "fed, half the rows zeroed (re-drawn), each new tree "
-                                      "read back as JSON"}}
+                                      "read back as JSON",
+                     "fed_held_passes": "fed_held_read and the row passes of scoring the "
+                                        "tree, one numpy call each (no per-tree work)"}}
     for host in args.hosts:
+        rounds = args.rounds
         got = (bench_lightgbm if host == "lightgbm" else bench_xgboost)(
-            X, y, args.rounds, args.repeat)
+            X, y, rounds, args.repeat)
         times, cpu = got["seconds"], got["cpu_seconds"]
         out[host] = {
             "seconds": {k: round(v, 3) for k, v in times.items()},
@@ -226,6 +323,12 @@ def main() -> None:
                             "hook": round(cpu["fed_held_read"] / cpu["host"], 2)},
             "budget_left": {"hook_no_pruning": round(1.2 - cpu["fed"] / cpu["host"], 2),
                             "hook": round(1.5 - cpu["fed_held_read"] / cpu["host"], 2)},
+            # the defaults' floor with the row passes of scoring, and what 1.5 leaves above it
+            # (per round: for all per-tree work that is not a pass over rows)
+            "passes_floor_ratio": round(cpu["fed_held_passes"] / cpu["host"], 2),
+            "budget_after_passes": round(1.5 - cpu["fed_held_passes"] / cpu["host"], 2),
+            "budget_after_passes_ms_per_round": round(
+                (1.5 * cpu["host"] - cpu["fed_held_passes"]) / rounds * 1e3, 2),
             # the hook's CPU time split: the host's calls inside it, and the rest (ours)
             "host_side_ratio": {k: round(v / cpu["host"], 2)
                                 for k, v in got["host_side_cpu_seconds"].items()},
