@@ -25,7 +25,7 @@ from .importance import (
 from .leaf_params import LeafParamsError, infer_leaf_params, with_leaf_params
 from .model import Model
 from .model_files import ADAPTERS
-from .objectives import Objective
+from .objectives import CustomObjective, Objective
 from .parallel import OrderedPool, resolve_n_jobs
 from .pruning import prune_tree
 from .replay import ReplayResult, RowSet, TreeStep, replay, resolve_bias
@@ -123,6 +123,21 @@ def _leaf_params(read: Model, obj: Objective, train: RowSet | None, needed_for: 
     return read
 
 
+def bias_objective(read: Model, obj: Objective) -> Objective:
+    """The objective that recomputes the init score a LightGBM model folded into its first
+    trees: the host computed it with the model's own objective (BoostFromScore), so a callable
+    ``objective=`` (gradients only, no closed-form init score) leaves it to the model's."""
+    if not isinstance(obj, CustomObjective) or not read.bias_from_labels:
+        return obj
+    if read.objective is None:
+        raise ValueError(
+            "the model folds an init score into its first trees (boost_from_average) that a "
+            "callable objective= cannot recompute: pass the name of the objective the model "
+            "was trained with"
+        )
+    return read.objective
+
+
 def _prepare(
     model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
     memory_budget, needed_for: str = "importance", host_params=None,
@@ -170,7 +185,8 @@ def _prepare(
         if X_train is not None
         else None
     )
-    read = resolve_bias(read, obj, None if train is None else train.y,
+    read = resolve_bias(read, bias_objective(read, obj),
+                        None if train is None else train.y,
                         None if train is None else train.weight)
     for message in read.warnings:
         warnings.warn(message, UserWarning, stacklevel=3)
