@@ -167,3 +167,26 @@ def test_estimator_without_any_split_has_zero_importance_not_nan(host):
     # nothing could be scored at all: still NaN, as documented
     off = Est(n_estimators=5, prune_threshold=None, random_state=0, **kwargs).fit(X, y)
     assert np.isnan(off.feature_importances_).all()
+
+
+@pytest.mark.parametrize("host", ["lightgbm", "xgboost"])
+def test_report_of_a_model_without_any_split_has_zero_std_error_not_nan(host):
+    """Constant features: every tree is one leaf. Every unbiased_gain is exactly 0 in every
+    jackknife replicate, so the standard error is 0 (as for first_trees(0) of any report and
+    for a cross-fitted report of such folds); it was NaN, silently."""
+    rng = np.random.default_rng(0)
+    X = np.ones((200, 2))
+    y = rng.normal(size=200)
+    if host == "lightgbm":
+        lgb = pytest.importorskip("lightgbm")
+        model = lgb.train({"verbose": -1, "num_threads": 1}, lgb.Dataset(X[:100], y[:100]), 3)
+    else:
+        model = xgb.train({"nthread": 1}, xgb.DMatrix(X[:100], y[:100]), 3)
+    report = uc.unbiased_importance(model, X[:100], y[:100], X[100:], y[100:])
+    frame = report.to_frame()
+    assert report.splits.empty
+    np.testing.assert_array_equal(frame["unbiased_gain"], 0.0)
+    np.testing.assert_array_equal(frame["std_error"], 0.0)
+    # without blocks there is no standard error, as documented
+    no_blocks = uc.unbiased_importance(model, X[:100], y[:100], X[100:], y[100:], n_blocks=0)
+    assert no_blocks.to_frame()["std_error"].isna().all()

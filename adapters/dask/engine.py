@@ -372,7 +372,8 @@ def unbiased_importance(
                        options.min_k, valid.n_rows)
     report = ImportanceReport(_records_frame(records, forest.feature_names),
                               forest.feature_names, host=read.host,
-                              jackknife=np.concatenate(replicates) if replicates else None)
+                              jackknife=np.concatenate(replicates) if replicates
+                              else np.zeros((0, options.n_blocks)) if jack else None)
     report.rows_near_threshold = {}
     return report
 
