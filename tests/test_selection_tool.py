@@ -281,6 +281,15 @@ def test_cross_fitted_importance_bad_input():
         uc.cross_fitted_importance(lgb_regressor(), X, y[:50])
     with pytest.raises(ValueError, match="sample_weight"):
         uc.cross_fitted_importance(lgb_regressor(), X, y, sample_weight=np.zeros(100))
+    # a fold whose held-out rows all have weight 0 (zero weights sorted first, unshuffled
+    # folds) was refused by unbiased_importance naming its valid_weight, after fitting
+    w = np.r_[np.zeros(50), np.ones(50)]
+    with pytest.raises(ValueError, match="sample_weight: every held-out row of fold 0 has "
+                                         "weight 0"):
+        uc.cross_fitted_importance(lgb_regressor(), X, y, cv=2, sample_weight=w)
+    with pytest.raises(ValueError, match="every training row of fold 0"):
+        uc.cross_fitted_importance(lgb_regressor(), X, y, sample_weight=w,
+                                   cv=[(np.arange(50), np.arange(50, 100))])
 
 
 def test_random_state_none_repeats_and_a_generator_draws_afresh():
