@@ -190,3 +190,20 @@ def test_report_of_a_model_without_any_split_has_zero_std_error_not_nan(host):
     # without blocks there is no standard error, as documented
     no_blocks = uc.unbiased_importance(model, X[:100], y[:100], X[100:], y[100:], n_blocks=0)
     assert no_blocks.to_frame()["std_error"].isna().all()
+
+
+def test_prune_warnings_point_at_the_callers_line():
+    """prune goes through one more call than unbiased_importance: its warnings (too few
+    held-out rows, the reader's notes, no trees) pointed inside the library (api.py)."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 3)), rng.normal(size=300)
+    model = xgb.train({"nthread": 1, "max_depth": 4}, xgb.DMatrix(X[:200], y[:200]), 3,
+                      evals=[(xgb.DMatrix(X[:200], y[:200]), "t")], early_stopping_rounds=1,
+                      verbose_eval=False)
+    empty = xgb.train({"nthread": 1}, xgb.DMatrix(X[:200], y[:200]), 0)
+    for call in (uc.unbiased_importance, uc.prune):
+        for m in (model, empty):
+            with pytest.warns(UserWarning) as record:
+                call(m, X[:200], y[:200], X[200:210], y[200:210])
+            assert {w.filename for w in record} == {__file__}, [
+                (w.filename, str(w.message)[:40]) for w in record]

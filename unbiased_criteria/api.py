@@ -90,7 +90,8 @@ _PARAMS_ADVICE = (
 )
 
 
-def _leaf_params(read: Model, obj: Objective, train: RowSet | None, needed_for: str) -> Model:
+def _leaf_params(read: Model, obj: Objective, train: RowSet | None, needed_for: str,
+                 extra_frames: int = 0) -> Model:
     """``read`` with the learning rate and L2 inferred where the reader could not know them.
 
     ``needed_for="prune"`` refuses when they cannot be inferred (new leaves need them);
@@ -118,7 +119,7 @@ def _leaf_params(read: Model, obj: Objective, train: RowSet | None, needed_for: 
     warnings.warn(
         f"{message}: biased_gain uses lambda={read.split_score.l2:g} and will not match the "
         f"host's gain (unbiased_gain does not depend on them); {_PARAMS_ADVICE}",
-        UserWarning, stacklevel=4,
+        UserWarning, stacklevel=4 + extra_frames,
     )
     return read
 
@@ -140,8 +141,11 @@ def bias_objective(read: Model, obj: Objective) -> Objective:
 
 def _prepare(
     model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
-    memory_budget, needed_for: str = "importance", host_params=None,
+    memory_budget, needed_for: str = "importance", host_params=None, extra_frames: int = 0,
 ) -> _Prepared:
+    """Read the model and the rows. ``extra_frames``: calls between the public entry point
+    and this one beyond the one of ``unbiased_importance`` (its warnings point at the
+    caller's line)."""
     if (isinstance(memory_budget, bool) or not isinstance(memory_budget, (int, float, np.number))
             or not memory_budget > 0):
         raise ValueError(f"memory_budget must be a positive number of bytes, got "
@@ -189,15 +193,16 @@ def _prepare(
                         None if train is None else train.y,
                         None if train is None else train.weight)
     for message in read.warnings:
-        warnings.warn(message, UserWarning, stacklevel=3)
-    read = _leaf_params(read, obj, train, needed_for)
+        warnings.warn(message, UserWarning, stacklevel=3 + extra_frames)
+    read = _leaf_params(read, obj, train, needed_for, extra_frames)
     if read.forest.n_trees == 0:
         warnings.warn("the model has no trees: there is no split to score",
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=3 + extra_frames)
     return _Prepared(adapter, read, obj, train, valid)
 
 
-def _warn_unusable(usable: np.ndarray, share: np.ndarray, min_k: int, n_valid: int) -> None:
+def _warn_unusable(usable: np.ndarray, share: np.ndarray, min_k: int, n_valid: int,
+                   extra_frames: int = 0) -> None:
     """One warning when most splits had too few held-out rows to give any evidence.
 
     ``share`` is each split's smaller child's share of the rows that give G: about
@@ -214,7 +219,7 @@ def _warn_unusable(usable: np.ndarray, share: np.ndarray, min_k: int, n_valid: i
         f"{int(bad.sum())} of {usable.size} splits have fewer than min_k={min_k} held-out "
         f"rows in a child (of {n_valid:,} held-out rows): their unbiased_gain is 0 and says "
         f"nothing (usable is False){need}",
-        UserWarning, stacklevel=3,
+        UserWarning, stacklevel=3 + extra_frames,
     )
 
 
@@ -493,7 +498,7 @@ def prune(
         refit_leaves=refit_leaves, train_weight=train_weight, valid_weight=valid_weight,
         objective=objective, n_draws=n_draws, min_k=min_k, random_state=random_state,
         cross_fit=cross_fit, progress=progress, memory_budget=memory_budget,
-        host_params=host_params, n_jobs=n_jobs,
+        host_params=host_params, n_jobs=n_jobs, extra_frames=1,
     )
     return result.adapter.write_model(model, result.forest)
 
@@ -511,8 +516,12 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
                  refit_leaves=False, train_weight=None, valid_weight=None, objective=None,
                  n_draws=1, min_k=5, random_state=None, cross_fit=True, progress=False,
                  memory_budget=DEFAULT_MEMORY_BUDGET, host_params=None,
-                 n_jobs=None) -> PruneResult:
-    """:func:`prune` without writing: the pruned IR forest and the replayed scores."""
+                 n_jobs=None, extra_frames: int = 0) -> PruneResult:
+    """:func:`prune` without writing: the pruned IR forest and the replayed scores.
+
+    ``extra_frames``: calls between the caller and this function (``prune``'s 1), so that
+    warnings point at the caller's line.
+    """
     threads = resolve_n_jobs(n_jobs)
     if threshold is None:  # the hooks' "no pruning"; here there would be nothing to do
         raise ValueError("threshold must be a number (-inf keeps every split), got None")
@@ -520,7 +529,8 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
                           cross_fit=cross_fit, prune_threshold=threshold,
                           argument_names={"prune_threshold": "threshold"})
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
-                    objective, memory_budget, needed_for="prune", host_params=host_params)
+                    objective, memory_budget, needed_for="prune", host_params=host_params,
+                    extra_frames=extra_frames)
     if prep.objective.renews_leaves:
         raise ValueError(
             f"pruning {prep.objective.name} models is not supported: the host renews their "
@@ -547,7 +557,7 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
                     visit=visit, progress=progress, valid_order=order, prefetch=threads > 1)
     if usable:
         _warn_unusable(np.concatenate(usable), np.concatenate(shares), options.min_k,
-                       prep.valid.n_rows)
+                       prep.valid.n_rows, extra_frames=extra_frames)
     forest = prep.model.forest
     before = sum(t.n_leaves for t in forest.trees)
     after = sum(t.n_leaves for t in result.trees)
