@@ -110,15 +110,22 @@ def _leaf_params(read: Model, obj: Objective, train: RowSet | None, needed_for: 
             log.info("inferred from %d leaves: shrinkage %.6g, l2 %.6g (misfit %.2g)",
                      fit.n_leaves, fit.shrinkage, fit.l2, fit.misfit)
             return with_leaf_params(read, fit)
-    message = (
-        "the model does not store its learning rate and L2 penalty (eta, lambda: an XGBoost "
-        f"model loaded from a file reports the defaults, which do not fit its trees), and {why}"
-    )
+    if read.host == "lightgbm":  # only a dump: it stores the learning rate, not the L2
+        message = f"the LightGBM dump does not store its L2 penalty (lambda_l2), and {why}"
+        advice = ("pass host_params={'lambda_l2': ...} (--param lambda_l2=... on the command "
+                  "line)")
+    else:
+        message = (
+            "the model does not store its learning rate and L2 penalty (eta, lambda: an "
+            "XGBoost model loaded from a file reports the defaults, which do not fit its "
+            f"trees), and {why}"
+        )
+        advice = _PARAMS_ADVICE
     if needed_for == "prune":
-        raise ValueError(f"{message}; pruning needs them for the new leaves: {_PARAMS_ADVICE}")
+        raise ValueError(f"{message}; pruning needs them for the new leaves: {advice}")
     warnings.warn(
         f"{message}: biased_gain uses lambda={read.split_score.l2:g} and will not match the "
-        f"host's gain (unbiased_gain does not depend on them); {_PARAMS_ADVICE}",
+        f"host's gain (unbiased_gain does not depend on them); {advice}",
         UserWarning, stacklevel=4 + extra_frames,
     )
     return read
