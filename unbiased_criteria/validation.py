@@ -35,6 +35,9 @@ def encode_classes(y, classes, argument: str) -> np.ndarray:
     if values.ndim != 1:
         raise ValueError(f"{argument} must be one-dimensional, got shape {values.shape}")
     index = pd.Index(np.asarray(classes))
+    if values.dtype == bool and index.dtype.kind in "iuf":
+        # XGBoost fits booleans as the classes 0 and 1 (pandas does not match True to 1)
+        values = values.astype(index.dtype)
     codes = index.get_indexer(values)
     unseen = codes < 0
     if unseen.any():
