@@ -183,3 +183,19 @@ def test_inputs_are_never_modified(host, data):
             pd.testing.assert_frame_equal(before, after)
         else:
             np.testing.assert_array_equal(before, after)
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_labels_and_weights_beyond_float32_name_the_argument(host, data):
+    """The hosts compute in float32: labels of 1e200 leaked numpy's "overflow encountered in
+    cast" and then failed on non-finite gradients without naming the argument."""
+    import warnings
+
+    X, y, Xv, yv = data
+    model = fit(host, X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy warning on the way
+        with pytest.raises(ValueError, match="y_valid has labels beyond the float32 range"):
+            uc.unbiased_importance(model, X, y, Xv, yv * 1e200)
+        with pytest.raises(ValueError, match="valid_weight has weights beyond the float32"):
+            uc.unbiased_importance(model, X, y, Xv, yv, valid_weight=np.full(len(yv), 1e300))
