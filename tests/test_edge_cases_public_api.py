@@ -207,3 +207,29 @@ def test_prune_warnings_point_at_the_callers_line():
                 call(m, X[:200], y[:200], X[200:210], y[200:210])
             assert {w.filename for w in record} == {__file__}, [
                 (w.filename, str(w.message)[:40]) for w in record]
+
+
+@pytest.mark.parametrize("host", ["lightgbm", "xgboost"])
+def test_training_report_without_any_split_has_zero_std_error_not_nan(host):
+    """The hooks scored every round but the host made no split: unbiased_gain 0 and, as for
+    post-hoc reports, std_error 0 (it was NaN); with nothing scored it stays NaN."""
+    from unbiased_criteria.adapters import lightgbm as alg
+    from unbiased_criteria.adapters import xgboost as axg
+
+    rng = np.random.default_rng(0)
+    X, y = np.ones((200, 2)), rng.normal(size=200)
+    if host == "lightgbm":
+        lgb = pytest.importorskip("lightgbm")
+
+        def run(**kw):
+            return alg.training_report(alg.train({"verbose": -1, "num_threads": 1},
+                                                 lgb.Dataset(X, y), 3, **kw))
+    else:
+        def run(**kw):
+            return axg.training_report(axg.train({"nthread": 1}, xgb.DMatrix(X, y), 3,
+                                                 verbose_eval=False, **kw))
+    frame = run().to_frame()
+    np.testing.assert_array_equal(frame["unbiased_gain"], 0.0)
+    np.testing.assert_array_equal(frame["std_error"], 0.0)
+    assert run(n_blocks=0).to_frame()["std_error"].isna().all()
+    assert run(prune_threshold=None, holdout_fraction=0.0).to_frame()["std_error"].isna().all()

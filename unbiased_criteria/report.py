@@ -61,7 +61,8 @@ class ImportanceReport:
             return pd.Series(np.nan, index=index, name="std_error")
         B = self.jackknife.shape[1]
         per_feature = np.zeros((len(self.feature_names), B))
-        np.add.at(per_feature, self.splits["feature_index"].to_numpy(), self.jackknife)
+        np.add.at(per_feature, self.splits["feature_index"].to_numpy(np.int64),
+                  self.jackknife)
         dev = per_feature - per_feature.mean(axis=1, keepdims=True)
         se = np.sqrt((B - 1) / B * (dev**2).sum(axis=1))
         if not np.isfinite(se).all():  # the core gives finite replicates; a NaN is a bug

@@ -461,7 +461,8 @@ def run_training(
         else np.tile(init.astype(np.float32), (e.y.size, 1))
         for r, e in zip(latest, eval_sets)
     )
-    record = TrainingRecord.from_result(result, n_trees, K, forest.feature_names)
+    record = TrainingRecord.from_result(result, n_trees, K, forest.feature_names,
+                                        options.n_blocks)
     for cb in callbacks:
         out = cb.after_training(booster)
         booster = out if isinstance(out, xgboost.Booster) else booster
