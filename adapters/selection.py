@@ -263,6 +263,19 @@ class UnbiasedSelector(SelectorMixin, BaseEstimator):
         check_is_fitted(self, "support_")
         return self.support_
 
+    def transform(self, X):
+        """Reduce ``X`` to the selected features.
+
+        A DataFrame stays a DataFrame with its columns' dtypes (category columns for the host
+        downstream); scikit-learn's own transform would convert it to one numpy array, which
+        fails on text categories. Arrays and sparse matrices go through scikit-learn's.
+        """
+        if not isinstance(X, pd.DataFrame):
+            return super().transform(X)
+        check_is_fitted(self, "support_")
+        X = validate_data(self, X, skip_check_array=True, reset=False)
+        return self._transform(X)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True

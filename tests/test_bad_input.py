@@ -128,6 +128,33 @@ def test_custom_objective_needs_objective():
     pd.testing.assert_frame_equal(by_callable.splits, by_name.splits)
 
 
+def test_callable_objective_on_a_model_that_folded_its_init_score():
+    """A LightGBM model trained with a built-in objective folds its boost-from-average score
+    into the first trees; that score is the model's objective's (the host's BoostFromScore).
+    A callable objective= has no closed-form init score: it raised NotImplementedError
+    whenever training labels were given. Now the model's own objective recomputes the init
+    score, and the callable gives the gradients: the same splits as the named objective."""
+    lgb = pytest.importorskip("lightgbm")
+    X, y = paper_example(300, random_state=0)
+    Xv, yv = paper_example(300, random_state=1)
+    model = lgb.train({"objective": "regression", "verbose": -1, "num_threads": 1},
+                      lgb.Dataset(X, y), num_boost_round=5)
+    by_name = uc.unbiased_importance(model, X, y, Xv, yv, random_state=0)
+    np.testing.assert_allclose(by_name.splits["biased_gain"], by_name.splits["host_gain"],
+                               rtol=1e-5)
+    by_callable = uc.unbiased_importance(
+        model, X, y, Xv, yv, random_state=0,
+        objective=lambda y_, raw, w: (raw - y_, np.ones_like(raw)),
+    )
+    pd.testing.assert_frame_equal(by_callable.splits, by_name.splits)
+    pruned = uc.prune(model, X, y, Xv, yv, random_state=0,
+                      objective=lambda y_, raw, w: (raw - y_, np.ones_like(raw)))
+    # the callable reads float64 labels, the named objective float32 ones (as LightGBM)
+    np.testing.assert_allclose(pruned.predict(Xv),
+                               uc.prune(model, X, y, Xv, yv, random_state=0).predict(Xv),
+                               rtol=1e-6)
+
+
 def test_not_a_model():
     X, y = paper_example(50, random_state=0)
     with pytest.raises(TypeError, match="model must be"):
@@ -156,3 +183,19 @@ def test_inputs_are_never_modified(host, data):
             pd.testing.assert_frame_equal(before, after)
         else:
             np.testing.assert_array_equal(before, after)
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_labels_and_weights_beyond_float32_name_the_argument(host, data):
+    """The hosts compute in float32: labels of 1e200 leaked numpy's "overflow encountered in
+    cast" and then failed on non-finite gradients without naming the argument."""
+    import warnings
+
+    X, y, Xv, yv = data
+    model = fit(host, X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy warning on the way
+        with pytest.raises(ValueError, match="y_valid has labels beyond the float32 range"):
+            uc.unbiased_importance(model, X, y, Xv, yv * 1e200)
+        with pytest.raises(ValueError, match="valid_weight has weights beyond the float32"):
+            uc.unbiased_importance(model, X, y, Xv, yv, valid_weight=np.full(len(yv), 1e300))

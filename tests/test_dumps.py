@@ -92,6 +92,21 @@ def test_lightgbm_dump_infers_l2_and_warns_defaults():
                                rtol=0, atol=1e-9)
 
 
+def test_lightgbm_dump_without_training_rows_asks_for_lambda_l2():
+    """Validation-only mode: the L2 penalty of a LightGBM dump cannot be inferred. The
+    message spoke of XGBoost's eta and lambda and set_param; LightGBM's is lambda_l2 in
+    host_params (the dump stores the learning rate)."""
+    df, y = _frame(600, 1)
+    d = _lgb({"objective": "regression", "lambda_l2": 5.0}, df[:300], y[:300]).dump_model()
+    hp = {"cat_l2": 10, "max_cat_to_onehot": 4}
+    with pytest.warns(UserWarning, match=r"host_params=\{'lambda_l2': \.\.\.\}") as record:
+        uc.unbiased_importance(d, None, None, df[300:], y[300:], host_params=hp)
+    assert not any("XGBoost" in str(w.message) or "eta" in str(w.message) for w in record)
+    with pytest.raises(ValueError, match="does not store its L2 penalty \\(lambda_l2\\)"):
+        uc.prune(d, None, None, df[300:], y[300:], host_params=hp)
+    uc.prune(d, None, None, df[300:], y[300:], host_params={**hp, "lambda_l2": 5.0})
+
+
 def test_lightgbm_dump_multiclass_and_objective_params():
     df, y = _frame(900, 2)
     yc = np.digitize(y, [-0.5, 0.8])

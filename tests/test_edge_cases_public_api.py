@@ -167,3 +167,69 @@ def test_estimator_without_any_split_has_zero_importance_not_nan(host):
     # nothing could be scored at all: still NaN, as documented
     off = Est(n_estimators=5, prune_threshold=None, random_state=0, **kwargs).fit(X, y)
     assert np.isnan(off.feature_importances_).all()
+
+
+@pytest.mark.parametrize("host", ["lightgbm", "xgboost"])
+def test_report_of_a_model_without_any_split_has_zero_std_error_not_nan(host):
+    """Constant features: every tree is one leaf. Every unbiased_gain is exactly 0 in every
+    jackknife replicate, so the standard error is 0 (as for first_trees(0) of any report and
+    for a cross-fitted report of such folds); it was NaN, silently."""
+    rng = np.random.default_rng(0)
+    X = np.ones((200, 2))
+    y = rng.normal(size=200)
+    if host == "lightgbm":
+        lgb = pytest.importorskip("lightgbm")
+        model = lgb.train({"verbose": -1, "num_threads": 1}, lgb.Dataset(X[:100], y[:100]), 3)
+    else:
+        model = xgb.train({"nthread": 1}, xgb.DMatrix(X[:100], y[:100]), 3)
+    report = uc.unbiased_importance(model, X[:100], y[:100], X[100:], y[100:])
+    frame = report.to_frame()
+    assert report.splits.empty
+    np.testing.assert_array_equal(frame["unbiased_gain"], 0.0)
+    np.testing.assert_array_equal(frame["std_error"], 0.0)
+    # without blocks there is no standard error, as documented
+    no_blocks = uc.unbiased_importance(model, X[:100], y[:100], X[100:], y[100:], n_blocks=0)
+    assert no_blocks.to_frame()["std_error"].isna().all()
+
+
+def test_prune_warnings_point_at_the_callers_line():
+    """prune goes through one more call than unbiased_importance: its warnings (too few
+    held-out rows, the reader's notes, no trees) pointed inside the library (api.py)."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 3)), rng.normal(size=300)
+    model = xgb.train({"nthread": 1, "max_depth": 4}, xgb.DMatrix(X[:200], y[:200]), 3,
+                      evals=[(xgb.DMatrix(X[:200], y[:200]), "t")], early_stopping_rounds=1,
+                      verbose_eval=False)
+    empty = xgb.train({"nthread": 1}, xgb.DMatrix(X[:200], y[:200]), 0)
+    for call in (uc.unbiased_importance, uc.prune):
+        for m in (model, empty):
+            with pytest.warns(UserWarning) as record:
+                call(m, X[:200], y[:200], X[200:210], y[200:210])
+            assert {w.filename for w in record} == {__file__}, [
+                (w.filename, str(w.message)[:40]) for w in record]
+
+
+@pytest.mark.parametrize("host", ["lightgbm", "xgboost"])
+def test_training_report_without_any_split_has_zero_std_error_not_nan(host):
+    """The hooks scored every round but the host made no split: unbiased_gain 0 and, as for
+    post-hoc reports, std_error 0 (it was NaN); with nothing scored it stays NaN."""
+    from unbiased_criteria.adapters import lightgbm as alg
+    from unbiased_criteria.adapters import xgboost as axg
+
+    rng = np.random.default_rng(0)
+    X, y = np.ones((200, 2)), rng.normal(size=200)
+    if host == "lightgbm":
+        lgb = pytest.importorskip("lightgbm")
+
+        def run(**kw):
+            return alg.training_report(alg.train({"verbose": -1, "num_threads": 1},
+                                                 lgb.Dataset(X, y), 3, **kw))
+    else:
+        def run(**kw):
+            return axg.training_report(axg.train({"nthread": 1}, xgb.DMatrix(X, y), 3,
+                                                 verbose_eval=False, **kw))
+    frame = run().to_frame()
+    np.testing.assert_array_equal(frame["unbiased_gain"], 0.0)
+    np.testing.assert_array_equal(frame["std_error"], 0.0)
+    assert run(n_blocks=0).to_frame()["std_error"].isna().all()
+    assert run(prune_threshold=None, holdout_fraction=0.0).to_frame()["std_error"].isna().all()

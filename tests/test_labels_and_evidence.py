@@ -69,6 +69,25 @@ def test_xgboost_classifier_labels_go_through_classes(data, n_class):
         uc.unbiased_importance(clf, X, ys, Xv, np.where(yvs == 0, 7, yvs))
 
 
+@pytest.mark.parametrize("host", ["lightgbm", "xgboost"])
+def test_boolean_labels_of_a_classifier_fitted_on_them(data, host):
+    """XGBClassifier fitted on boolean labels has classes_ [0, 1]: the same boolean labels
+    were refused as "not fitted on (False, True)". LightGBM keeps [False, True]."""
+    X, y, Xv, yv = data
+    yb, yvb = y > np.median(y), yv > np.median(y)
+    if host == "xgboost":
+        clf = xgb.XGBClassifier(n_estimators=5, max_depth=3, nthread=1,
+                                enable_categorical=True).fit(X, yb)
+    else:
+        clf = lgb.LGBMClassifier(n_estimators=5, num_leaves=7, verbose=-1).fit(X, yb)
+    report = uc.unbiased_importance(clf, X, yb, Xv, pd.Series(yvb), random_state=0)
+    # the labels as the classifier's own classes_
+    as_classes = clf.classes_[yb.astype(int)], clf.classes_[yvb.astype(int)]
+    same_report(report, uc.unbiased_importance(clf, X, as_classes[0], Xv, as_classes[1],
+                                               random_state=0))
+    uc.prune(clf, X, yb, Xv, yvb, random_state=0)
+
+
 def test_unseen_labels_are_named(data):
     X, y, Xv, yv = data
     ys, yvs = classes(y, ["No", "Yes"]), classes(yv, ["No", "Yes"])

@@ -284,3 +284,26 @@ def test_cli_says_where_it_wrote_the_plot(tmp_path, capsys):
     assert captured.err == f"unbiased-criteria: wrote plot to {path}\n"
     assert path.read_bytes().startswith(PNG_MAGIC)
     assert set(plt.get_fignums()) == open_before  # its figure was closed
+
+
+@pytest.mark.parametrize("usable", [None, False])
+def test_plot_of_a_report_select_refuses_draws_without_marks(usable):
+    """A model without splits, or whose splits all lack held-out evidence, has standard
+    errors but nothing for select() to test: select() raises (saying why) and plot() raised
+    that error instead of drawing."""
+    names = ["a", "b"]
+    if usable is None:  # no split at all
+        splits = pd.DataFrame({"feature_index": np.array([], dtype=np.int64),
+                               "unbiased_gain": [], "biased_gain": [], "host_gain": []})
+    else:
+        splits = pd.DataFrame({"feature_index": [0, 1], "unbiased_gain": [0.0, 0.0],
+                               "biased_gain": [2.0, 1.0], "host_gain": [2.0, 1.0],
+                               "usable": [usable, usable]})
+    report = ImportanceReport(splits, names, jackknife=np.zeros((len(splits), 20)))
+    with pytest.raises(ValueError, match="nothing to test"):
+        report.select()
+    for normalize in (False, True):
+        ax = report.plot(normalize=normalize)
+        assert [t.get_text() for t in ax.get_yticklabels()] == names
+        assert "significantly" not in ax.get_title()
+        plt.close(ax.figure)

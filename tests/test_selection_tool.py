@@ -281,6 +281,15 @@ def test_cross_fitted_importance_bad_input():
         uc.cross_fitted_importance(lgb_regressor(), X, y[:50])
     with pytest.raises(ValueError, match="sample_weight"):
         uc.cross_fitted_importance(lgb_regressor(), X, y, sample_weight=np.zeros(100))
+    # a fold whose held-out rows all have weight 0 (zero weights sorted first, unshuffled
+    # folds) was refused by unbiased_importance naming its valid_weight, after fitting
+    w = np.r_[np.zeros(50), np.ones(50)]
+    with pytest.raises(ValueError, match="sample_weight: every held-out row of fold 0 has "
+                                         "weight 0"):
+        uc.cross_fitted_importance(lgb_regressor(), X, y, cv=2, sample_weight=w)
+    with pytest.raises(ValueError, match="every training row of fold 0"):
+        uc.cross_fitted_importance(lgb_regressor(), X, y, sample_weight=w,
+                                   cv=[(np.arange(50), np.arange(50, 100))])
 
 
 def test_random_state_none_repeats_and_a_generator_draws_afresh():
@@ -358,3 +367,25 @@ if __name__ == "__main__":  # the README's null shares: python tests/test_select
         kept = null_keeps(200, iterations, trees, n=1000, folds=5)
         print(f"{trees} trees, iterations={iterations}: share kept {kept.mean():.3f}, by "
               f"feature {np.round(kept.mean(axis=0), 3).tolist()}", flush=True)
+
+
+def test_transform_keeps_a_dataframe_with_category_columns():
+    """A frame with text categories and booleans used to reach numpy (scikit-learn's transform)
+    and fail ("Cannot cast str dtype to float64"); it stays a frame, dtypes kept, so a host
+    downstream in a Pipeline still sees its categories."""
+    rng = np.random.default_rng(0)
+    n = 300
+    X = pd.DataFrame({"cat": pd.Categorical(rng.choice(list("abcd"), n)),
+                      "flag": rng.random(n) > 0.5, "x": rng.standard_normal(n)})
+    y = 2.0 * (X["cat"] == "a") + X["x"] + 0.3 * rng.standard_normal(n)
+    sel = uc.UnbiasedSelector(lgb_regressor(), cv=3, alpha=None, max_features=2,
+                              random_state=0).fit(X, y)
+    out = sel.transform(X)
+    assert isinstance(out, pd.DataFrame)
+    assert list(out.columns) == list(sel.get_feature_names_out()) == ["cat", "x"]
+    pd.testing.assert_frame_equal(out, X[["cat", "x"]])
+    pipe = Pipeline([("select", clone(sel)), ("model", lgb_regressor())]).fit(X, y)
+    assert pipe.named_steps["model"].booster_.pandas_categorical == [["a", "b", "c", "d"]]
+    assert np.isfinite(pipe.predict(X)).all()
+    with pytest.raises(ValueError, match="missing:\n- flag"):  # still checked against fit
+        sel.transform(X[["cat", "x"]])

@@ -25,7 +25,7 @@ from .importance import (
 from .leaf_params import LeafParamsError, infer_leaf_params, with_leaf_params
 from .model import Model
 from .model_files import ADAPTERS
-from .objectives import Objective
+from .objectives import CustomObjective, Objective
 from .parallel import OrderedPool, resolve_n_jobs
 from .pruning import prune_tree
 from .replay import ReplayResult, RowSet, TreeStep, replay, resolve_bias
@@ -90,7 +90,8 @@ _PARAMS_ADVICE = (
 )
 
 
-def _leaf_params(read: Model, obj: Objective, train: RowSet | None, needed_for: str) -> Model:
+def _leaf_params(read: Model, obj: Objective, train: RowSet | None, needed_for: str,
+                 extra_frames: int = 0) -> Model:
     """``read`` with the learning rate and L2 inferred where the reader could not know them.
 
     ``needed_for="prune"`` refuses when they cannot be inferred (new leaves need them);
@@ -109,24 +110,49 @@ def _leaf_params(read: Model, obj: Objective, train: RowSet | None, needed_for: 
             log.info("inferred from %d leaves: shrinkage %.6g, l2 %.6g (misfit %.2g)",
                      fit.n_leaves, fit.shrinkage, fit.l2, fit.misfit)
             return with_leaf_params(read, fit)
-    message = (
-        "the model does not store its learning rate and L2 penalty (eta, lambda: an XGBoost "
-        f"model loaded from a file reports the defaults, which do not fit its trees), and {why}"
-    )
+    if read.host == "lightgbm":  # only a dump: it stores the learning rate, not the L2
+        message = f"the LightGBM dump does not store its L2 penalty (lambda_l2), and {why}"
+        advice = ("pass host_params={'lambda_l2': ...} (--param lambda_l2=... on the command "
+                  "line)")
+    else:
+        message = (
+            "the model does not store its learning rate and L2 penalty (eta, lambda: an "
+            "XGBoost model loaded from a file reports the defaults, which do not fit its "
+            f"trees), and {why}"
+        )
+        advice = _PARAMS_ADVICE
     if needed_for == "prune":
-        raise ValueError(f"{message}; pruning needs them for the new leaves: {_PARAMS_ADVICE}")
+        raise ValueError(f"{message}; pruning needs them for the new leaves: {advice}")
     warnings.warn(
         f"{message}: biased_gain uses lambda={read.split_score.l2:g} and will not match the "
-        f"host's gain (unbiased_gain does not depend on them); {_PARAMS_ADVICE}",
-        UserWarning, stacklevel=4,
+        f"host's gain (unbiased_gain does not depend on them); {advice}",
+        UserWarning, stacklevel=4 + extra_frames,
     )
     return read
 
 
+def bias_objective(read: Model, obj: Objective) -> Objective:
+    """The objective that recomputes the init score a LightGBM model folded into its first
+    trees: the host computed it with the model's own objective (BoostFromScore), so a callable
+    ``objective=`` (gradients only, no closed-form init score) leaves it to the model's."""
+    if not isinstance(obj, CustomObjective) or not read.bias_from_labels:
+        return obj
+    if read.objective is None:
+        raise ValueError(
+            "the model folds an init score into its first trees (boost_from_average) that a "
+            "callable objective= cannot recompute: pass the name of the objective the model "
+            "was trained with"
+        )
+    return read.objective
+
+
 def _prepare(
     model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
-    memory_budget, needed_for: str = "importance", host_params=None,
+    memory_budget, needed_for: str = "importance", host_params=None, extra_frames: int = 0,
 ) -> _Prepared:
+    """Read the model and the rows. ``extra_frames``: calls between the public entry point
+    and this one beyond the one of ``unbiased_importance`` (its warnings point at the
+    caller's line)."""
     if (isinstance(memory_budget, bool) or not isinstance(memory_budget, (int, float, np.number))
             or not memory_budget > 0):
         raise ValueError(f"memory_budget must be a positive number of bytes, got "
@@ -170,18 +196,20 @@ def _prepare(
         if X_train is not None
         else None
     )
-    read = resolve_bias(read, obj, None if train is None else train.y,
+    read = resolve_bias(read, bias_objective(read, obj),
+                        None if train is None else train.y,
                         None if train is None else train.weight)
     for message in read.warnings:
-        warnings.warn(message, UserWarning, stacklevel=3)
-    read = _leaf_params(read, obj, train, needed_for)
+        warnings.warn(message, UserWarning, stacklevel=3 + extra_frames)
+    read = _leaf_params(read, obj, train, needed_for, extra_frames)
     if read.forest.n_trees == 0:
         warnings.warn("the model has no trees: there is no split to score",
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=3 + extra_frames)
     return _Prepared(adapter, read, obj, train, valid)
 
 
-def _warn_unusable(usable: np.ndarray, share: np.ndarray, min_k: int, n_valid: int) -> None:
+def _warn_unusable(usable: np.ndarray, share: np.ndarray, min_k: int, n_valid: int,
+                   extra_frames: int = 0) -> None:
     """One warning when most splits had too few held-out rows to give any evidence.
 
     ``share`` is each split's smaller child's share of the rows that give G: about
@@ -198,7 +226,7 @@ def _warn_unusable(usable: np.ndarray, share: np.ndarray, min_k: int, n_valid: i
         f"{int(bad.sum())} of {usable.size} splits have fewer than min_k={min_k} held-out "
         f"rows in a child (of {n_valid:,} held-out rows): their unbiased_gain is 0 and says "
         f"nothing (usable is False){need}",
-        UserWarning, stacklevel=3,
+        UserWarning, stacklevel=3 + extra_frames,
     )
 
 
@@ -393,7 +421,10 @@ def unbiased_importance(
     if records:
         _warn_unusable(np.concatenate([r["usable"] for r in records]), np.concatenate(shares),
                        options.min_k, prep.valid.n_rows)
-    jack = np.concatenate(replicates) if replicates else None
+    if replicates:
+        jack = np.concatenate(replicates)
+    else:  # no split: every replicate is 0, as when every split is unusable
+        jack = None if blocks is None else np.zeros((0, options.n_blocks))
     report = ImportanceReport(_records_frame(records, forest.feature_names),
                               forest.feature_names, host=prep.model.host, jackknife=jack)
     report.rows_near_threshold = _near_threshold(prep)
@@ -474,7 +505,7 @@ def prune(
         refit_leaves=refit_leaves, train_weight=train_weight, valid_weight=valid_weight,
         objective=objective, n_draws=n_draws, min_k=min_k, random_state=random_state,
         cross_fit=cross_fit, progress=progress, memory_budget=memory_budget,
-        host_params=host_params, n_jobs=n_jobs,
+        host_params=host_params, n_jobs=n_jobs, extra_frames=1,
     )
     return result.adapter.write_model(model, result.forest)
 
@@ -492,8 +523,12 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
                  refit_leaves=False, train_weight=None, valid_weight=None, objective=None,
                  n_draws=1, min_k=5, random_state=None, cross_fit=True, progress=False,
                  memory_budget=DEFAULT_MEMORY_BUDGET, host_params=None,
-                 n_jobs=None) -> PruneResult:
-    """:func:`prune` without writing: the pruned IR forest and the replayed scores."""
+                 n_jobs=None, extra_frames: int = 0) -> PruneResult:
+    """:func:`prune` without writing: the pruned IR forest and the replayed scores.
+
+    ``extra_frames``: calls between the caller and this function (``prune``'s 1), so that
+    warnings point at the caller's line.
+    """
     threads = resolve_n_jobs(n_jobs)
     if threshold is None:  # the hooks' "no pruning"; here there would be nothing to do
         raise ValueError("threshold must be a number (-inf keeps every split), got None")
@@ -501,7 +536,8 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
                           cross_fit=cross_fit, prune_threshold=threshold,
                           argument_names={"prune_threshold": "threshold"})
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
-                    objective, memory_budget, needed_for="prune", host_params=host_params)
+                    objective, memory_budget, needed_for="prune", host_params=host_params,
+                    extra_frames=extra_frames)
     if prep.objective.renews_leaves:
         raise ValueError(
             f"pruning {prep.objective.name} models is not supported: the host renews their "
@@ -528,7 +564,7 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
                     visit=visit, progress=progress, valid_order=order, prefetch=threads > 1)
     if usable:
         _warn_unusable(np.concatenate(usable), np.concatenate(shares), options.min_k,
-                       prep.valid.n_rows)
+                       prep.valid.n_rows, extra_frames=extra_frames)
     forest = prep.model.forest
     before = sum(t.n_leaves for t in forest.trees)
     after = sum(t.n_leaves for t in result.trees)

@@ -333,6 +333,14 @@ def cross_fit_folds(
              for k, (train, held) in enumerate(folds)]
     if not folds:
         raise ValueError("cv: expected at least one fold")
+    if sample_weight is not None:  # before any fit; the folds' checks would name valid_weight
+        for k, (train, held) in enumerate(folds):
+            for kind, rows in (("training", train), ("held-out", held)):
+                if not sample_weight[rows].any():
+                    raise ValueError(
+                        f"sample_weight: every {kind} row of fold {k} has weight 0; shuffle "
+                        f"the rows into the folds (e.g. cv=KFold(5, shuffle=True)) or drop "
+                        f"the rows of weight 0")
     seeds = _fold_seeds(random_state, len(folds))
     reports: list[ImportanceReport] = []
     tree_iterations: list[np.ndarray] = []

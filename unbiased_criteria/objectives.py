@@ -534,10 +534,21 @@ class CustomObjective(Objective):
         return self.outputs
 
     def grad_hess(self, y, raw, weight=None):
-        g, h = self.func(np.asarray(y), np.array(raw), weight)
-        g = np.asarray(g, dtype=np.float32).reshape(np.shape(raw))
-        h = np.asarray(h, dtype=np.float32).reshape(np.shape(raw))
-        _check_finite(f"custom ({getattr(self.func, '__name__', 'callable')})", g, h)
+        name = f"custom ({getattr(self.func, '__name__', 'callable')})"
+        out = self.func(np.asarray(y), np.array(raw), weight)
+        try:
+            g, h = out
+        except (TypeError, ValueError):  # not a pair
+            raise ValueError(f"objective {name!r} must return (grad, hess), got "
+                             f"{type(out).__name__}") from None
+        gh = [np.asarray(a, dtype=np.float32) for a in (g, h)]
+        for what, a in zip(("gradients", "hessians"), gh):
+            if a.size != np.size(raw):
+                raise ValueError(
+                    f"objective {name!r} returned {a.size} {what} for raw scores of shape "
+                    f"{np.shape(raw)}: expected one per raw score")
+        g, h = (a.reshape(np.shape(raw)) for a in gh)
+        _check_finite(name, g, h)
         return g, h
 
 

@@ -61,7 +61,8 @@ class ImportanceReport:
             return pd.Series(np.nan, index=index, name="std_error")
         B = self.jackknife.shape[1]
         per_feature = np.zeros((len(self.feature_names), B))
-        np.add.at(per_feature, self.splits["feature_index"].to_numpy(), self.jackknife)
+        np.add.at(per_feature, self.splits["feature_index"].to_numpy(np.int64),
+                  self.jackknife)
         dev = per_feature - per_feature.mean(axis=1, keepdims=True)
         se = np.sqrt((B - 1) / B * (dev**2).sum(axis=1))
         if not np.isfinite(se).all():  # the core gives finite replicates; a NaN is a bug
@@ -181,6 +182,11 @@ class ImportanceReport:
     def _has_std_error(self) -> bool:
         return self.jackknife is not None and self.jackknife.shape[1] >= 2
 
+    def _can_select(self) -> bool:
+        """Whether :meth:`select` has something to test (else it raises, saying why)."""
+        return (self._has_std_error() and len(self.splits) > 0
+                and ("usable" not in self.splits or bool(self.splits["usable"].any())))
+
     def plot(self, ax=None, *, normalize: bool = False, top: int | None = 20,
              alpha: float = 0.05, title: str | None = None):
         """Bar chart of the unbiased gain next to the biased gain, sorted by unbiased gain.
@@ -222,7 +228,8 @@ class ImportanceReport:
             order = order[:top]
         frame, err = frame.iloc[order], err.iloc[order]
         has_se = self._has_std_error()
-        selected = set(self.select(alpha)) if has_se else set()
+        # no split, or none with usable evidence: nothing is selected, nothing marked
+        selected = set(self.select(alpha)) if self._can_select() else set()
         if ax is None:
             _, ax = plt.subplots(figsize=(6, 0.3 * len(frame) + 1.8))
         y = np.arange(len(frame))
@@ -244,7 +251,7 @@ class ImportanceReport:
         notes = []
         if len(frame) < n_all:
             notes.append(f"top {len(frame)} of {n_all} features")
-        if has_se:
+        if self._can_select():
             notes.append(f"* significantly above 0 (alpha {alpha:g})")
         ax.set_title(title + ("\n" + "; ".join(notes) if notes else ""), fontsize="medium")
         ax.legend(loc="best", fontsize="small")

@@ -53,13 +53,17 @@ class TrainingRecord:
 
     @classmethod
     def from_result(cls, result: BoostResult, n_trees: int, n_outputs: int,
-                    feature_names) -> TrainingRecord:
-        """The record of the first ``n_trees`` trees of ``result`` (``n_outputs`` per round)."""
+                    feature_names, n_blocks: int = 0) -> TrainingRecord:
+        """The record of the first ``n_trees`` trees of ``result`` (``n_outputs`` per round);
+        ``n_blocks``: the run's jackknife blocks."""
         names = tuple(str(f) for f in feature_names)
         if result.splits is None or result.splits.empty:
             splits = pd.DataFrame({c: pd.Series(dtype=object if c == "feature" else np.float64)
                                    for c in SPLIT_COLUMNS})
-            return cls(splits, None, names, scored=result.splits is not None)
+            # scored, but the host made no split: every replicate is 0 (std_error 0, not NaN)
+            jack = (np.zeros((0, n_blocks)) if result.splits is not None and n_blocks >= 2
+                    else None)
+            return cls(splits, jack, names, scored=result.splits is not None)
         inside = (result.splits["tree"] < n_trees).to_numpy()
         out = result.splits.loc[inside].reset_index(drop=True)
         out["iteration"] = (out["tree"] // n_outputs).astype(np.int64)

@@ -35,6 +35,9 @@ def encode_classes(y, classes, argument: str) -> np.ndarray:
     if values.ndim != 1:
         raise ValueError(f"{argument} must be one-dimensional, got shape {values.shape}")
     index = pd.Index(np.asarray(classes))
+    if values.dtype == bool and index.dtype.kind in "iuf":
+        # XGBoost fits booleans as the classes 0 and 1 (pandas does not match True to 1)
+        values = values.astype(index.dtype)
     codes = index.get_indexer(values)
     unseen = codes < 0
     if unseen.any():
@@ -62,8 +65,19 @@ def check_labels(y, n_rows: int, argument: str, objective: Objective) -> np.ndar
         raise ValueError(f"{argument} has {arr.size} labels but the data has {n_rows} rows")
     if np.isnan(arr).any():
         raise ValueError(f"{argument} contains NaN labels")
+    _check_float32_range(arr, argument, "labels")
     objective.check_labels(arr, argument)
     return arr
+
+
+def _check_float32_range(arr: np.ndarray, argument: str, what: str) -> None:
+    """The hosts store labels and weights, and compute gradients, in float32: a finite value
+    beyond its range would become inf there (numpy's overflow warning, then an error about
+    non-finite gradients that does not name the argument)."""
+    big = np.finfo(np.float32).max
+    if arr.size and np.isfinite(arr).all() and np.abs(arr).max() > big:
+        raise ValueError(f"{argument} has {what} beyond the float32 range the hosts compute "
+                         f"in (largest {np.abs(arr).max():.3g} > {big:.3g})")
 
 
 def check_weight(w, n_rows: int, argument: str) -> np.ndarray | None:
@@ -75,6 +89,7 @@ def check_weight(w, n_rows: int, argument: str) -> np.ndarray | None:
         raise ValueError(f"{argument} has {arr.size} weights but the data has {n_rows} rows")
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):
         raise ValueError(f"{argument} must be finite and non-negative")
+    _check_float32_range(arr, argument, "weights")
     return arr
 
 

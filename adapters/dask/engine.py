@@ -34,6 +34,7 @@ from unbiased_criteria.api import (
     _split_records,
     _warn_unusable,
     adapter_for,
+    bias_objective,
 )
 from unbiased_criteria.dumps import Dump
 from unbiased_criteria.model import Model, chunk_size
@@ -240,7 +241,7 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
             y_all = encode_classes(y_all, classes, "y_train")
         y_all = check_labels(y_all, y_all.shape[0], "y_train", obj)
         w_all = check_weight(w_all, y_all.shape[0], "train_weight")
-        read = resolve_bias(read, obj, y_all, w_all)
+        read = resolve_bias(read, bias_objective(read, obj), y_all, w_all)
     else:
         read = resolve_bias(read, obj, None, None)
     for message in read.warnings:
@@ -371,7 +372,8 @@ def unbiased_importance(
                        options.min_k, valid.n_rows)
     report = ImportanceReport(_records_frame(records, forest.feature_names),
                               forest.feature_names, host=read.host,
-                              jackknife=np.concatenate(replicates) if replicates else None)
+                              jackknife=np.concatenate(replicates) if replicates
+                              else np.zeros((0, options.n_blocks)) if jack else None)
     report.rows_near_threshold = {}
     return report
 

@@ -281,7 +281,7 @@ def run_training(
         progress=progress,
     )
     n_iterations = hooks.best_iteration if hooks.stopped else num_boost_round
-    booster = _written_booster(setup, result, init, n_iterations)
+    booster = _written_booster(setup, result, init, n_iterations, options.n_blocks)
     booster.best_iteration = hooks.best_iteration if hooks.stopped else 0
     best_score: dict[str, dict[str, float]] = defaultdict(OrderedDict)
     for r in hooks.best_score if hooks.stopped else hooks.last_results:
@@ -333,7 +333,8 @@ def _loop_objective(name, fobj, setup: Setup):
     return objective, base.predict, init
 
 
-def _written_booster(setup: Setup, result: BoostResult, init: np.ndarray, n_iterations: int):
+def _written_booster(setup: Setup, result: BoostResult, init: np.ndarray, n_iterations: int,
+                     n_blocks: int):
     """The model of the first ``n_iterations`` pruned iterations, init folded in (AddBias:
     values + init, ``bias = init``, written with ``shrinkage=1``), with its training record."""
     K = setup.n_outputs
@@ -344,7 +345,7 @@ def _written_booster(setup: Setup, result: BoostResult, init: np.ndarray, n_iter
     names = tuple(setup.dump["feature_names"])
     forest = make_forest(trees, K, len(names), names)
     booster = lightgbm.Booster(model_str=model_text(setup.source, forest))
-    attach_record(booster, TrainingRecord.from_result(result, len(trees), K, names))
+    attach_record(booster, TrainingRecord.from_result(result, len(trees), K, names, n_blocks))
     return booster
 
 

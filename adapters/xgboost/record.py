@@ -14,7 +14,7 @@ from unbiased_criteria.training_record import TrainingRecord
 __all__ = ["TrainingRecord", "training_record", "training_splits", "training_report"]
 
 
-def training_record(booster: xgboost.Booster) -> TrainingRecord:
+def training_record(booster: xgboost.Booster | xgboost.XGBModel) -> TrainingRecord:
     """The :class:`TrainingRecord` of a Booster returned by :func:`train`.
 
     The record is an attribute of that Booster object: a pickled or copied Booster (or
@@ -22,8 +22,10 @@ def training_record(booster: xgboost.Booster) -> TrainingRecord:
 
     Parameters
     ----------
-    booster : xgboost.Booster
-        The object :func:`train` returned (or a copy or unpickled copy of it).
+    booster : xgboost.Booster or xgboost.XGBModel
+        The object :func:`train` returned (or a copy or unpickled copy of it), or a fitted
+        ``UnbiasedXGBRegressor`` / ``UnbiasedXGBClassifier`` (its Booster), as LightGBM's
+        ``training_record`` takes the estimator.
 
     Returns
     -------
@@ -34,6 +36,8 @@ def training_record(booster: xgboost.Booster) -> TrainingRecord:
     KeyError
         ``booster`` was not returned by :func:`train`.
     """
+    if isinstance(booster, xgboost.XGBModel):  # the estimator was refused as "not returned"
+        booster = booster.get_booster()
     record = record_of(booster)
     if record is None:
         raise KeyError(
@@ -43,7 +47,7 @@ def training_record(booster: xgboost.Booster) -> TrainingRecord:
     return record
 
 
-def training_splits(booster: xgboost.Booster) -> pd.DataFrame:
+def training_splits(booster: xgboost.Booster | xgboost.XGBModel) -> pd.DataFrame:
     """The per-split table gathered while :func:`train` built ``booster`` (a copy).
 
     One row per split XGBoost made, scored before pruning, kept or not; see
@@ -53,7 +57,7 @@ def training_splits(booster: xgboost.Booster) -> pd.DataFrame:
     return training_record(booster).splits.copy()
 
 
-def training_report(booster: xgboost.Booster) -> ImportanceReport:
+def training_report(booster: xgboost.Booster | xgboost.XGBModel) -> ImportanceReport:
     """The unbiased importance gathered while :func:`train` built ``booster``.
 
     Every split XGBoost made was scored with U on that round's held-out rows before pruning
@@ -64,8 +68,8 @@ def training_report(booster: xgboost.Booster) -> ImportanceReport:
 
     Parameters
     ----------
-    booster : xgboost.Booster
-        The object :func:`train` returned (see :func:`training_record`).
+    booster : xgboost.Booster or xgboost.XGBModel
+        The object :func:`train` returned, or the estimator (see :func:`training_record`).
 
     Returns
     -------

@@ -156,6 +156,47 @@ def _check_dmatrix(dmat: Any, argument: str, reference: xgboost.DMatrix | None) 
         names, ref_names = dmat.feature_names, reference.feature_names
         if names is not None and ref_names is not None and list(names) != list(ref_names):
             raise ValueError(f"{argument}'s feature names do not match dtrain's")
+        _check_categories(dmat, argument, reference)
+
+
+def _categories(dmat: xgboost.DMatrix) -> list | None:
+    """Per feature, the categories a DMatrix holds (None for a numeric one); None when there
+    are no categorical features or this XGBoost (before 3.1) stores none."""
+    if "c" not in (dmat.feature_types or ()) or not hasattr(dmat, "get_categories"):
+        return None
+    try:
+        pairs = dmat.get_categories(export_to_arrow=True).to_arrow()
+    except ImportError:
+        warnings.warn("pyarrow is not installed: the eval sets' categories cannot be checked "
+                      "against dtrain's (they must be the same, in the same order)",
+                      UserWarning, stacklevel=5)
+        return None
+    return [None if arr is None else arr.to_pylist() for _, arr in pairs] if pairs else None
+
+
+def _check_categories(dmat: xgboost.DMatrix, argument: str,
+                      reference: xgboost.DMatrix) -> None:
+    """An eval set's categories must be dtrain's, in order: the grower routes eval rows
+    through one iteration at a time (a Booster slice), and XGBoost does not recode a slice's
+    input as it recodes the full model's, so other codes would give other leaves (wrong
+    metrics and early stopping, silently)."""
+    mine, train = _categories(dmat), _categories(reference)
+    if mine is None or train is None:
+        return
+    names = reference.feature_names or [f"f{j}" for j in range(len(train))]
+    for name, a, b in zip(names, mine, train):
+        if a != b:
+            raise ValueError(
+                f"{argument}: the categories of feature {name!r} are {_shown(a)}, dtrain's "
+                f"{_shown(b)}: give the eval frame dtrain's categories in dtrain's order "
+                "(Series.cat.set_categories); the training hook routes eval rows through "
+                "single iterations, which XGBoost does not recode")
+
+
+def _shown(categories: list | None) -> str:
+    if categories is None:
+        return "none (numeric)"
+    return repr(categories[:6])[:-1] + (", ...]" if len(categories) > 6 else "]")
 
 
 def _host_intercept(params: Mapping[str, Any], dtrain: xgboost.DMatrix,
@@ -461,7 +502,8 @@ def run_training(
         else np.tile(init.astype(np.float32), (e.y.size, 1))
         for r, e in zip(latest, eval_sets)
     )
-    record = TrainingRecord.from_result(result, n_trees, K, forest.feature_names)
+    record = TrainingRecord.from_result(result, n_trees, K, forest.feature_names,
+                                        options.n_blocks)
     for cb in callbacks:
         out = cb.after_training(booster)
         booster = out if isinstance(out, xgboost.Booster) else booster

@@ -458,3 +458,33 @@ def test_eval_set_with_other_features(small):
     with pytest.raises(ValueError, match=r"evals\[0\] \('other'\) has 7 features"):
         ax.train(params_for("reg:squarederror"), dtrain, 2, evals=[(other, "other")],
                  verbose_eval=False)
+
+
+def test_eval_set_with_reordered_categories_is_refused():
+    """The hook routes eval rows through single iterations (Booster slices), which XGBoost
+    does not recode: an eval frame with dtrain's categories in another order gave another
+    metric (1.21 against 0.37 here) and early stopping on it, silently. Refused, naming the
+    feature; the same categories in the same order train as before."""
+    pytest.importorskip("pyarrow")  # the DMatrix's categories are read through arrow
+    if not hasattr(xgb.DMatrix, "get_categories"):
+        pytest.skip("XGBoost < 3.1 stores no categories (nor recodes them)")
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    n = 400
+    X = pd.DataFrame({"x": rng.normal(size=n), "c": pd.Categorical(rng.choice(list("abcde"), n))})
+    y = (X["x"] + 2.0 * (X["c"] == "b") + 0.3 * rng.normal(size=n)).to_numpy()
+    dtrain = xgb.DMatrix(X[:300], y[:300], enable_categorical=True)
+    held = X[300:]
+    other_order = held.assign(c=held["c"].cat.reorder_categories(list("edcba")))
+    bad = xgb.DMatrix(other_order, y[300:], enable_categorical=True)
+    with pytest.raises(ValueError, match=r"evals\[0\] \('v'\): the categories of feature 'c' "
+                                         r"are \['e', 'd'"):
+        ax.train({"nthread": 1}, dtrain, 3, evals=[(bad, "v")], verbose_eval=False)
+    same = xgb.DMatrix(held, y[300:], enable_categorical=True)
+    ours, hosts = {}, {}
+    ax.train({"nthread": 1}, dtrain, 3, evals=[(same, "v")], evals_result=ours,
+             verbose_eval=False, prune_threshold=None, holdout_fraction=0.0)
+    xgb.train({"nthread": 1}, dtrain, 3, evals=[(same, "v")], evals_result=hosts,
+              verbose_eval=False)
+    np.testing.assert_allclose(ours["v"]["rmse"], hosts["v"]["rmse"], rtol=1e-5)

@@ -6,6 +6,7 @@ import pickle
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 xgboost = pytest.importorskip("xgboost")
@@ -159,6 +160,20 @@ def test_pickle_keeps_the_unbiased_importance():
                         .save_raw("json"))
     with pytest.raises(AttributeError, match="no training record"):
         _ = refitted.feature_importances_
+
+
+def test_training_views_take_the_estimator_as_lightgbms_do():
+    """training_report / training_splits / training_record of a fitted estimator: LightGBM's
+    take the estimator; XGBoost's raised KeyError "booster was not returned by train"."""
+    X, y = make_data(300, seed=5)
+    model = ax.UnbiasedXGBClassifier(**SMALL).fit(X, y > 0)
+    booster = model.get_booster()
+    assert ax.training_record(model) is ax.training_record(booster)
+    assert ax.training_splits(model).equals(ax.training_splits(booster))
+    pd.testing.assert_frame_equal(ax.training_report(model).to_frame(),
+                                  ax.training_report(booster).to_frame())
+    with pytest.raises(NotFittedError):
+        ax.training_report(ax.UnbiasedXGBRegressor())
 
 
 def test_refused_inputs():

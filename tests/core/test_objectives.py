@@ -324,6 +324,25 @@ def test_custom_objective():
     assert g.shape == (4, 3) and multi.n_outputs == 3
 
 
+def test_custom_objective_with_a_wrong_result_names_the_objective():
+    """A callable that returns one value or the wrong number of values used to fail inside
+    numpy (cannot unpack / cannot reshape); the error names the objective and what it
+    returned."""
+    def single(y, raw, weight):
+        return raw - y
+
+    with pytest.raises(ValueError, match=r"'custom \(single\)' must return \(grad, hess\)"):
+        make_objective(single).grad_hess(np.zeros(3), np.zeros(3))
+    with pytest.raises(ValueError, match="must return"):
+        make_objective(lambda y, raw, w: None).grad_hess(np.zeros(3), np.zeros(3))
+    with pytest.raises(ValueError, match=r"returned 2 gradients for raw scores of shape \(3,\)"):
+        make_objective(lambda y, raw, w: (np.zeros(2), np.ones(3))).grad_hess(np.zeros(3),
+                                                                            np.zeros(3))
+    with pytest.raises(ValueError, match="returned 4 hessians"):
+        make_objective(lambda y, raw, w: (np.zeros(3), np.ones(4))).grad_hess(np.zeros(3),
+                                                                            np.zeros(3))
+
+
 def test_custom_objective_cannot_change_the_callers_scores():
     """The callers hand over their running raw scores: a callable that writes into its
     ``raw_score`` argument gets a copy, so post-hoc importance is the same either way."""
