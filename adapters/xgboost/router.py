@@ -8,8 +8,6 @@ estimator's ``missing``) go where XGBoost sends them, since XGBoost routes.
 
 from __future__ import annotations
 
-import ctypes
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -89,60 +87,6 @@ def _recode_categories(X: pd.DataFrame, bst: xgboost.Booster, argument: str) -> 
 
 
 _CAST_BLOCK = 1 << 14  # values cast per step (a 64 KB temporary at most)
-
-#: bytes of XGBoost's float32 ids per prediction call at most, when a call of the router
-#: spans several (each a Booster slice of whole iterations, cast straight into the router's
-#: int32 array): output that small is still in the cache (32 MiB L3 here) when it is cast.
-#: One thread, 200 trees, 300k rows, routing alone, medians of 7: calls of 20 trees 1.84 s
-#: of CPU through ``Booster.predict``, 1.76 s read from XGBoost's buffer, 1.69 s in calls
-#: of 10 trees, 1.93 s in calls of 5 (every call fills each row's features anew)
-XGB_CALL_BYTES = 12 * 2**20
-#: ... and never fewer trees per prediction call than this (when the bound above would
-#: split a call into smaller ones, the call is not split)
-XGB_MIN_CALL_TREES = 8
-
-# XGBoost's C prediction call, made as ``Booster.predict`` makes it (pred_leaf is type 6):
-# the wrapper copies XGBoost's float32 output into a fresh array, which the router then
-# cast to int32; reading XGBoost's buffer, the router casts once into its own int32 array.
-# None (``Booster.predict`` then) when this XGBoost's Python package lacks these names.
-try:
-    from xgboost.core import _LIB as _XGB_LIB
-    from xgboost.core import _check_call as _xgb_check_call
-    from xgboost.core import c_bst_ulong as _c_bst_ulong
-
-    _C_PREDICT = _XGB_LIB.XGBoosterPredictFromDMatrix
-except (ImportError, AttributeError):
-    _C_PREDICT = None
-_PRED_LEAF_ARGS = json.dumps({"type": 6, "training": False, "iteration_begin": 0,
-                              "iteration_end": 0, "strict_shape": False}).encode()
-
-
-def _pred_leaf_into(bst: xgboost.Booster, dmat: xgboost.DMatrix, out: np.ndarray) -> None:
-    """Write ``bst.predict(dmat, pred_leaf=True)`` into the int32 array ``out`` (rows x ids,
-    a view allowed): XGBoost's own prediction, its float32 ids cast once."""
-    if _C_PREDICT is None:
-        out[...] = bst.predict(dmat, pred_leaf=True).reshape(out.shape)
-        return
-    preds = ctypes.POINTER(ctypes.c_float)()
-    shape = ctypes.POINTER(_c_bst_ulong)()
-    dims = _c_bst_ulong()
-    _xgb_check_call(_C_PREDICT(bst.handle, dmat.handle, _PRED_LEAF_ARGS, ctypes.byref(shape),
-                               ctypes.byref(dims), ctypes.byref(preds)))
-    size = int(np.prod([shape[i] for i in range(dims.value)], dtype=np.int64))
-    if size != out.size:
-        raise RuntimeError(f"XGBoost returned {size} leaf ids, expected {out.size}")
-    if size:  # XGBoost's buffer, valid until this Booster's next prediction
-        out[...] = np.ctypeslib.as_array(preds, shape=(size,)).reshape(out.shape)
-
-
-def _call_iterations(n_rows: int, n_trees: int, n_iterations: int) -> int:
-    """Iterations per prediction call for one router call of ``n_iterations`` iterations
-    (``n_trees`` trees): :data:`XGB_CALL_BYTES` of float32 ids per call, unless that makes
-    calls of fewer than :data:`XGB_MIN_CALL_TREES` trees (then one call)."""
-    calls = -(-4 * n_rows * n_trees // XGB_CALL_BYTES)
-    per_tree = max(n_trees // max(n_iterations, 1), 1)
-    its = -(-n_iterations // max(calls, 1))
-    return n_iterations if its * per_tree < XGB_MIN_CALL_TREES else its
 
 
 def _dmatrix(X: Any, start: int, stop: int, kwargs: dict, argument: str) -> xgboost.DMatrix:
@@ -252,18 +196,8 @@ def make_router(
         it0, it1 = int(iteration[start]), int(iteration[stop - 1]) + 1
         if not may_slice:
             it0, it1 = 0, n_iter
-        offset = start - int(first[it0])
-        if whole is not None and offset == 0 and int(first[it1]) == stop:
-            # whole iterations: calls of a few iterations each, cast into their columns
-            out = np.empty((n_rows, stop - start), dtype=np.int32)
-            step = _call_iterations(n_rows, stop - start, it1 - it0) if may_slice \
-                else it1 - it0
-            for a in range(it0, it1, step):
-                b = min(a + step, it1)
-                _pred_leaf_into(bst if (a == 0 and b == n_iter) else bst[a:b], whole,
-                                out[:, int(first[a]) - start : int(first[b]) - start])
-            return _mapped(out, start, stop)
         part = bst if (it0 == 0 and it1 == n_iter) else bst[it0:it1]
+        offset = start - int(first[it0])
         if whole is not None:
             raw = part.predict(whole, pred_leaf=True).reshape(n_rows, -1)
             if raw.dtype == np.float32 and raw.flags.writeable and raw.flags.c_contiguous:
@@ -286,9 +220,6 @@ def make_router(
                 raw = part.predict(dmat, pred_leaf=True).reshape(r1 - r0, -1)
                 out[r0:r1] = raw[:, offset : offset + stop - start]
                 del dmat, raw
-        return _mapped(out, start, stop)
-
-    def _mapped(out: np.ndarray, start: int, stop: int) -> np.ndarray:
         for j, t in enumerate(range(start, stop)):
             if maps[t] is not None:
                 out[:, j] = maps[t][out[:, j]]
