@@ -199,3 +199,22 @@ def test_labels_and_weights_beyond_float32_name_the_argument(host, data):
             uc.unbiased_importance(model, X, y, Xv, yv * 1e200)
         with pytest.raises(ValueError, match="valid_weight has weights beyond the float32"):
             uc.unbiased_importance(model, X, y, Xv, yv, valid_weight=np.full(len(yv), 1e300))
+
+
+def test_xgboost_duplicate_column_names_name_the_argument(data):
+    X, y, Xv, yv = data
+    model = fit("xgboost", X.to_numpy(float), y)  # no feature names to compare with
+    dup = Xv.astype(float).set_axis(["X1", "X1", "X3"], axis=1)
+    with pytest.raises(ValueError, match=r"X_valid has duplicate column names \('X1'\)"):
+        uc.unbiased_importance(model, X.to_numpy(float), y, dup, yv)
+
+
+def test_xgboost_data_error_keeps_the_reason_not_the_stack_trace(data):
+    X, y, Xv, yv = data
+    model = fit("xgboost", X, y)
+    bad = Xv.astype(float).copy()
+    bad.iloc[0, 0] = np.inf
+    with pytest.raises(ValueError, match="X_valid cannot be read as XGBoost data") as err:
+        uc.unbiased_importance(model, X, y, bad, yv)
+    message = str(err.value)
+    assert "inf" in message and "Stack trace" not in message and "\n" not in message

@@ -8,6 +8,7 @@ estimator's ``missing``) go where XGBoost sends them, since XGBoost routes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -65,6 +66,11 @@ def _recode_categories(X: pd.DataFrame, bst: xgboost.Booster, argument: str) -> 
     recodes them when it predicts with the whole model; and whether a sliced Booster may
     route it. A slice forgets the stored categories and reads the codes as they are, so a
     held-out frame with categories reordered or missing was routed by the wrong codes."""
+    if not X.columns.is_unique:  # X[c] would be a frame; XGBoost names features by column
+        dup = pd.unique(X.columns[X.columns.duplicated()])
+        raise ValueError(f"{argument} has duplicate column names "
+                         f"({', '.join(repr(c) for c in dup[:5])}): XGBoost needs one name "
+                         "per feature")
     cat_columns = [c for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)]
     if not cat_columns:
         return X, True
@@ -97,7 +103,15 @@ def _dmatrix(X: Any, start: int, stop: int, kwargs: dict, argument: str) -> xgbo
     try:
         return xgboost.DMatrix(part, **kwargs)
     except (ValueError, TypeError, xgboost.core.XGBoostError) as err:
-        raise ValueError(f"{argument} cannot be read as XGBoost data: {err}") from None
+        raise ValueError(f"{argument} cannot be read as XGBoost data: {_reason(err)}") from None
+
+
+def _reason(err: Exception) -> str:
+    """An XGBoost error's reason: its first line without the ``[time] file:line:`` prefix
+    and ``Check failed: ...:`` clause, and without the C++ stack trace that follows."""
+    line = str(err).split("\n", 1)[0]
+    line = re.sub(r"^\[[^\]]*\]\s+\S+:\d+:\s*", "", line)
+    return re.sub(r"^Check failed: [^:]*:\s*", "", line) or str(err)
 
 
 def _plan(n_rows: int, n_features: int, n_trees: int, per_iteration: int,
