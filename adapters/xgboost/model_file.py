@@ -35,12 +35,14 @@ MODEL_FILE_KINDS = ("an XGBoost JSON or UBJ model, which starts with '{', or a J
 SUFFIX_FORMATS = {".json": "json", ".ubj": "ubj"}
 
 
-def _reason(err: BaseException) -> str:
-    """XGBoost's own reason, without its ``[time] file:line:`` prefix and stack trace."""
+def error_reason(err: BaseException) -> str:
+    """XGBoost's own reason, without its ``[time] file:line:`` prefix, ``Check failed: ...:``
+    clause and stack trace."""
     lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
     lines = [ln for ln in lines if not ln.startswith(("Stack trace", "[bt]"))]
     text = lines[0] if lines else type(err).__name__
-    return re.sub(r"^\[[^\]]*\]\s*\S+:\d+:\s*", "", text)
+    text = re.sub(r"^\[[^\]]*\]\s*\S+:\d+:\s*", "", text)
+    return re.sub(r"^Check failed: [^:]*:\s*", "", text) or text
 
 
 def recognise_model_file(data: bytes) -> bool:
@@ -62,7 +64,7 @@ def load_model_file(file: ModelBytes) -> ModelFile:
             booster = xgboost.Booster(model_file=bytearray(file.data))
         except xgboost.core.XGBoostError as err:
             raise InputError(f"{file.source}: not a model file: XGBoost rejects it as "
-                             f"{fmt.upper()}: {_reason(err)}") from None
+                             f"{fmt.upper()}: {error_reason(err)}") from None
     return ModelFile(booster, "xgboost", fmt, file.source)
 
 
@@ -80,7 +82,7 @@ def _stored_categories(booster: xgboost.Booster, n: int) -> list[list | None]:
         raise InputError("reading the categories an XGBoost model stores needs pyarrow "
                          "(pip install pyarrow)") from None
     except xgboost.core.XGBoostError as err:
-        raise InputError(f"the model's stored categories cannot be read: {_reason(err)}") \
+        raise InputError(f"the model's stored categories cannot be read: {error_reason(err)}") \
             from None
     if not pairs:  # no feature stores categories
         return [None] * n
@@ -122,7 +124,7 @@ def set_training_params(model: xgboost.Booster | Dump, params: dict[str, str]) -
     try:
         model.set_param(params)
     except xgboost.core.XGBoostError as err:
-        raise InputError(_reason(err)) from None
+        raise InputError(error_reason(err)) from None
 
 
 def output_format(suffix: str, input_format: str) -> str:

@@ -8,7 +8,6 @@ estimator's ``missing``) go where XGBoost sends them, since XGBoost routes.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +16,7 @@ import pandas as pd
 import xgboost
 from scipy import sparse
 from unbiased_criteria.adapters.xgboost.layout import _booster, _gbtree, _read_node_map
+from unbiased_criteria.adapters.xgboost.model_file import error_reason
 
 from unbiased_criteria.model import Model, Router, chunk_size, host_call_trees
 from unbiased_criteria.validation import check_column_names, check_matrix
@@ -103,15 +103,9 @@ def _dmatrix(X: Any, start: int, stop: int, kwargs: dict, argument: str) -> xgbo
     try:
         return xgboost.DMatrix(part, **kwargs)
     except (ValueError, TypeError, xgboost.core.XGBoostError) as err:
-        raise ValueError(f"{argument} cannot be read as XGBoost data: {_reason(err)}") from None
+        raise ValueError(f"{argument} cannot be read as XGBoost data: "
+                         f"{error_reason(err)}") from None
 
-
-def _reason(err: Exception) -> str:
-    """An XGBoost error's reason: its first line without the ``[time] file:line:`` prefix
-    and ``Check failed: ...:`` clause, and without the C++ stack trace that follows."""
-    line = str(err).split("\n", 1)[0]
-    line = re.sub(r"^\[[^\]]*\]\s+\S+:\d+:\s*", "", line)
-    return re.sub(r"^Check failed: [^:]*:\s*", "", line) or str(err)
 
 
 def _plan(n_rows: int, n_features: int, n_trees: int, per_iteration: int,
