@@ -156,7 +156,6 @@ def _check_dmatrix(dmat: Any, argument: str, reference: xgboost.DMatrix | None) 
         names, ref_names = dmat.feature_names, reference.feature_names
         if names is not None and ref_names is not None and list(names) != list(ref_names):
             raise ValueError(f"{argument}'s feature names do not match dtrain's")
-        _check_categories(dmat, argument, reference)
 
 
 def _categories(dmat: xgboost.DMatrix) -> list | None:
@@ -167,36 +166,52 @@ def _categories(dmat: xgboost.DMatrix) -> list | None:
     try:
         pairs = dmat.get_categories(export_to_arrow=True).to_arrow()
     except ImportError:
-        warnings.warn("pyarrow is not installed: the eval sets' categories cannot be checked "
-                      "against dtrain's (they must be the same, in the same order)",
+        warnings.warn("pyarrow is not installed: the eval sets' categories cannot be read "
+                      "(they must be dtrain's, in the same order)",
                       UserWarning, stacklevel=5)
         return None
     return [None if arr is None else arr.to_pylist() for _, arr in pairs] if pairs else None
 
 
-def _check_categories(dmat: xgboost.DMatrix, argument: str,
-                      reference: xgboost.DMatrix) -> None:
-    """An eval set's categories must be dtrain's, in order: the grower routes eval rows
-    through one iteration at a time (a Booster slice), and XGBoost does not recode a slice's
-    input as it recodes the full model's, so other codes would give other leaves (wrong
-    metrics and early stopping, silently)."""
+def on_dtrain_categories(dmat: xgboost.DMatrix, argument: str,
+                         reference: xgboost.DMatrix) -> xgboost.DMatrix:
+    """``dmat``, or a copy of it whose category codes are dtrain's.
+
+    The grower routes eval rows through one iteration at a time (a Booster slice), and
+    XGBoost reads a slice's input codes as they are: it recodes categories by name only when
+    the whole model predicts. An eval set whose categories are dtrain's in another order, or
+    a subset of them (``astype("category")`` on each split), gave other leaves, so other
+    metrics and early stopping, silently. Its codes are mapped to dtrain's instead, once,
+    on the stored values (``get_data``: missing values stay absent) into a new DMatrix with
+    its labels and weights; a category dtrain does not hold is an error naming it.
+    """
     mine, train = _categories(dmat), _categories(reference)
-    if mine is None or train is None:
-        return
+    if mine is None or train is None or mine == train:
+        return dmat
     names = reference.feature_names or [f"f{j}" for j in range(len(train))]
-    for name, a, b in zip(names, mine, train):
-        if a != b:
-            raise ValueError(
-                f"{argument}: the categories of feature {name!r} are {_shown(a)}, dtrain's "
-                f"{_shown(b)}: give the eval frame dtrain's categories in dtrain's order "
-                "(Series.cat.set_categories); the training hook routes eval rows through "
-                "single iterations, which XGBoost does not recode")
+    data = dmat.get_data()
+    for j, (name, a, b) in enumerate(zip(names, mine, train)):
+        if a == b:
+            continue
+        if a is None or b is None:
+            raise ValueError(f"{argument}: feature {name!r} is {_kind(a)} but dtrain's is "
+                             f"{_kind(b)}")
+        at = np.flatnonzero(data.indices == j)
+        code = data.data[at].astype(np.int64)
+        position = {c: i for i, c in enumerate(b)}
+        recode = np.array([position.get(c, -1) for c in a], dtype=np.int64)[code]
+        if (recode < 0).any():
+            unseen = sorted({str(a[c]) for c in code[recode < 0]})
+            raise ValueError(f"{argument}: feature {name!r} holds categories dtrain does not: "
+                             f"{', '.join(repr(c) for c in unseen[:5])}")
+        data.data[at] = recode
+    return xgboost.DMatrix(data, label=dmat.get_label(), weight=_weights(dmat),
+                           feature_names=dmat.feature_names, feature_types=dmat.feature_types,
+                           enable_categorical=True)
 
 
-def _shown(categories: list | None) -> str:
-    if categories is None:
-        return "none (numeric)"
-    return repr(categories[:6])[:-1] + (", ...]" if len(categories) > 6 else "]")
+def _kind(categories: list | None) -> str:
+    return "numeric" if categories is None else "categorical"
 
 
 def _host_intercept(params: Mapping[str, Any], dtrain: xgboost.DMatrix,
@@ -395,7 +410,9 @@ def run_training(
         raise ValueError("dtrain's weights sum to zero: no row would count")
     eval_y = [_labels(d, f"evals[{i}] ({s!r})") for i, (d, s) in enumerate(evals)]
 
-    grower = XGBGrower(params, dtrain, [d for d, _ in evals])
+    # routed on dtrain's category codes (the user's DMatrix still goes to custom_metric)
+    grower = XGBGrower(params, dtrain, [on_dtrain_categories(d, f"evals[{i}] ({s!r})", dtrain)
+                                        for i, (d, s) in enumerate(evals)])
     K = grower.n_outputs
     template = json.loads(grower.booster.save_raw("json"))
     model_ir = parse_model(template, grower.train_params)

@@ -460,11 +460,14 @@ def test_eval_set_with_other_features(small):
                  verbose_eval=False)
 
 
-def test_eval_set_with_reordered_categories_is_refused():
+def test_eval_set_with_other_category_codes_is_routed_on_dtrains():
     """The hook routes eval rows through single iterations (Booster slices), which XGBoost
-    does not recode: an eval frame with dtrain's categories in another order gave another
-    metric (1.21 against 0.37 here) and early stopping on it, silently. Refused, naming the
-    feature; the same categories in the same order train as before."""
+    does not recode by category name: an eval frame with dtrain's categories in another
+    order, or only some of them (``astype("category")`` on the split), gave another metric
+    (1.21 against 0.37 here) and early stopping on it, silently. Its codes are now mapped to
+    dtrain's: the metrics are those of the same rows coded as dtrain's, which are
+    ``xgb.train``'s (nothing held out, nothing pruned), missing values included. A category
+    dtrain does not hold is an error naming it."""
     pytest.importorskip("pyarrow")  # the DMatrix's categories are read through arrow
     if not hasattr(xgb.DMatrix, "get_categories"):
         pytest.skip("XGBoost < 3.1 stores no categories (nor recodes them)")
@@ -473,18 +476,39 @@ def test_eval_set_with_reordered_categories_is_refused():
     rng = np.random.default_rng(0)
     n = 400
     X = pd.DataFrame({"x": rng.normal(size=n), "c": pd.Categorical(rng.choice(list("abcde"), n))})
-    y = (X["x"] + 2.0 * (X["c"] == "b") + 0.3 * rng.normal(size=n)).to_numpy()
+    X.loc[[5, 310], "x"] = np.nan
+    X.loc[[311, 350], "c"] = np.nan
+    y = (X["x"].fillna(0.0) + 2.0 * (X["c"] == "b") + 0.3 * rng.normal(size=n)).to_numpy()
     dtrain = xgb.DMatrix(X[:300], y[:300], enable_categorical=True)
     held = X[300:]
-    other_order = held.assign(c=held["c"].cat.reorder_categories(list("edcba")))
-    bad = xgb.DMatrix(other_order, y[300:], enable_categorical=True)
-    with pytest.raises(ValueError, match=r"evals\[0\] \('v'\): the categories of feature 'c' "
-                                         r"are \['e', 'd'"):
-        ax.train({"nthread": 1}, dtrain, 3, evals=[(bad, "v")], verbose_eval=False)
     same = xgb.DMatrix(held, y[300:], enable_categorical=True)
-    ours, hosts = {}, {}
-    ax.train({"nthread": 1}, dtrain, 3, evals=[(same, "v")], evals_result=ours,
-             verbose_eval=False, prune_threshold=None, holdout_fraction=0.0)
-    xgb.train({"nthread": 1}, dtrain, 3, evals=[(same, "v")], evals_result=hosts,
-              verbose_eval=False)
-    np.testing.assert_allclose(ours["v"]["rmse"], hosts["v"]["rmse"], rtol=1e-5)
+    kept = held["c"] != "e"  # a split without one category, its codes shifted
+    other_order = held.assign(c=held["c"].cat.reorder_categories(list("edcba")))
+    subset = held[kept].assign(c=held["c"][kept].astype(str).replace("nan", np.nan)
+                               .astype("category"))
+    assert list(subset["c"].cat.categories) == list("abcd")
+
+    def metrics(evals, train=ax.train, **hook):
+        out = {}
+        train({"nthread": 1, "max_depth": 3}, dtrain, 5, evals=evals, evals_result=out,
+              verbose_eval=False, **hook)
+        return out
+
+    plain = dict(prune_threshold=None, holdout_fraction=0.0)
+    hosts = metrics([(same, "v"), (xgb.DMatrix(held[kept], y[300:][kept],
+                                               enable_categorical=True), "w")], xgb.train)
+    ours = metrics([(xgb.DMatrix(other_order, y[300:], enable_categorical=True), "v"),
+                    (xgb.DMatrix(subset, y[300:][kept], enable_categorical=True), "w")],
+                   **plain)
+    for name in ("v", "w"):
+        np.testing.assert_allclose(ours[name]["rmse"], hosts[name]["rmse"], rtol=1e-5)
+    # and as used: the reordered set scores as the same rows in dtrain's order
+    used = metrics([(xgb.DMatrix(other_order, y[300:], enable_categorical=True), "v")],
+                   random_state=0)
+    np.testing.assert_array_equal(used["v"]["rmse"],
+                                  metrics([(same, "v")], random_state=0)["v"]["rmse"])
+    unseen = held.assign(c=held["c"].cat.add_categories("z"))
+    unseen.loc[unseen.index[0], "c"] = "z"
+    with pytest.raises(ValueError, match=r"evals\[0\] \('u'\): feature 'c' holds categories "
+                                         r"dtrain does not: 'z'"):
+        metrics([(xgb.DMatrix(unseen, y[300:], enable_categorical=True), "u")])
