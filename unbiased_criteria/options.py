@@ -77,8 +77,9 @@ class GainOptions:
     See :func:`unbiased_criteria.gains.unbiased_gain` for ``n_draws``, ``min_k``, ``lam`` and
     ``shortcut``. ``random_state`` seeds one stream per tree (held to a SeedSequence once
     built; see the module docstring for ``None``). ``cross_fit`` (validation-only mode)
-    averages U over both assignments of the two halves. ``n_blocks > 1`` also computes, for a
-    block jackknife, U with each of ``n_blocks`` random blocks of held-out rows left out.
+    averages U over both assignments of the two halves. ``n_blocks >= 2`` also computes, for
+    a block jackknife, U with each of ``n_blocks`` random blocks of held-out rows left out
+    (0: none; 1 is refused, one block has no jackknife).
     ``prune_threshold``: splits with ``U <= prune_threshold`` are collapsed (None: no scoring
     or pruning in the training hooks). ``holdout_fraction`` and ``redraw_holdout``: the
     training hooks' held-out rows.
@@ -114,6 +115,9 @@ class GainOptions:
         put("n_draws", _check_int(self.n_draws, name("n_draws"), 1))
         put("min_k", _check_int(self.min_k, name("min_k"), 1))
         put("n_blocks", _check_int(self.n_blocks, name("n_blocks"), 0))
+        if self.n_blocks == 1:  # a jackknife needs two blocks; one would give NaN errors
+            raise ValueError(f"{name('n_blocks')} must be 0 (no standard errors) or at least 2 "
+                             f"(a jackknife needs two blocks), got 1")
         if not _is_real(self.lam) or not math.isfinite(self.lam) or self.lam < 0:
             raise ValueError(f"{name('lam')} must be a finite number >= 0, got {self.lam!r}")
         put("lam", float(self.lam))

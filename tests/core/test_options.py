@@ -14,6 +14,8 @@ BAD = [
     ("n_draws", True, "n_draws must be a positive integer, got True"),
     ("min_k", "5", "min_k must be a positive integer, got '5'"),
     ("n_blocks", -1, "n_blocks must be an integer >= 0, got -1"),
+    ("n_blocks", 1, "n_blocks must be 0 (no standard errors) or at least 2 (a jackknife "
+     "needs two blocks), got 1"),
     ("lam", float("nan"), "lam must be a finite number >= 0, got nan"),
     ("lam", -1.0, "lam must be a finite number >= 0, got -1.0"),
     ("shortcut", 1, "shortcut must be True or False, got 1"),
