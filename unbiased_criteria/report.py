@@ -81,16 +81,9 @@ class ImportanceReport:
         # as CrossFittedReport.select: 1.5 or NaN selected nothing, silently
         if not isinstance(alpha, int | float | np.floating) or not 0 < alpha < 1:
             raise ValueError(f"alpha: expected a number in (0, 1), got {alpha!r}")
-        if len(self.splits) == 0:
-            raise ValueError("select() has nothing to test: the model has no splits")
-        if "usable" in self.splits and not self.splits["usable"].any():
-            raise ValueError(
-                "select() has nothing to test: no split had usable evidence (every split has "
-                "fewer than min_k held-out rows in a child, so every unbiased_gain is 0); pass "
-                "more held-out rows or a smaller min_k"
-            )
-        if self.jackknife is None or self.jackknife.shape[1] < 2:
-            raise ValueError("select() needs standard errors: build the report with n_blocks >= 2")
+        refusal = self._select_refusal()
+        if refusal is not None:
+            raise ValueError(refusal)
         frame = self.to_frame()
         crit = student_t.ppf(1 - alpha, self.jackknife.shape[1] - 1)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -182,10 +175,21 @@ class ImportanceReport:
     def _has_std_error(self) -> bool:
         return self.jackknife is not None and self.jackknife.shape[1] >= 2
 
+    def _select_refusal(self) -> str | None:
+        """Why :meth:`select` has nothing to test, or None when it has."""
+        if len(self.splits) == 0:
+            return "select() has nothing to test: the model has no splits"
+        if "usable" in self.splits and not self.splits["usable"].any():
+            return ("select() has nothing to test: no split had usable evidence (every split "
+                    "has fewer than min_k held-out rows in a child, so every unbiased_gain is "
+                    "0); pass more held-out rows or a smaller min_k")
+        if not self._has_std_error():
+            return "select() needs standard errors: build the report with n_blocks >= 2"
+        return None
+
     def _can_select(self) -> bool:
         """Whether :meth:`select` has something to test (else it raises, saying why)."""
-        return (self._has_std_error() and len(self.splits) > 0
-                and ("usable" not in self.splits or bool(self.splits["usable"].any())))
+        return self._select_refusal() is None
 
     def plot(self, ax=None, *, normalize: bool = False, top: int | None = 20,
              alpha: float = 0.05, title: str | None = None):
