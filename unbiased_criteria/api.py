@@ -20,6 +20,7 @@ from .importance import (
     holdout_halves,
     jackknife_blocks,
     score_tree,
+    stack_replicates,
     valid_ranking,
 )
 from .leaf_params import LeafParamsError, infer_leaf_params, with_leaf_params
@@ -421,10 +422,7 @@ def unbiased_importance(
     if records:
         _warn_unusable(np.concatenate([r["usable"] for r in records]), np.concatenate(shares),
                        options.min_k, prep.valid.n_rows)
-    if replicates:
-        jack = np.concatenate(replicates)
-    else:  # no split: every replicate is 0, as when every split is unusable
-        jack = None if blocks is None else np.zeros((0, options.n_blocks))
+    jack = stack_replicates(replicates, options.n_blocks)
     report = ImportanceReport(_records_frame(records, forest.feature_names),
                               forest.feature_names, host=prep.model.host, jackknife=jack)
     report.rows_near_threshold = _near_threshold(prep)

@@ -43,6 +43,15 @@ def jackknife_blocks(n: int, options: GainOptions) -> np.ndarray | None:
     return (rng.permutation(n) % options.n_blocks).astype(np.int64)
 
 
+def stack_replicates(replicates: list[np.ndarray], n_blocks: int) -> np.ndarray | None:
+    """The splits' jackknife replicates as one ``(n_splits, n_blocks)`` array, or None
+    without blocks (``n_blocks < 2``). No split at all gives an empty array, not None: every
+    replicate is 0, so the standard errors are 0 (as for splits without usable evidence)."""
+    if n_blocks < 2:
+        return None
+    return np.concatenate(replicates) if replicates else np.zeros((0, n_blocks))
+
+
 def valid_ranking(n: int, options: GainOptions) -> np.ndarray:
     """One uniformly random order of ``n`` held-out rows for every tree of a replay.
 

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .boosting import BoostResult
+from .importance import stack_replicates
 from .report import ImportanceReport
 
 __all__ = ["TrainingRecord", "SPLIT_COLUMNS"]
@@ -61,8 +62,7 @@ class TrainingRecord:
             splits = pd.DataFrame({c: pd.Series(dtype=object if c == "feature" else np.float64)
                                    for c in SPLIT_COLUMNS})
             # scored, but the host made no split: every replicate is 0 (std_error 0, not NaN)
-            jack = (np.zeros((0, n_blocks)) if result.splits is not None and n_blocks >= 2
-                    else None)
+            jack = stack_replicates([], n_blocks) if result.splits is not None else None
             return cls(splits, jack, names, scored=result.splits is not None)
         inside = (result.splits["tree"] < n_trees).to_numpy()
         out = result.splits.loc[inside].reset_index(drop=True)

@@ -37,6 +37,7 @@ from unbiased_criteria.api import (
     bias_objective,
 )
 from unbiased_criteria.dumps import Dump
+from unbiased_criteria.importance import stack_replicates
 from unbiased_criteria.model import Model, chunk_size
 from unbiased_criteria.objectives import Objective
 from unbiased_criteria.options import GainOptions
@@ -372,8 +373,7 @@ def unbiased_importance(
                        options.min_k, valid.n_rows)
     report = ImportanceReport(_records_frame(records, forest.feature_names),
                               forest.feature_names, host=read.host,
-                              jackknife=np.concatenate(replicates) if replicates
-                              else np.zeros((0, options.n_blocks)) if jack else None)
+                              jackknife=stack_replicates(replicates, options.n_blocks))
     report.rows_near_threshold = {}
     return report
 
