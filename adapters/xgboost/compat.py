@@ -12,6 +12,8 @@ the installed version, 3.2.0 when this was written). What is used, and why:
   out of the Booster's (checked by :func:`check_estimator_layout`);
 * ``XGBModel._more_tags``: extended for scikit-learn < 1.6 (1.6+ reads ``__sklearn_tags__``);
   :func:`host_more_tags` gives XGBoost's, or none where XGBoost no longer has them;
+* ``Booster.get_categories`` / ``DMatrix.get_categories`` (3.1+): the categories a model or
+  a DMatrix stores, per feature, read in one place by :func:`stored_categories`;
 * ``XGBModel.fit`` calling the global ``train``: the estimators run a copy of it with our
   ``train`` (:func:`unbiased_criteria.adapters._estimators.with_train` checks it).
 
@@ -29,7 +31,7 @@ from unbiased_criteria.adapters._compat import HostVersionError, private
 
 __all__ = [
     "KNOWN_VERSIONS", "HostVersionError", "BOOST_TAKES_ITERATION", "boost_one_iteration",
-    "check_estimator_layout", "host_more_tags",
+    "check_estimator_layout", "host_more_tags", "stored_categories",
 ]
 
 #: XGBoost versions the adapter is known to work with
@@ -55,6 +57,18 @@ def boost_one_iteration(booster: xgboost.Booster, dtrain: xgboost.DMatrix, itera
         booster.boost(dtrain, iteration, grad=grad, hess=hess)
     else:
         booster.boost(dtrain, grad, hess)
+
+
+def stored_categories(obj: xgboost.Booster | xgboost.DMatrix
+                      ) -> list[tuple[str, list | None]] | None:
+    """Per feature, its name and the categories ``obj`` stores (None for a numeric one;
+    an empty list when no feature stores any), or None when this XGBoost (before 3.1) stores
+    none. The arrow export needs pyarrow: ``ImportError`` without it, ``XGBoostError`` on a
+    model XGBoost cannot read them from (each caller decides what that means)."""
+    if not hasattr(obj, "get_categories"):
+        return None
+    pairs = obj.get_categories(export_to_arrow=True).to_arrow()
+    return [(str(name), None if arr is None else arr.to_pylist()) for name, arr in pairs or []]
 
 
 def check_estimator_layout() -> None:

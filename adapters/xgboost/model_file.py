@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 import xgboost
+from unbiased_criteria.adapters.xgboost.compat import stored_categories
 
 from unbiased_criteria.dumps import Dump, parse_dump_bytes, recognise_dump_text
 from unbiased_criteria.errors import InputError
@@ -70,25 +71,25 @@ def load_model_file(file: ModelBytes) -> ModelFile:
 
 def _stored_categories(booster: xgboost.Booster, n: int) -> list[list | None]:
     """Per feature, the categories the model stores (XGBoost 3.1+), or None."""
-    if not hasattr(booster, "get_categories"):
-        warnings.warn(
-            f"xgboost {xgboost.__version__} cannot read the categories a model stores (3.1 "
-            "can): categorical columns must hold the integer codes the model was trained "
-            "with", UserWarning, stacklevel=3)
-        return [None] * n
     try:
-        pairs = booster.get_categories(export_to_arrow=True).to_arrow()
+        pairs = stored_categories(booster)
     except ImportError:
         raise InputError("reading the categories an XGBoost model stores needs pyarrow "
                          "(pip install pyarrow)") from None
     except xgboost.core.XGBoostError as err:
         raise InputError(f"the model's stored categories cannot be read: {error_reason(err)}") \
             from None
+    if pairs is None:
+        warnings.warn(
+            f"xgboost {xgboost.__version__} cannot read the categories a model stores (3.1 "
+            "can): categorical columns must hold the integer codes the model was trained "
+            "with", UserWarning, stacklevel=3)
+        return [None] * n
     if not pairs:  # no feature stores categories
         return [None] * n
     if len(pairs) != n:
         raise InputError(f"the model stores categories for {len(pairs)} features but has {n}")
-    return [None if arr is None else list(arr.to_pylist()) for _, arr in pairs]
+    return [cats for _, cats in pairs]
 
 
 def _dump_schema(dump: Dump) -> Schema:

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import xgboost
 from scipy import sparse
+from unbiased_criteria.adapters.xgboost.compat import stored_categories
 from unbiased_criteria.adapters.xgboost.layout import _booster, _gbtree, _read_node_map
 from unbiased_criteria.adapters.xgboost.model_file import error_reason
 
@@ -54,10 +55,10 @@ def _stored_categories(bst: xgboost.Booster) -> dict[str, list] | None:
     """Per feature name, the categories the model stores (XGBoost 3.1+); None when they
     cannot be read here (older XGBoost, no pyarrow)."""
     try:
-        pairs = bst.get_categories(export_to_arrow=True).to_arrow()
-    except (AttributeError, ImportError):
+        pairs = stored_categories(bst)
+    except ImportError:
         return None
-    return {str(name): list(arr.to_pylist()) for name, arr in (pairs or []) if arr is not None}
+    return None if pairs is None else {name: cats for name, cats in pairs if cats is not None}
 
 
 def _recode_categories(X: pd.DataFrame, bst: xgboost.Booster, argument: str) -> tuple[

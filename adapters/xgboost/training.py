@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import xgboost
 from unbiased_criteria.adapters._record import attach_record
+from unbiased_criteria.adapters.xgboost.compat import stored_categories
 from unbiased_criteria.adapters.xgboost.grower import XGBGrower
 from unbiased_criteria.adapters.xgboost.layout import _gbtree
 from unbiased_criteria.adapters.xgboost.metrics import (
@@ -161,16 +162,16 @@ def _check_dmatrix(dmat: Any, argument: str, reference: xgboost.DMatrix | None) 
 def _categories(dmat: xgboost.DMatrix) -> list | None:
     """Per feature, the categories a DMatrix holds (None for a numeric one); None when there
     are no categorical features or this XGBoost (before 3.1) stores none."""
-    if "c" not in (dmat.feature_types or ()) or not hasattr(dmat, "get_categories"):
+    if "c" not in (dmat.feature_types or ()):
         return None
     try:
-        pairs = dmat.get_categories(export_to_arrow=True).to_arrow()
+        pairs = stored_categories(dmat)
     except ImportError:
         warnings.warn("pyarrow is not installed: the eval sets' categories cannot be read "
                       "(they must be dtrain's, in the same order)",
                       UserWarning, stacklevel=5)
         return None
-    return [None if arr is None else arr.to_pylist() for _, arr in pairs] if pairs else None
+    return [cats for _, cats in pairs] if pairs else None
 
 
 def on_dtrain_categories(dmat: xgboost.DMatrix, argument: str,
