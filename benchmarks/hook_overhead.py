@@ -221,8 +221,9 @@ def _fed_rounds(rounds, y32, held, read, passes, scores, boost, read_tree) -> No
     n = y32.size
     m = int(round(held * n))
     work = _PassTables(n, m, rng) if passes else None
+    after = None  # the scores after a round are those before the next: read once
     for it in range(rounds):
-        before = scores()
+        before = scores() if after is None else after
         g = before.astype(np.float32) - y32
         h = np.ones(n, dtype=np.float32)
         if m:
@@ -235,7 +236,8 @@ def _fed_rounds(rounds, y32, held, read, passes, scores, boost, read_tree) -> No
         if read:
             value = read_tree(it)
             if work is not None:
-                _row_passes(work, before, scores(), value, g, g_fit, rows)
+                after = scores()
+                _row_passes(work, before, after, value, g, g_fit, rows)
 
 
 class _PassTables:

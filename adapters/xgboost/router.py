@@ -108,7 +108,6 @@ def _dmatrix(X: Any, start: int, stop: int, kwargs: dict, argument: str) -> xgbo
                          f"{error_reason(err)}") from None
 
 
-
 def _plan(n_rows: int, n_features: int, n_trees: int, per_iteration: int,
           memory_budget: int) -> tuple[int, int]:
     """(trees per call, rows per DMatrix) within ``memory_budget``.
