@@ -89,11 +89,22 @@ def _reachable(left: np.ndarray, right: np.ndarray, index: int = 0) -> np.ndarra
     ``pred_leaf``, a child past the last node reads out of bounds. Each level costs one test
     of all its faults at once (the first offender is found only when there is one), and a
     node reached twice shows as a level that marks fewer new nodes than it holds (no sort).
+    A tree whose ids prove that every node is reached once (:func:`_every_node_reached`, every
+    tree XGBoost grew and did not prune) needs no walk: 10 array operations instead of one
+    loop step per level.
     """
     n = left.size
     if n == 0 or right.size != n:
         raise ValueError(f"tree {index}: left_children and right_children have {n} and "
                          f"{right.size} entries")
+    if _every_node_reached(left, right):
+        return np.ones(n, dtype=bool)
+    return _walk(left, right, index)
+
+
+def _walk(left: np.ndarray, right: np.ndarray, index: int) -> np.ndarray:
+    """:func:`_reachable`'s walk from the root, level by level."""
+    n = left.size
     seen = np.zeros(n, dtype=bool)
     level = np.zeros(1, dtype=np.int64)
     marked = 0
@@ -112,6 +123,26 @@ def _reachable(left: np.ndarray, right: np.ndarray, index: int = 0) -> np.ndarra
         inner = lc >= 0
         level = np.concatenate([lc[inner], rc[inner]])
     return seen
+
+
+def _every_node_reached(left: np.ndarray, right: np.ndarray) -> bool:
+    """Whether every node is reached once from the root, without a walk: true when each
+    node has both children or none (-1 each), every child's id exceeds its parent's
+    (XGBoost numbers a node's children after it, so a tree it grew and never pruned
+    qualifies) and every node but the root is exactly one node's child. Then each node's
+    one parent has a smaller id, so by induction on the ids the root reaches all of them,
+    once each; no cycle, no id out of range. Otherwise (tombstones, faults) the caller walks."""
+    n = left.size
+    inner = left >= 0
+    if not (np.array_equal(inner, right >= 0) and left.min() >= -1 and right.min() >= -1):
+        return False
+    ids = np.arange(n)
+    lc, rc = left[inner], right[inner]
+    if lc.size != n // 2 or not ((lc > ids[inner]).all() and (rc > ids[inner]).all()
+                                 and max(lc.max(initial=0), rc.max(initial=0)) < n):
+        return False
+    parents = np.bincount(lc, minlength=n) + np.bincount(rc, minlength=n)
+    return bool(parents[0] == 0 and (parents[1:] == 1).all())
 
 
 def _child_fault(level, lc, rc, left, right, n: int, index: int) -> None:

@@ -622,3 +622,53 @@ def test_reachable_names_the_first_faulty_node(left, right, message):
     # a tombstone (unreached) may hold anything
     np.testing.assert_array_equal(_reachable(np.array([1, -1, -1, 9]), np.array([2, -1, -1, -5])),
                                   [True, True, True, False])
+
+
+def test_reachable_without_a_walk_only_where_the_walk_reaches_every_node():
+    """The walk is skipped only when the ids prove every node is reached once: on random
+    child arrays (well formed, shuffled, cyclic, shared, out of range) the shortcut never
+    answers where the walk would raise or leave a node out, and it answers for real trees."""
+    from unbiased_criteria.adapters.xgboost.layout import _every_node_reached, _walk
+
+    rng = np.random.default_rng(3)
+    shortcut = walked_all = 0
+    for case in range(3000):
+        n = int(rng.integers(1, 12)) * 2 - 1
+        left, right = np.full(n, -1), np.full(n, -1)
+        free = list(range(1, n))  # grow a well-formed tree with children after parents
+        open_ = [0]
+        while free:
+            v = open_.pop(int(rng.integers(len(open_))))
+            left[v], right[v] = free.pop(0), free.pop(0)
+            open_ += [left[v], right[v]]
+        if case % 3:  # then break it, or not
+            kind = int(rng.integers(4))
+            a = left if rng.random() < 0.5 else right
+            at = int(rng.integers(n))
+            if kind == 0:
+                a[at] = int(rng.integers(-3, n + 2))
+            elif kind == 1:
+                perm = rng.permutation(n)
+                perm[0] = 0 if rng.random() < 0.5 else perm[0]
+                inv = np.argsort(perm)
+                left = np.where(left >= 0, inv[np.maximum(left, 0)], left)[perm]
+                right = np.where(right >= 0, inv[np.maximum(right, 0)], right)[perm]
+            elif kind == 2:
+                left, right = np.append(left, -1), np.append(right, -1)  # a tombstone
+            else:
+                a[at] = a[int(rng.integers(n))]
+        fast = _every_node_reached(left, right)
+        try:
+            reached = _walk(left, right, 0)
+        except ValueError:
+            reached = None
+        everything = reached is not None and bool(reached.all())
+        assert not fast or everything, (left, right)
+        shortcut += fast
+        walked_all += everything
+    assert shortcut > 1000 and walked_all > shortcut  # both kinds were drawn
+    booster = train(rounds=3, max_depth=0, max_leaves=15, grow_policy="lossguide")[0]
+    for tree in json.loads(booster.save_raw("json"))["learner"]["gradient_booster"]["model"][
+            "trees"]:
+        assert _every_node_reached(np.array(tree["left_children"]),
+                                   np.array(tree["right_children"]))
