@@ -238,15 +238,17 @@ def boost(
         g_fit, h_fit = g, h  # nothing held out: the host sees the gradients as they are
         fit_rows = None
         if held_rows.size:
-            g_fit = scratch.array("g_fit", g.size, g.dtype).reshape(g.shape)
-            h_fit = scratch.array("h_fit", h.size, h.dtype).reshape(h.shape)
-            np.copyto(g_fit, g)
-            np.copyto(h_fit, h)
-            g_fit[held_rows], h_fit[held_rows] = 0.0, 0.0
-        if score_round:  # the other rows, in row order, shared by the K trees
             fit = scratch.array("fit", n, bool)
             fit.fill(True)
             fit[held_rows] = False
+            # the held-out rows' gradients times 0 (they are finite: checked), in one
+            # sequential pass each instead of a copy and a scatter; a negative gradient
+            # gives -0.0, which adds to every host sum as +0.0 does
+            g_fit = np.multiply(g, fit[:, None], out=scratch.array(
+                "g_fit", g.size, g.dtype).reshape(g.shape))
+            h_fit = np.multiply(h, fit[:, None], out=scratch.array(
+                "h_fit", h.size, h.dtype).reshape(h.shape))
+        if score_round:  # the other rows, in row order, shared by the K trees
             fit_rows = np.compress(fit, row_ids, out=scratch.array("fit_rows", n - held_rows.size,
                                                              row_ids.dtype))
         held_blocks = (None if blocks is None or not score_round
@@ -370,13 +372,23 @@ def _score_and_prune(tree, index, nodes, g, h, fit_rows, held_rows, split_score,
     (``(n_splits, n_blocks)``, or None). ``fit_rows`` are the rows the tree was grown from (None
     when nothing is scored this round), ``held_rows`` the held-out row ids in a uniformly
     random order, ``blocks`` their jackknife blocks in that order; ``scratch`` (optional)
-    holds the rows' gathered values (read by the scoring only, within the call)."""
+    holds the rows' gathered values (read by the scoring only, within the call). A hessian
+    that is the same on every row (squared error) is not gathered: a read-only broadcast of
+    its value stands for it (the scoring then needs no pass over it either)."""
     identity = np.arange(tree.n_nodes)
     if threshold is None or tree.n_leaves == 1 or fit_rows is None or not held_rows.size:
         return tree, identity, None, None
-    step = TreeStep(index, tree, *(_gather(a, fit_rows, scratch, f"fit {i}")
+
+    same_h = _constant(h)  # e.g. squared error: the same values, no gather
+
+    def rows_of(a, rows, name):
+        if a is h and same_h:
+            return np.broadcast_to(h[:1], rows.shape)
+        return _gather(a, rows, scratch, name)
+
+    step = TreeStep(index, tree, *(rows_of(a, fit_rows, f"fit {i}")
                                    for i, a in enumerate((nodes, g, h))), None,
-                    *(_gather(a, held_rows, scratch, f"held {i}")
+                    *(rows_of(a, held_rows, f"held {i}")
                       for i, a in enumerate((nodes, g, h))), None)
     scores = score_tree(step, split_score, options, blocks=blocks, ranked=True,
                         workspace=scratch)
@@ -401,6 +413,13 @@ def _score_and_prune(tree, index, nodes, g, h, fit_rows, held_rows, split_score,
     # a split is kept iff it is still an internal node: it and all its ancestors survived
     rec["kept"] = ~pruned.is_leaf[old_to_new[inner]]
     return pruned, old_to_new, rec, jack
+
+
+def _constant(h: np.ndarray) -> bool:
+    """Whether every entry of the non-empty ``h`` is ``h[0]`` (two reductions, after a test
+    of two entries that settles most hessians that vary)."""
+    h0 = h[0]
+    return bool(h[-1] == h0 and h.min() == h0 and h.max() == h0)
 
 
 def _evaluate(eval_sets, raw_eval, metrics, feval, objective, K):

@@ -104,3 +104,61 @@ def test_host_scores_used_only_from_the_same_start_and_without_scoring(start, th
     assert grower.leaf_calls == (0 if used else 3)
     step = np.where(x <= 0, -0.25, 0.5)
     np.testing.assert_array_equal(result.raw_train[:, 0], 0.1 + step + step + step)
+
+
+def _three_leaves():
+    return make_tree([1, 3, -1, -1, -1], [2, 4, -1, -1, -1], [0, 0, -1, -1, -1],
+                     [0.0, -1.0, NAN, NAN, NAN], [NAN, NAN, 0.5, -0.5, -0.25])
+
+
+class _ThreeLeafGrower(_StumpGrower):
+    """Every round the same three-leaf tree: x <= 0, then x <= -1 on the left."""
+
+    def grow(self, grad, hess):
+        self.seen.append((grad.copy(), hess.copy()))
+        return [_three_leaves()]
+
+    def leaf_nodes(self, which):
+        x = self.x if which == 0 else self.x_eval
+        return np.select([x > 0, x <= -1], [2, 3], 4).astype(np.int32)[:, None]
+
+
+@pytest.mark.parametrize("objective", ["squared_error", "binary_logistic"])
+def test_each_round_records_score_tree_on_that_rounds_rows(objective):
+    """What the loop records of each round's tree is score_tree on that round's rows, bit for
+    bit: its fit rows' and held-out rows' leaves and gradients (at the scores before the
+    round), the held-out rows in their drawn order with their jackknife blocks. Squared
+    error has the same hessian on every row (the loop does not gather it), the log loss not."""
+    from unbiased_criteria.boosting import HoldoutPlan
+    from unbiased_criteria.importance import jackknife_blocks, score_tree
+    from unbiased_criteria.replay import TreeStep
+
+    rng = np.random.default_rng(4)
+    n = 2000
+    x, x_eval = rng.normal(size=n), rng.normal(size=10)
+    y = (x + rng.normal(size=n) > 0).astype(float)
+    obj = make_objective(objective)
+    options = GainOptions(random_state=3, prune_threshold=-1e300, min_k=2, n_blocks=5)
+    grower = _ThreeLeafGrower(x, x_eval)
+    result = boost(grower, obj, y, None, num_boost_round=3, split_score=SplitScore(),
+                   init_score=np.array([0.1]), options=options,
+                   eval_sets=[EvalSet("valid", y[:10])])
+    leaves = grower.leaf_nodes(0)[:, 0]
+    step = np.array([NAN, NAN, 0.5, -0.5, -0.25])[leaves]
+    blocks = jackknife_blocks(n, options)
+    plan = HoldoutPlan.of(options)
+    for it in range(3):
+        g, h = obj.grad_hess(y, 0.1 + sum([step] * it) if it else np.full(n, 0.1), None)
+        held = plan.held_rows(n, it, options)
+        fit = np.setdiff1d(np.arange(n), held)
+        tree = _three_leaves()
+        want = score_tree(TreeStep(it, tree, leaves[fit], g[fit], h[fit], None,
+                                   leaves[held], g[held], h[held], None),
+                          SplitScore(), options, blocks=blocks[held], ranked=True)
+        got = result.splits[result.splits["tree"] == it]
+        inner = tree.internal_nodes
+        np.testing.assert_array_equal(got["unbiased_gain"], want.unbiased[inner])
+        np.testing.assert_array_equal(got["biased_gain"], want.biased[inner])
+        np.testing.assert_array_equal(got["n_train"], want.n_train[inner])
+        np.testing.assert_array_equal(result.jackknife[got.index], want.jackknife[:, inner].T)
+    assert np.isfinite(result.splits["unbiased_gain"]).all()
