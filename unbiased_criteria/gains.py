@@ -90,6 +90,7 @@ def node_sums(tree: Tree, nodes: np.ndarray, g: np.ndarray, h: np.ndarray) -> No
     error: its sums are then ``h[0]`` times the counts, bit for bit), one product with the
     ancestor matrix for all three.
     """
+    nodes = nodes.astype(np.intp, copy=False)  # bincount would cast int32 ids in every call
     count = np.bincount(nodes, minlength=tree.n_nodes).astype(np.float64)
     h0 = _power_of_two(h)
     leaf = np.stack([np.bincount(nodes, weights=g, minlength=tree.n_nodes),
