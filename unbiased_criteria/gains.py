@@ -65,6 +65,11 @@ class SplitScore:
         Score a node from its weight ``w`` as ``-(2 G w + (H + l2) w^2)`` with the raw ``G``
         (XGBoost) instead of the soft-thresholded ``T(G)`` (LightGBM). The two differ only
         when ``l1 > 0`` and the weight form is used (``max_delta_step > 0``).
+    monotone : tuple of int
+        The host's monotone constraints, one per feature (``+1`` increasing, ``-1``
+        decreasing, ``0`` none; missing trailing entries are 0): the host clamped its leaf
+        values to keep them, and pruning must too (:func:`unbiased_criteria.pruning.
+        monotone_bounds`).
     """
 
     l1: float = 0.0
@@ -72,6 +77,7 @@ class SplitScore:
     max_delta_step: float = 0.0
     weight_float32: bool = False
     raw_gradient_score: bool = False
+    monotone: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from .gains import NodeSums, SplitScore, leaf_weight
 from .importance import TreeScores
 from .trees import Tree, collapse_nodes
 
-__all__ = ["leaf_values", "prune_tree"]
+__all__ = ["leaf_values", "monotone_bounds", "prune_tree"]
 
 
 def leaf_values(tree: Tree, sums: NodeSums, score: SplitScore) -> np.ndarray:
@@ -27,6 +27,61 @@ def leaf_values(tree: Tree, sums: NodeSums, score: SplitScore) -> np.ndarray:
     return tree.shrinkage * leaf_weight(sums.G, sums.H, score, extra) + tree.bias
 
 
+def monotone_bounds(tree: Tree, monotone: tuple[int, ...]
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per node, the interval ``[lower, upper]`` a value it takes as a leaf must lie in to keep
+    the tree monotone, and whether it must stay as it is (``frozen``).
+
+    A split ``S`` on a feature constrained to increase (decrease) sends smaller values of the
+    feature left (both hosts). The hosts clamp every value below ``S`` so that each leaf on
+    the side of smaller outputs is at most each leaf on the other side (a bound at the mean
+    of the children's outputs). The gap between the two sides' leaves, ``[max of the lesser
+    side, min of the greater side]``, then holds a separator ``t_S`` (its midpoint): every
+    node under the lesser side takes ``upper <= t_S``, every node under the greater side
+    ``lower >= t_S``. Values clipped to these intervals keep every leaf of the lesser side at
+    most every leaf of the greater one, for every constrained split, whichever nodes are
+    collapsed or refit: two rows that differ only in a constrained feature part at such a
+    split (or share a leaf). Where the two sides overlap (LightGBM's ``intermediate`` and
+    ``advanced`` methods compare only leaves whose regions touch), no separator exists: the
+    nodes below ``S`` are frozen (neither collapsed nor refit). Passes over the ancestor
+    matrix's entries, no loop over nodes.
+    """
+    n = tree.n_nodes
+    lower, upper = np.full(n, -np.inf), np.full(n, np.inf)
+    frozen = np.zeros(n, dtype=bool)
+    code = np.zeros(max(int(tree.feature.max()) + 1, len(monotone)), dtype=np.int64)
+    code[: len(monotone)] = np.sign(np.asarray(monotone, dtype=np.int64))
+    inner = tree.internal_nodes
+    sign = code[tree.feature[inner]] * ~tree.categorical[inner]
+    split = inner[sign != 0]
+    if not split.size:
+        return lower, upper, frozen
+    up = sign[sign != 0] > 0
+    lesser = np.where(up, tree.left[split], tree.right[split])
+    greater = np.where(up, tree.right[split], tree.left[split])
+    A = tree.ancestors  # CSR: row a holds a and its descendants
+    leaf_value = np.where(tree.is_leaf, tree.value, np.nan)[A.indices]
+    with np.errstate(invalid="ignore"):  # every row holds a leaf: NaN only where skipped
+        highest = np.fmax.reduceat(leaf_value, A.indptr[:-1])
+        lowest = np.fmin.reduceat(leaf_value, A.indptr[:-1])
+    gap_lo, gap_hi = highest[lesser], lowest[greater]
+    apart = gap_lo <= gap_hi
+    t = (gap_lo + gap_hi) / 2
+
+    def below(rows):  # (descendant, which row) pairs of the CSR rows ``rows``
+        size = np.diff(A.indptr)[rows]
+        which = np.repeat(np.arange(rows.size), size)
+        at = np.arange(which.size) - np.repeat(np.cumsum(size) - size, size)
+        return A.indices[A.indptr[rows][which] + at], which
+
+    node, which = below(lesser[apart])
+    np.minimum.at(upper, node, t[apart][which])
+    node, which = below(greater[apart])
+    np.maximum.at(lower, node, t[apart][which])
+    frozen[below(np.concatenate([lesser[~apart], greater[~apart]]))[0]] = True
+    return lower, upper, frozen
+
+
 def prune_tree(
     tree: Tree,
     scores: TreeScores,
@@ -37,12 +92,20 @@ def prune_tree(
     """Collapse the splits of ``tree`` with ``U <= threshold``; None when nothing changes.
 
     New leaves get :func:`leaf_values` from ``scores.sums``; with ``refit_leaves`` every leaf
-    does. Returns the pruned tree and the map from old node ids to the new tree's leaves.
+    does. With monotone constraints (``score.monotone``) those values are clipped to
+    :func:`monotone_bounds` and frozen nodes keep their subtree and values, so the pruned
+    tree keeps the constraints the host kept. Returns the pruned tree and the map from old
+    node ids to the new tree's leaves.
     """
     collapse = ~tree.is_leaf & (scores.unbiased <= threshold)
+    bounds = monotone_bounds(tree, score.monotone) if any(score.monotone) else None
+    if bounds is not None:
+        collapse &= ~bounds[2]
     if not collapse.any() and not refit_leaves:
         return None
     values = leaf_values(tree, scores.sums, score)
+    if bounds is not None:
+        values = np.where(bounds[2], tree.value, np.clip(values, bounds[0], bounds[1]))
     if not refit_leaves:
         values = np.where(tree.is_leaf, tree.value, values)
     return collapse_nodes(tree, collapse, values)

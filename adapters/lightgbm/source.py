@@ -85,10 +85,14 @@ class LightGBMSource:
         return self.param(key) in ("1", "true")
 
     def split_score(self) -> SplitScore:
-        """The split gain's regularisation: ``lambda_l1``, ``lambda_l2``, ``max_delta_step``."""
+        """The split gain's regularisation: ``lambda_l1``, ``lambda_l2``, ``max_delta_step``,
+        and the ``monotone_constraints`` leaf values must keep."""
         fp = self.float_param
+        monotone = tuple(int(float(v)) for v in re.split(r"[,\s]+",
+                                                      self.param("monotone_constraints")) if v)
         return SplitScore(l1=fp("lambda_l1"), l2=fp("lambda_l2"),
-                          max_delta_step=fp("max_delta_step"))
+                          max_delta_step=fp("max_delta_step"),
+                          monotone=monotone if any(monotone) else ())
 
 
 def booster_of(model: Any, argument: str = "model") -> lightgbm.Booster:

@@ -252,7 +252,7 @@ def run_training(
     source = setup.source
     if options.prune_threshold is not None:
         for message in replay_warnings(source):
-            if message.startswith(("monotone", "path_smooth")):
+            if message.startswith("path_smooth"):  # monotone bounds are kept (pruning)
                 warnings.warn(
                     message.split(";")[0] + "; collapsed nodes get LightGBM's plain leaf value",
                     UserWarning, stacklevel=3,

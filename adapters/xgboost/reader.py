@@ -150,9 +150,15 @@ def _params_mismatch(trees: list, eta: float, lam: float) -> float:
     return float(np.median(errors)) if errors.size else 0.0
 
 
+def _monotone_constraints(params: Mapping) -> tuple[int, ...]:
+    """``monotone_constraints`` (``"(1,0,-1)"`` in XGBoost's config) per feature, or ()."""
+    found = tuple(int(float(c)) for c in re.findall(
+        r"-?\d+(?:\.\d*)?", str(params.get("monotone_constraints", ""))))
+    return found if any(found) else ()
+
+
 def _monotone(params: Mapping) -> bool:
-    return any(float(c) != 0 for c in re.findall(r"-?\d+(?:\.\d*)?",
-                                                 str(params.get("monotone_constraints", ""))))
+    return bool(_monotone_constraints(params))
 
 
 def _params_fit(learner: Mapping, model: Mapping, params: Mapping, renews: bool,
@@ -278,7 +284,7 @@ def parse_model(
     )
     split_score = SplitScore(
         l1=params["alpha"], l2=params["lambda"], max_delta_step=params["max_delta_step"],
-        weight_float32=True, raw_gradient_score=True,
+        weight_float32=True, raw_gradient_score=True, monotone=_monotone_constraints(params),
     )
     renews = bool(objective is not None and objective.renews_leaves)
     params_fit = _params_fit(learner, model, params, renews, eta)

@@ -514,3 +514,31 @@ def test_leaves_from_scores_same_with_reused_buffers():
     # a change that matches no leaf is still refused with buffers
     assert leaves_from_scores(change + 0.5 * np.min(np.diff(v)), after, tree, out=out,
                               work=work) is None
+
+
+def test_monotone_bounds_separate_the_sides_of_constrained_splits_or_freeze_them():
+    """Root splits on feature 0 (increasing): its left side's leaves (1, 2) lie below its
+    right side's (4), so nodes on the left are bounded above and nodes on the right below
+    by the gap's midpoint 3. Node 2 splits on feature 1 (decreasing) with overlapping sides
+    (5 > 4 is on the lesser side, 3 on the greater): its subtree is frozen. A categorical
+    split or an unconstrained feature bounds nothing."""
+    from unbiased_criteria.pruning import monotone_bounds
+
+    # 0: x0 <= 0 ? 1 : 2;  1: x1 <= 0 ? 3 : 4 (unconstrained);  2: x1 <= 0 ? 5 : 6
+    tree = make_tree([1, 3, 5, -1, -1, -1, -1], [2, 4, 6, -1, -1, -1, -1],
+                     [0, 2, 1, -1, -1, -1, -1], [0.0, 0.0, 0.0, NAN, NAN, NAN, NAN],
+                     [NAN, NAN, NAN, 1.0, 2.0, 4.0, 5.0])
+    lower, upper, frozen = monotone_bounds(tree, (1, -1))
+    np.testing.assert_array_equal(upper, [np.inf, 3.0, np.inf, 3.0, 3.0, np.inf, np.inf])
+    np.testing.assert_array_equal(lower, [-np.inf, -np.inf, 3.0, -np.inf, -np.inf, 3.0, 3.0])
+    # node 2 decreasing in x1: lesser side is its right child (5.0), greater its left (4.0)
+    np.testing.assert_array_equal(frozen, [False, False, False, False, False, True, True])
+    lower, upper, frozen = monotone_bounds(tree, (0, 0, 1))  # node 1 on x2: 1 <= 2, t = 1.5
+    np.testing.assert_array_equal(upper, [np.inf, np.inf, np.inf, 1.5, np.inf, np.inf, np.inf])
+    np.testing.assert_array_equal(lower, [-np.inf, -np.inf, -np.inf, -np.inf, 1.5, -np.inf,
+                                          -np.inf])
+    assert not frozen.any()
+    cat = make_tree([1, -1, -1], [2, -1, -1], [0, -1, -1], value=[NAN, 5.0, 1.0],
+                    cat_sets={0: [1, 2]})
+    lower, upper, frozen = monotone_bounds(cat, (1,))
+    assert np.isinf(lower).all() and np.isinf(upper).all() and not frozen.any()
