@@ -79,6 +79,18 @@ def _read_tree(nodes: np.ndarray, raw_bitsets: np.ndarray, columns: np.ndarray,
     )
 
 
+def _monotonic(model, names: tuple[str, ...]) -> tuple[int, ...]:
+    """``monotonic_cst`` per feature (a list, or a dict by feature name), or ()."""
+    mono = getattr(model, "monotonic_cst", None)
+    if mono is None:
+        return ()
+    if isinstance(mono, dict):
+        found = tuple(int(mono.get(name, 0)) for name in names)
+    else:
+        found = tuple(int(v) for v in np.asarray(mono).ravel())
+    return found if any(found) else ()
+
+
 def _warnings(model) -> tuple[str, ...]:
     out = []
     if not compat.version_verified():
@@ -159,7 +171,8 @@ def read_model(model) -> Model:
     return Model(
         forest=forest,
         objective=core_objective(st.loss, n_outputs, st.quantile),
-        split_score=SplitScore(l2=st.l2_regularization),
+        split_score=SplitScore(l2=st.l2_regularization,
+                               monotone=_monotonic(model, st.feature_names)),
         host="sklearn",
         warnings=_warnings(model),
         source=st,

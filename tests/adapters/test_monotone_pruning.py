@@ -91,3 +91,27 @@ def test_xgboost_pruned_models_stay_monotone(objective):
     assert ux.training_splits(hook)["kept"].mean() < 1
     for model in (hook, pruned):
         assert _monotone(margins(model))
+
+
+@pytest.mark.parametrize("as_dict", [False, True])
+def test_histgradientboosting_pruned_models_stay_monotone(as_dict):
+    pd = pytest.importorskip("pandas")
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    X, y = _data(1, 3000)
+    Xv, yv = _data(101, 2000)
+    names = ["a", "b", "c", "d"]
+    X, Xv = pd.DataFrame(X, columns=names), pd.DataFrame(Xv, columns=names)
+    cst = {"a": 1, "d": -1} if as_dict else [1, 0, 0, -1]
+    model = HistGradientBoostingRegressor(max_iter=60, monotonic_cst=cst, early_stopping=False,
+                                          random_state=0).fit(X, y)
+
+    def predict(m):
+        return lambda Z: m.predict(pd.DataFrame(Z, columns=names))
+
+    assert _monotone(predict(model))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        for refit in (False, True):
+            assert _monotone(predict(uc.prune(model, X, y, Xv, yv, random_state=0,
+                                              refit_leaves=refit)))
