@@ -49,6 +49,8 @@ def _params(dump: Dump) -> tuple[dict[str, str], list[str]]:
     line = str(content.get("objective", "")).split()
     params = dict(tok.split(":", 1) for tok in line[1:] if ":" in tok)
     for key, value in dump.host_params.items():
+        if isinstance(value, list | tuple | np.ndarray):  # as LightGBM prints a list
+            value = ",".join(str(v) for v in np.asarray(value).ravel().tolist())
         params[str(key)] = "1" if value is True else "0" if value is False else str(value)
     if "learning_rate" in params:
         raise InputError("host_params: a LightGBM dump stores its learning rate as each "
@@ -131,11 +133,13 @@ def dump_tree(tree: Tree) -> dict:
     rank[leaves] = np.arange(leaves.size)
     nodes: list[dict] = []
     for i in range(tree.n_nodes):
-        if tree.is_leaf[i]:
-            node = {"leaf_index": int(rank[i]), "leaf_value": float(tree.value[i])}
-            if leaves.size > 1:
-                node["leaf_weight"] = float(np.nan_to_num(tree.host_hessian[i]))
-                node["leaf_count"] = int(max(tree.host_count[i], 0))
+        if tree.is_leaf[i] and leaves.size == 1:  # LightGBM prints no index nor weight
+            node = {"leaf_value": float(tree.value[i]),
+                    "leaf_count": int(max(tree.host_count[i], 0))}
+        elif tree.is_leaf[i]:
+            node = {"leaf_index": int(rank[i]), "leaf_value": float(tree.value[i]),
+                    "leaf_weight": float(np.nan_to_num(tree.host_hessian[i])),
+                    "leaf_count": int(max(tree.host_count[i], 0))}
         else:
             cat = bool(tree.categorical[i])
             node = {

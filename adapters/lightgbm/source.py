@@ -88,8 +88,8 @@ class LightGBMSource:
         """The split gain's regularisation: ``lambda_l1``, ``lambda_l2``, ``max_delta_step``,
         and the ``monotone_constraints`` leaf values must keep."""
         fp = self.float_param
-        monotone = tuple(int(float(v)) for v in re.split(r"[,\s]+",
-                                                      self.param("monotone_constraints")) if v)
+        monotone = tuple(int(float(v)) for v in re.findall(
+            r"-?\d+(?:\.\d*)?", self.param("monotone_constraints")))
         return SplitScore(l1=fp("lambda_l1"), l2=fp("lambda_l2"),
                           max_delta_step=fp("max_delta_step"),
                           monotone=monotone if any(monotone) else ())

@@ -27,6 +27,7 @@ import numpy as np
 from unbiased_criteria.adapters.xgboost.layout import RULES
 from unbiased_criteria.adapters.xgboost.objectives import _core_objective, parse_base_score
 from unbiased_criteria.adapters.xgboost.objectives import make_objective as _make_objective
+from unbiased_criteria.adapters.xgboost.reader import _monotone_constraints
 
 from unbiased_criteria.dumps import Dump, as_dump
 from unbiased_criteria.errors import InputError
@@ -40,7 +41,7 @@ __all__ = ["read_model", "make_router", "make_objective", "write_model", "dump_t
 
 _KNOWN = {"objective", "base_score", "num_class", "num_parallel_tree", "eta",
           "learning_rate", "lambda", "reg_lambda", "alpha", "reg_alpha", "max_delta_step",
-          "feature_names", "n_features"}
+          "feature_names", "n_features", "monotone_constraints"}
 _ALIASES = {"learning_rate": "eta", "reg_lambda": "lambda", "reg_alpha": "alpha"}
 _FEATURE = re.compile(r"f(\d+)$")
 
@@ -218,6 +219,7 @@ def read_model(model: Any) -> Model:
         l2=float(np.float32(params.get("lambda", 1.0))),
         max_delta_step=float(np.float32(params.get("max_delta_step", 0.0))),
         weight_float32=True, raw_gradient_score=True,
+        monotone=_monotone_constraints(params, names),
     )
     notes = []
     if objective is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -150,10 +150,15 @@ def _params_mismatch(trees: list, eta: float, lam: float) -> float:
     return float(np.median(errors)) if errors.size else 0.0
 
 
-def _monotone_constraints(params: Mapping) -> tuple[int, ...]:
-    """``monotone_constraints`` (``"(1,0,-1)"`` in XGBoost's config) per feature, or ()."""
-    found = tuple(int(float(c)) for c in re.findall(
-        r"-?\d+(?:\.\d*)?", str(params.get("monotone_constraints", ""))))
+def _monotone_constraints(params: Mapping, names: Sequence[str] = ()) -> tuple[int, ...]:
+    """``monotone_constraints`` per feature, or (): XGBoost's config holds ``"(1,0,-1)"``; a
+    dumped model's ``host_params`` may hold a list or a dict by feature name, as
+    ``xgboost.train`` accepts."""
+    value = params.get("monotone_constraints", "")
+    if isinstance(value, Mapping):
+        found = tuple(int(value.get(name, 0)) for name in names)
+    else:
+        found = tuple(int(float(c)) for c in re.findall(r"-?\d+(?:\.\d*)?", str(value)))
     return found if any(found) else ()
 
 

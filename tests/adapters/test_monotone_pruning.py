@@ -115,3 +115,32 @@ def test_histgradientboosting_pruned_models_stay_monotone(as_dict):
         for refit in (False, True):
             assert _monotone(predict(uc.prune(model, X, y, Xv, yv, random_state=0,
                                               refit_leaves=refit)))
+
+
+def test_dumped_models_keep_the_monotone_constraints_given_in_host_params():
+    """A dump stores no constraints: given in ``host_params`` (LightGBM's list, XGBoost's
+    string or dict by feature name), a pruned dump equals the pruned Booster's dump."""
+    import json
+
+    X, y = _data(1, 2000)
+    Xv, yv = _data(101, 1500)
+    params = {"objective": "regression", "num_leaves": 31, "verbose": -1, "seed": 1,
+              "monotone_constraints": [1, 0, 0, -1], "learning_rate": 0.1, "lambda_l2": 1.0}
+    booster = lgb.train(params, lgb.Dataset(X, y), 40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        want = uc.prune(booster, X, y, Xv, yv, random_state=0).dump_model()["tree_info"]
+        got = uc.prune(booster.dump_model(), X, y, Xv, yv, random_state=0,
+                       host_params={"lambda_l2": 1.0, "monotone_constraints": [1, 0, 0, -1]})
+    assert got["tree_info"] == want
+    xparams = {"max_depth": 5, "eta": 0.1, "monotone_constraints": "(1,0,0,-1)"}
+    xb = xgb.train(xparams, xgb.DMatrix(X, y), 40)
+    want = [json.loads(t) for t in uc.prune(xb, X, y, Xv, yv, random_state=0).get_dump(
+        dump_format="json", with_stats=True)]
+    base = json.loads(xb.save_config())["learner"]["learner_model_param"]["base_score"]
+    for given in ("(1,0,0,-1)", {"f0": 1, "f3": -1}):
+        hp = {"objective": "reg:squarederror", "base_score": base, "eta": 0.1, "lambda": 1.0,
+              "monotone_constraints": given}
+        got = uc.prune(xb.get_dump(dump_format="json", with_stats=True), X, y, Xv, yv,
+                       random_state=0, host_params=hp)
+        assert [json.loads(t) for t in got] == want
