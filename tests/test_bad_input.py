@@ -216,3 +216,14 @@ def test_xgboost_data_error_keeps_the_reason_not_the_stack_trace(data):
         uc.unbiased_importance(model, X, y, bad, yv)
     message = str(err.value)
     assert "inf" in message and "Stack trace" not in message and "\n" not in message
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_text_columns_name_the_argument(host, data):
+    """A text column where the model read numbers is one error naming the argument (LightGBM's
+    own said only 'pandas dtypes must be int, float or bool')."""
+    X, y, Xv, yv = data
+    model = fit(host, X.astype(float), y)
+    with pytest.raises(ValueError, match="X_train") as err:
+        uc.unbiased_importance(model, X.astype(float).assign(X3="a"), y, Xv.astype(float), yv)
+    assert "X3" in str(err.value) or host == "xgboost"  # XGBoost's reason names no column
