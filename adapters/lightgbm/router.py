@@ -34,14 +34,6 @@ def _check_X(X: Any, forest: Forest, argument: str, pandas_categorical: list | N
         columns = [str(c) for c in X.columns]
         check_column_names([c.replace(" ", "_") for c in columns], model_names, argument,
                            shown=columns)
-    if isinstance(X, pd.DataFrame):
-        # LightGBM's own error names neither the argument nor what it reads
-        bad = [f"{c!s} ({dt})" for c, dt in X.dtypes.items()
-               if not (isinstance(dt, pd.CategoricalDtype) or pd.api.types.is_numeric_dtype(dt))]
-        if bad:
-            raise ValueError(f"{argument} has column(s) LightGBM cannot read: "
-                             f"{', '.join(bad[:5])}{', ...' if len(bad) > 5 else ''}; it reads "
-                             "int, float, bool and category columns")
     if isinstance(X, pd.DataFrame) and pandas_categorical is not None:
         # LightGBM maps the category columns to its stored categories by position and, when
         # their count differs, says only "train and valid dataset categorical_feature do not
@@ -53,6 +45,14 @@ def _check_X(X: Any, forest: Forest, argument: str, pandas_categorical: list | N
                 f"({', '.join(cat_cols) or 'none'}) but the model was trained with "
                 f"{len(pandas_categorical)}: give the model's categorical features the "
                 "category dtype, as when it was trained")
+    if isinstance(X, pd.DataFrame):
+        # LightGBM's own error names neither the argument nor what it reads
+        bad = [f"{c!s} ({dt})" for c, dt in X.dtypes.items()
+               if not (isinstance(dt, pd.CategoricalDtype) or pd.api.types.is_numeric_dtype(dt))]
+        if bad:
+            raise ValueError(f"{argument} has column(s) LightGBM cannot read: "
+                             f"{', '.join(bad[:5])}{', ...' if len(bad) > 5 else ''}; it reads "
+                             "int, float, bool and category columns")
     return X
 
 
