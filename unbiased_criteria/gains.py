@@ -70,6 +70,9 @@ class SplitScore:
         decreasing, ``0`` none; missing trailing entries are 0): the host clamped its leaf
         values to keep them, and pruning must too (:func:`unbiased_criteria.pruning.
         monotone_bounds`).
+    path_smooth : float
+        LightGBM's ``path_smooth``: every node's value as a leaf is pulled towards its
+        parent's (:func:`unbiased_criteria.pruning.leaf_values`); 0 = none.
     """
 
     l1: float = 0.0
@@ -78,6 +81,7 @@ class SplitScore:
     weight_float32: bool = False
     raw_gradient_score: bool = False
     monotone: tuple[int, ...] = ()
+    path_smooth: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -13,18 +13,39 @@ from .gains import NodeSums, SplitScore, leaf_weight
 from .importance import TreeScores
 from .trees import Tree, collapse_nodes
 
-__all__ = ["leaf_values", "monotone_bounds", "prune_tree"]
+__all__ = ["leaf_values", "monotone_bounds", "prune_tree", "smoothed_weights"]
 
 
 def leaf_values(tree: Tree, sums: NodeSums, score: SplitScore) -> np.ndarray:
     """What the host would give every node as a leaf: ``shrinkage * w(G, H) + bias``.
 
     ``w`` is the host's leaf weight with its regularisation; a node below a split with extra
-    L2 (LightGBM's cat_l2) is valued with it, as the host values that split's children.
+    L2 (LightGBM's cat_l2) is valued with it, as the host values that split's children. With
+    ``score.path_smooth`` (LightGBM) it is smoothed towards the parent's value, as
+    :func:`smoothed_weights` says.
     """
     parent = tree.parent
     extra = np.where(parent >= 0, tree.l2_extra[np.maximum(parent, 0)], 0.0)
-    return tree.shrinkage * leaf_weight(sums.G, sums.H, score, extra) + tree.bias
+    w = leaf_weight(sums.G, sums.H, score, extra)
+    if score.path_smooth > 0:
+        w = smoothed_weights(tree, w, np.where(tree.host_count >= 0, tree.host_count, sums.n),
+                             score.path_smooth)
+    return tree.shrinkage * w + tree.bias
+
+
+def smoothed_weights(tree: Tree, w: np.ndarray, count: np.ndarray, smooth: float
+                     ) -> np.ndarray:
+    """LightGBM's ``path_smooth`` outputs: the root keeps ``w``; a node with ``n`` rows
+    (``count``: LightGBM's own, held-out rows with zero hessian included, as it counts them)
+    takes ``w r / (r + 1) + out(parent) / (r + 1)``, ``r = n / smooth``, with its parent's
+    smoothed output, in LightGBM's order of operations. One step per depth level."""
+    out = np.array(w, dtype=np.float64)
+    depth, parent = tree.depth, tree.parent
+    r = count.astype(np.float64) / smooth
+    for d in range(1, int(depth.max()) + 1 if depth.size else 0):
+        v = np.flatnonzero(depth == d)
+        out[v] = out[v] * r[v] / (r[v] + 1) + out[parent[v]] / (r[v] + 1)
+    return out
 
 
 def monotone_bounds(tree: Tree, monotone: tuple[int, ...]

@@ -86,13 +86,14 @@ class LightGBMSource:
 
     def split_score(self) -> SplitScore:
         """The split gain's regularisation: ``lambda_l1``, ``lambda_l2``, ``max_delta_step``,
-        and the ``monotone_constraints`` leaf values must keep."""
+        the ``monotone_constraints`` leaf values must keep and ``path_smooth``."""
         fp = self.float_param
         monotone = tuple(int(float(v)) for v in re.findall(
             r"-?\d+(?:\.\d*)?", self.param("monotone_constraints")))
         return SplitScore(l1=fp("lambda_l1"), l2=fp("lambda_l2"),
                           max_delta_step=fp("max_delta_step"),
-                          monotone=monotone if any(monotone) else ())
+                          monotone=monotone if any(monotone) else (),
+                          path_smooth=fp("path_smooth"))
 
 
 def booster_of(model: Any, argument: str = "model") -> lightgbm.Booster:
