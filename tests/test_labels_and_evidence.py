@@ -86,6 +86,11 @@ def test_boolean_labels_of_a_classifier_fitted_on_them(data, host):
     same_report(report, uc.unbiased_importance(clf, X, as_classes[0], Xv, as_classes[1],
                                                random_state=0))
     uc.prune(clf, X, yb, Xv, yvb, random_state=0)
+    # 0 and 1 for False and True, as numpy compares them (LightGBM's classes_ are booleans)
+    same_report(report, uc.unbiased_importance(clf, X, yb.astype(int), Xv, yvb.astype(float),
+                                               random_state=0))
+    with pytest.raises(ValueError, match=r"y_valid holds labels .*\(2\)"):
+        uc.unbiased_importance(clf, X, yb, Xv, np.where(yvb, 2, 0))
 
 
 def test_unseen_labels_are_named(data):

@@ -38,6 +38,15 @@ def encode_classes(y, classes, argument: str) -> np.ndarray:
     if values.dtype == bool and index.dtype.kind in "iuf":
         # XGBoost fits booleans as the classes 0 and 1 (pandas does not match True to 1)
         values = values.astype(index.dtype)
+    elif index.dtype == bool and values.dtype.kind in "iuf":
+        # fitted on booleans, given 0 and 1 (as numpy compares them: 1 == True); any other
+        # number stays, to be named below
+        binary = np.isin(values, (0, 1))
+        if binary.all():
+            values = values.astype(bool)
+        else:
+            values = values.astype(object)
+            values[binary] = values[binary] == 1
     codes = index.get_indexer(values)
     unseen = codes < 0
     if unseen.any():
