@@ -81,10 +81,11 @@ def monotone_bounds(tree: Tree, monotone: tuple[int, ...]
     lesser = np.where(up, tree.left[split], tree.right[split])
     greater = np.where(up, tree.right[split], tree.left[split])
     A = tree.ancestors  # CSR: row a holds a and its descendants
+    # each node's highest and lowest leaf below it (fmax/fmin skip the internal nodes' NaN;
+    # every row of A holds a leaf)
     leaf_value = np.where(tree.is_leaf, tree.value, np.nan)[A.indices]
-    with np.errstate(invalid="ignore"):  # every row holds a leaf: NaN only where skipped
-        highest = np.fmax.reduceat(leaf_value, A.indptr[:-1])
-        lowest = np.fmin.reduceat(leaf_value, A.indptr[:-1])
+    highest = np.fmax.reduceat(leaf_value, A.indptr[:-1])
+    lowest = np.fmin.reduceat(leaf_value, A.indptr[:-1])
     gap_lo, gap_hi = highest[lesser], lowest[greater]
     apart = gap_lo <= gap_hi
     t = (gap_lo + gap_hi) / 2
