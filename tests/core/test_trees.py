@@ -542,3 +542,72 @@ def test_monotone_bounds_separate_the_sides_of_constrained_splits_or_freeze_them
                     cat_sets={0: [1, 2]})
     lower, upper, frozen = monotone_bounds(cat, (1,))
     assert np.isinf(lower).all() and np.isinf(upper).all() and not frozen.any()
+
+
+def _host_like_monotone_tree(rng, constraints, depth=5):
+    """A random tree whose leaf values a host with monotone constraints could have made:
+    grown top-down, each node's children valued inside its bounds and ordered on a
+    constrained split, which bounds their subtrees at their mean (XGBoost's and LightGBM's
+    basic rule)."""
+    left, right, feature, threshold, value = [], [], [], [], []
+
+    def add():
+        for a in (left, right, feature):
+            a.append(-1)
+        threshold.append(NAN)
+        value.append(NAN)
+        return len(left) - 1
+
+    root = add()
+    value[root] = rng.normal()
+    stack = [(root, 0, -np.inf, np.inf)]
+    while stack:
+        v, d, lo, hi = stack.pop()
+        if d >= depth or rng.random() < 0.25:
+            continue
+        f = int(rng.integers(len(constraints)))
+        a, b = add(), add()
+        left[v], right[v], feature[v], threshold[v] = a, b, f, float(rng.uniform(-1, 1))
+        wa, wb = np.clip(rng.normal(size=2) * 2, lo, hi)
+        if constraints[f]:
+            wa, wb = sorted((wa, wb))[:: constraints[f]]  # left smaller when increasing
+        value[a], value[b] = wa, wb
+        mid = (wa + wb) / 2
+        if constraints[f] > 0:
+            stack += [(a, d + 1, lo, min(hi, mid)), (b, d + 1, max(lo, mid), hi)]
+        elif constraints[f] < 0:
+            stack += [(a, d + 1, max(lo, mid), hi), (b, d + 1, lo, min(hi, mid))]
+        else:
+            stack += [(a, d + 1, lo, hi), (b, d + 1, lo, hi)]
+    return make_tree(left, right, feature, threshold, value)
+
+
+def test_monotone_bounds_keep_random_trees_monotone_whatever_is_collapsed():
+    """Random host-like trees (constraints +1, -1, 0 on three features), random nodes
+    collapsed, random values for every new leaf (refit included): once clipped to
+    monotone_bounds, predictions along each constrained feature never go the wrong way."""
+    from unbiased_criteria.pruning import monotone_bounds
+
+    rng = np.random.default_rng(8)
+    constraints = (1, -1, 0)
+    grid = np.linspace(-1.2, 1.2, 49)
+    checked = 0
+    for _ in range(150):
+        tree = _host_like_monotone_tree(rng, constraints)
+        lower, upper, frozen = monotone_bounds(tree, constraints)
+        assert not frozen.any()  # a host-like tree has a gap at every constrained split
+        assert np.all(tree.value[tree.is_leaf] >= lower[tree.is_leaf])
+        assert np.all(tree.value[tree.is_leaf] <= upper[tree.is_leaf])
+        collapse = ~tree.is_leaf & (rng.random(tree.n_nodes) < 0.3)
+        new = np.clip(rng.normal(size=tree.n_nodes) * 3, lower, upper)
+        refit = rng.random() < 0.5
+        values = new if refit else np.where(tree.is_leaf, tree.value, new)
+        pruned, _ = collapse_nodes(tree, collapse, values)
+        base = rng.uniform(-1.2, 1.2, size=(30, 3))
+        for f, sign in ((0, 1), (1, -1)):
+            Z = np.repeat(base, grid.size, axis=0)
+            Z[:, f] = np.tile(grid, base.shape[0])
+            p = pruned.predict(Z).reshape(base.shape[0], grid.size)
+            assert (np.diff(p, axis=1) * sign).min() >= 0
+        checked += int(collapse.sum())
+    assert checked > 100
