@@ -306,3 +306,12 @@ def test_bad_input_gives_one_clear_error():
     with pytest.raises(ValueError, match="reset_parameter"):
         adapter.train(BASE, lightgbm.Dataset(X, y),
                       callbacks=[lightgbm.reset_parameter(learning_rate=[0.1] * 100)])
+    # lightgbm.train's own keywords: one error naming each, not Python's unexpected keyword
+    model = lightgbm.train(BASE, lightgbm.Dataset(X, y), 2)
+    for init in (model, "model.txt"):
+        with pytest.raises(ValueError, match=r"init_model \(continued training\)"):
+            adapter.train(BASE, lightgbm.Dataset(X, y), 2, init_model=init)
+    with pytest.raises(ValueError, match="keep_training_booster=True is not supported"):
+        adapter.train(BASE, lightgbm.Dataset(X, y), 2, keep_training_booster=True)
+    assert adapter.train(BASE, lightgbm.Dataset(X, y), 2, keep_training_booster=False,
+                         init_model=None).num_trees() == 2
