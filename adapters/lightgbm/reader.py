@@ -296,6 +296,14 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
         trees.append(make_tree(**arrays, shrinkage=shrinkage, bias=bias, rules=RULES))
 
     forest = make_forest(trees, K, int(dump["max_feature_idx"]) + 1, dump["feature_names"])
+    n_iterations = len(trees) // max(K, 1)
+    if 0 < best_iteration < n_iterations:
+        warnings.append(
+            f"best_iteration is {best_iteration} of {n_iterations} iterations: every iteration "
+            "is scored, while LightGBM's predict stops at best_iteration by default; to score "
+            "only those, pass lightgbm.Booster(model_str=model.model_to_string("
+            f"num_iteration={best_iteration}))"
+        )
     return Model(
         forest=forest, objective=objective, split_score=score, host="lightgbm",
         bias_from_labels=any_bias, warnings=tuple(warnings), source=source,

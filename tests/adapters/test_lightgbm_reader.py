@@ -235,6 +235,14 @@ def test_num_iteration_minus_one_reads_every_tree():
     read = adapter.read_model(booster)
     assert read.forest.n_trees == booster.num_trees()
     assert read.source.best_iteration == booster.best_iteration
+    # predict stops at best_iteration: the reader says so, and how to score only those
+    assert any(f"best_iteration is {booster.best_iteration} of {booster.current_iteration()}"
+               in w for w in read.warnings)
+    cut = lightgbm.Booster(
+        model_str=booster.model_to_string(num_iteration=booster.best_iteration))
+    read_cut = adapter.read_model(cut)
+    assert read_cut.forest.n_trees == booster.best_iteration
+    assert not any("best_iteration" in w for w in read_cut.warnings)
 
 
 # --------------------------------------------------------------------------- init score
