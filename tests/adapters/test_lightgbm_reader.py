@@ -467,6 +467,10 @@ def test_sklearn_estimators_are_read():
         adapter.read_model(lightgbm.LGBMRegressor())
     with pytest.raises(TypeError, match="lightgbm.Booster"):
         adapter.read_model("model.txt")
+    folds = lightgbm.cv({**BASE, "objective": "regression"}, lightgbm.Dataset(X, signal), 2,
+                        nfold=2, stratified=False, return_cvbooster=True)["cvbooster"]
+    with pytest.raises(TypeError, match="got CVBooster: it holds one Booster per fold"):
+        adapter.read_model(folds)
 
 
 # --------------------------------------------------------------------------- router
