@@ -100,17 +100,11 @@ def _core_objective(name: str, params: Mapping[str, str], n_outputs: int,
     """The core objective of XGBoost objective ``name`` (None: no core equivalent).
 
     ``version`` is the (major, minor) XGBoost that trained the model (None: the installed one).
-    Raises UnsupportedModelError for ranking, survival and multi-quantile objectives, and for
-    XGBoost 3.4's smoothed L1 objectives.
+    Raises UnsupportedModelError for ranking, survival and multi-quantile objectives. From
+    XGBoost 3.4 the L1 objectives are its smoothed surrogates (leaves not renewed).
     """
     f32 = {"precision": "float32"}
-    version = version or compat.model_version()
-    if name in ("reg:absoluteerror", "reg:quantileerror") and version >= compat.SMOOTH_L1_FROM:
-        raise UnsupportedModelError(
-            f"objective {name!r} of XGBoost {version[0]}.{version[1]} is not supported: from "
-            "XGBoost 3.4 its gradients are a smoothed surrogate whose scale is a statistic of "
-            "all training rows in each iteration, which the replay does not rebuild"
-        )
+    smooth = (version or compat.model_version()) >= compat.SMOOTH_L1_FROM
     make = _objectives.make_objective
     if name.startswith(("rank:", "survival:")):
         raise UnsupportedModelError(
@@ -141,7 +135,7 @@ def _core_objective(name: str, params: Mapping[str, str], n_outputs: int,
     if name == "reg:pseudohubererror":
         return make("pseudo_huber", slope=float(params.get("huber_slope", 1.0)), **f32)
     if name == "reg:absoluteerror":
-        return make("absolute_error", **f32)
+        return make("smooth_absolute_error" if smooth else "absolute_error", **f32)
     if name == "reg:quantileerror":
         alpha = np.atleast_1d(json.loads(params.get("quantile_alpha", "0.5")))
         if alpha.size != 1:
@@ -149,7 +143,7 @@ def _core_objective(name: str, params: Mapping[str, str], n_outputs: int,
                 f"reg:quantileerror with several quantiles ({alpha.tolist()}) is not "
                 "supported: train one model per quantile"
             )
-        return make("quantile", alpha=float(alpha[0]), **f32)
+        return make("smooth_quantile" if smooth else "quantile", alpha=float(alpha[0]), **f32)
     return None
 
 

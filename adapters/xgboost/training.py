@@ -49,7 +49,8 @@ _REFUSED_OBJECTIVES = {
     **dict.fromkeys(
         ("reg:absoluteerror", "reg:quantileerror"),
         "from XGBoost 3.4 its gradients are a smoothed surrogate whose scale is a statistic of "
-        "all training rows in each iteration" if compat.model_version() >= compat.SMOOTH_L1_FROM
+        "all training rows in each iteration, which the hook does not drive (post-hoc "
+        "importance and pruning do)" if compat.model_version() >= compat.SMOOTH_L1_FROM
         else "XGBoost renews its leaf values from its own prediction cache, which does not see "
         "pruning, and from held-out rows"),
     "binary:hinge": "the core has no hinge loss",

@@ -20,7 +20,7 @@ from unbiased_criteria.model import UnsupportedModelError  # noqa: E402
 from unbiased_criteria.objectives import CustomObjective  # noqa: E402
 from unbiased_criteria.trees import route_rows  # noqa: E402
 
-#: the installed XGBoost's L1 objectives are smoothed surrogates (3.4+): refused
+#: the installed XGBoost's L1 objectives are smoothed surrogates (3.4+)
 SMOOTH_L1 = compat.model_version() >= compat.SMOOTH_L1_FROM
 
 N = 600
@@ -340,10 +340,9 @@ def test_hand_written_tombstones():
 def test_objective_mapping(objective, params, name, attrs):
     bst, *_ = train(objective, rounds=1, max_depth=2, **params)
     if SMOOTH_L1 and name in ("absolute_error", "quantile"):
-        with pytest.raises(UnsupportedModelError, match="smoothed surrogate"):
-            ax.read_model(bst)
-        return
+        name = f"smooth_{name}"  # XGBoost 3.4's surrogates, leaves no longer renewed
     obj = ax.read_model(bst).objective
+    assert obj.renews_leaves is (name in ("absolute_error", "quantile"))
     assert obj.name == name and obj.precision == "float32"
     for key, value in attrs.items():
         assert getattr(obj, key) == pytest.approx(value, rel=1e-6)
@@ -356,8 +355,7 @@ def test_objective_mapping(objective, params, name, attrs):
         ({"booster": "dart", "rate_drop": 0.5, "skip_drop": 0.0}, "DART"),
         ({"objective": "rank:pairwise"}, "rank:pairwise"),
         ({"objective": "survival:cox"}, "survival:cox"),
-        ({"objective": "reg:quantileerror", "quantile_alpha": [0.2, 0.8]},
-         "smoothed surrogate" if SMOOTH_L1 else "several"),
+        ({"objective": "reg:quantileerror", "quantile_alpha": [0.2, 0.8]}, "several"),
         ({"multi_strategy": "multi_output_tree", "objective": "multi:softprob",
           "num_class": 3}, "multi-output"),
         ({"objective": "reg:squarederror", "two_targets": True}, "multi-target"),
@@ -385,7 +383,7 @@ def test_split_score_and_shrinkage_from_config():
     # XGBoost holds them as float32
     assert read.split_score == gains.SplitScore(
         l1=0.5, l2=3.0, max_delta_step=float(np.float32(0.7)), weight_float32=True,
-        raw_gradient_score=not SMOOTH_L1,  # XGBoost 3.4 changed both at once
+        raw_gradient_score=not SMOOTH_L1,  # XGBoost 3.4 changed both
     )
     assert all(t.shrinkage == np.float32(0.1) for t in read.forest.trees)
     assert read.warnings == ()
@@ -589,10 +587,6 @@ def test_router_bad_input():
 def test_first_iteration_node_sums_and_gains(objective, params, weights):
     bst, X, y, w, d = train(objective, rounds=2, nan=0.1, weights=weights, max_depth=6,
                             **params)
-    if SMOOTH_L1 and objective == "reg:absoluteerror":
-        with pytest.raises(UnsupportedModelError, match="smoothed surrogate"):
-            ax.read_model(bst)
-        return
     read = ax.read_model(bst)
     forest, score = read.forest, read.split_score
     first = np.flatnonzero(forest.tree_iteration == 0)
@@ -623,21 +617,20 @@ def test_first_iteration_node_sums_and_gains(objective, params, weights):
 def test_rules_follow_the_version_that_wrote_the_model(version, raw_gradient):
     """XGBoost 3.4 scores a clipped weight with L1's own term (the soft-thresholded form) and
     made its L1 objectives smoothed surrogates: the model's version decides, not the
-    installed one (the installed XGBoost's own gains check the form: test_xgboost_replay)."""
+    installed one (the installed XGBoost's own gains and hessians check both:
+    test_alpha_with_max_delta_step, test_first_iteration_node_sums_and_gains)."""
     bst, *_ = train("reg:squarederror", rounds=1, max_depth=2, alpha=0.5, max_delta_step=0.4)
     js = json.loads(bst.save_raw("json"))
     js["version"] = version
     assert ax.parse_model(js).split_score.raw_gradient_score is raw_gradient
-    for objective in ("reg:absoluteerror", "reg:quantileerror"):
+    for objective, name in (("reg:absoluteerror", "absolute_error"),
+                            ("reg:quantileerror", "quantile")):
         js["learner"]["objective"] = json.loads(
             train(objective, rounds=1, max_depth=2, quantile_alpha=0.3)[0].save_config()
         )["learner"]["objective"]
-        if raw_gradient:
-            assert ax.parse_model(js).objective.renews_leaves
-        else:
-            with pytest.raises(UnsupportedModelError, match=f"{objective}.* of XGBoost "
-                               f"{version[0]}.{version[1]} is not supported"):
-                ax.parse_model(js)
+        read = ax.parse_model(js).objective
+        assert read.name == (name if raw_gradient else f"smooth_{name}")
+        assert read.renews_leaves is raw_gradient
 
 
 @pytest.mark.parametrize("left, right, message", [
