@@ -307,8 +307,10 @@ def train(
         Called as ``xgboost.train`` calls them (``before_training``, ``after_iteration``
         with the evaluation log, ``after_training``). ``model`` is the Booster growing the
         trees, which holds them unpruned, except in ``after_training``, which gets (and may
-        replace) the returned model. They cannot stop training (a warning says so) and must
-        not change training parameters.
+        replace) the returned model. They cannot stop training (a warning says so). They may
+        set the learning rate between rounds (``LearningRateScheduler``): nodes collapsed in
+        a round get that round's eta; a change of ``lambda``, ``alpha`` or
+        ``max_delta_step`` is an error.
     holdout_fraction : float in [0, 1)
         Share of training rows held out each round to score the new splits.
         The default, 0.5 re-drawn every round, did best in the accuracy suite
@@ -469,6 +471,8 @@ def run_training(
     for cb in callbacks:
         if not isinstance(cb, xgboost.callback.TrainingCallback):
             raise TypeError("callbacks must be xgboost.callback.TrainingCallback instances")
+    # the caller's callbacks may set the learning rate between rounds (LearningRateScheduler)
+    follow = grower.follow_params if callbacks else (lambda: None)
     if verbose_eval:
         period = 1 if verbose_eval is True else int(verbose_eval)
         callbacks.append(xgboost.callback.EvaluationMonitor(period=period))
@@ -484,9 +488,11 @@ def run_training(
             warnings.warn("a callback asked to stop training: the training hook cannot stop "
                           "from a callback (use early_stopping_rounds)", UserWarning,
                           stacklevel=2)
+        follow()
 
     for cb in callbacks:
         cb.before_training(grower.booster)
+    follow()
     result = boost(
         grower, objective, y, weight,
         num_boost_round=int(num_boost_round), split_score=model_ir.split_score,

@@ -1,0 +1,156 @@
+"""Session-9 probes of the XGBoost adapter: cases users meet that the other tests did not
+cover, each checked against XGBoost's own numbers (its trees' base_weights, ``xgb.train``
+with the same callbacks, its predictions)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+xgboost = pytest.importorskip("xgboost")
+xgb = xgboost
+
+from unbiased_criteria.adapters import xgboost as ax  # noqa: E402
+
+OFF = {"prune_threshold": None, "holdout_fraction": 0.0}  # the hook is then xgb.train
+
+
+def _data(n=1200, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 5)).astype(np.float32)
+    Xv = rng.normal(size=(n // 2, 5)).astype(np.float32)
+
+    def label(A):
+        return A[:, 0] + 0.5 * A[:, 1] ** 2 + rng.normal(size=A.shape[0])
+
+    return xgb.DMatrix(X, label(X)), xgb.DMatrix(Xv, label(Xv))
+
+
+PARAMS = {"max_depth": 4, "eta": 0.3, "seed": 0, "nthread": 1}
+
+
+def _trees(bst):
+    return json.loads(bst.save_raw("json"))["learner"]["gradient_booster"]["model"]["trees"]
+
+
+class _GrownTrees(xgb.callback.TrainingCallback):
+    """Keeps each round's tree as the Booster grew it (before the hook prunes it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.trees = []
+
+    def after_iteration(self, model, epoch, evals_log):
+        self.trees.append(_trees(model[epoch : epoch + 1])[0])
+        return False
+
+
+# ------------------------------------------------------- callbacks that change the learning rate
+
+
+def test_learning_rate_scheduler_collapsed_nodes_take_their_rounds_eta():
+    """XGBoost's LearningRateScheduler sets eta between rounds: a node the hook collapses gets
+    what XGBoost would give it as a leaf in *that* round, ``eta_round * base_weight``; it got
+    the first round's eta (6x too large at eta 0.05)."""
+    dtrain, _ = _data()
+    rates = [0.3, 0.05, 0.8, 0.1, 0.5, 0.02]
+    grown = _GrownTrees()
+    # XGBoost's scheduler sets learning_rates(epoch) after round epoch: round r uses rates[r]
+    schedule = xgb.callback.LearningRateScheduler(lambda epoch: rates[(epoch + 1) % 6])
+    bst = ax.train(PARAMS, dtrain, 6, callbacks=[grown, schedule], verbose_eval=False,
+                   random_state=0)
+    collapsed_later = 0
+    for r, (tree, pruned) in enumerate(zip(grown.trees, _trees(bst))):
+        inner = np.asarray(tree["left_children"]) >= 0
+        cond = np.asarray(tree["split_conditions"], dtype=np.float32)
+        weight = np.asarray(tree["base_weights"], dtype=np.float32)
+        # XGBoost's own leaf values in this round are eta_r * w: the schedule applied
+        leaf_values = set(cond[~inner].tolist())
+        as_leaf = set((np.float32(rates[r]) * weight[inner]).tolist())
+        leaf = np.asarray(pruned["left_children"]) < 0
+        new = [v for v in np.asarray(pruned["split_conditions"], np.float32)[leaf].tolist()
+               if v not in leaf_values]
+        assert all(v in as_leaf for v in new), (r, new, sorted(as_leaf))
+        collapsed_later += len(new) if r > 0 else 0
+    assert collapsed_later > 0  # the test saw collapsed nodes in rounds with another eta
+
+
+def test_callback_changing_lambda_is_refused():
+    """lambda fixes every collapsed node's value: a callback changing it mid-run is refused
+    (the hook would otherwise keep the first value silently)."""
+    dtrain, _ = _data(n=400)
+
+    class Lambda(xgb.callback.TrainingCallback):
+        def after_iteration(self, model, epoch, evals_log):
+            model.set_param("reg_lambda", 5.0)
+            return False
+
+    with pytest.raises(ValueError, match="lambda"):
+        ax.train(PARAMS, dtrain, 3, callbacks=[Lambda()], verbose_eval=False)
+
+
+# -------------------------------------------------------------- callbacks that stop training
+
+
+def test_early_stopping_callback_stops_as_in_xgb_train():
+    """``EarlyStopping(save_best=True)`` as a callback (XGBoost's documented pattern): with
+    pruning off the hook is ``xgb.train``, which stops when the callback says so and returns
+    the rounds up to the best one; the hook trained every round and warned instead."""
+    dtrain, dvalid = _data()
+    params = {**PARAMS, "eta": 0.9}
+
+    def stopper():
+        return xgb.callback.EarlyStopping(rounds=3, save_best=True)
+
+    host_log, our_log = {}, {}
+    host = xgb.train(params, dtrain, 40, evals=[(dvalid, "v")], callbacks=[stopper()],
+                     evals_result=host_log, verbose_eval=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours = ax.train(params, dtrain, 40, evals=[(dvalid, "v")], callbacks=[stopper()],
+                        evals_result=our_log, verbose_eval=False, **OFF)
+    assert len(host_log["v"]["rmse"]) < 40  # the host stopped early
+    assert len(our_log["v"]["rmse"]) == len(host_log["v"]["rmse"])
+    assert ours.num_boosted_rounds() == host.num_boosted_rounds()
+    assert ours.best_iteration == host.best_iteration
+    np.testing.assert_allclose(ours.predict(dvalid), host.predict(dvalid), atol=1e-6)
+
+
+def test_save_best_record_holds_only_the_returned_trees():
+    """After ``EarlyStopping(save_best=True)`` slices the model, the training record (and so
+    ``feature_importances_``) covers the returned trees only, as documented; it held every
+    round's splits."""
+    dtrain, dvalid = _data()
+    stopper = xgb.callback.EarlyStopping(rounds=3, save_best=True)
+    bst = ax.train({**PARAMS, "eta": 0.9}, dtrain, 40, evals=[(dvalid, "v")],
+                   callbacks=[stopper], verbose_eval=False, random_state=0)
+    splits = ax.training_splits(bst)
+    assert bst.num_boosted_rounds() == bst.best_iteration + 1 < 40
+    assert splits["iteration"].max() == bst.best_iteration
+    # the kept splits are exactly the returned model's splits
+    n_splits = sum(int(np.sum(np.asarray(t["left_children"]) >= 0)) for t in _trees(bst))
+    assert int(splits["kept"].sum()) == n_splits
+
+
+def test_before_iteration_is_called_and_stops_as_in_xgb_train():
+    """``before_iteration`` runs before each round and returning True stops before it, as in
+    ``xgb.train``; the hook never called it."""
+    dtrain, _ = _data(n=400)
+
+    class StopBefore(xgb.callback.TrainingCallback):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def before_iteration(self, model, epoch, evals_log):
+            self.seen.append(epoch)
+            return epoch == 2
+
+    host_cb, our_cb = StopBefore(), StopBefore()
+    host = xgb.train(PARAMS, dtrain, 5, callbacks=[host_cb], verbose_eval=False)
+    ours = ax.train(PARAMS, dtrain, 5, callbacks=[our_cb], verbose_eval=False, **OFF)
+    assert our_cb.seen == host_cb.seen == [0, 1, 2]
+    assert ours.num_boosted_rounds() == host.num_boosted_rounds() == 2
