@@ -244,6 +244,7 @@ def train(
     early_stopping_rounds: int | None = None,
     evals_result: dict | None = None,
     verbose_eval: bool | int = True,
+    xgb_model: Any = None,
     callbacks: Sequence[xgboost.callback.TrainingCallback] | None = None,
     holdout_fraction: float = 0.5,
     redraw_holdout: bool = True,
@@ -303,6 +304,8 @@ def train(
         XGBoost's own ``EvaluationMonitor``, which prints where XGBoost prints. Pass False and
         ``callbacks=[xgboost.callback.EvaluationMonitor(logger=...)]`` to send them to a
         ``logging`` logger instead. False prints nothing.
+    xgb_model : None
+        Continued training is not supported: anything but None is an error.
     callbacks : sequence of xgboost.callback.TrainingCallback, optional
         Called as ``xgboost.train`` calls them (``before_training``, ``before_iteration``,
         ``after_iteration`` with the evaluation log, ``after_training``). ``model`` is the
@@ -349,10 +352,12 @@ def train(
         :class:`~unbiased_criteria.options.GainOptions`; e.g. ``holdout_fraction`` outside
         [0, 1), a NaN ``prune_threshold``), ``dtrain``
         without labels or with weights summing to zero, labels outside the objective's range,
-        early stopping without evals.
+        early stopping without evals, an ``xgb_model``.
     UnsupportedModelError
         Objectives, boosters and options the hook cannot drive (see ``params``).
     """
+    if xgb_model is not None:  # the message the estimators give
+        raise ValueError("xgb_model (continued training) is not supported")
     return run_training(
         params, dtrain, num_boost_round, evals=evals, obj=obj, maximize=maximize,
         custom_metric=custom_metric, early_stopping_rounds=early_stopping_rounds,

@@ -154,3 +154,21 @@ def test_before_iteration_is_called_and_stops_as_in_xgb_train():
     ours = ax.train(PARAMS, dtrain, 5, callbacks=[our_cb], verbose_eval=False, **OFF)
     assert our_cb.seen == host_cb.seen == [0, 1, 2]
     assert ours.num_boosted_rounds() == host.num_boosted_rounds() == 2
+
+
+# ------------------------------------------------------------------- continued training
+
+
+@pytest.mark.parametrize("kind", ["booster", "file"])
+def test_xgb_model_is_refused_naming_it(kind, tmp_path):
+    """``xgb_model=`` (continued training, a Booster or a file) is one clear error, as the
+    estimators give; it was Python's "unexpected keyword argument"."""
+    dtrain, _ = _data(n=300)
+    start = xgb.train(PARAMS, dtrain, 2)
+    if kind == "file":
+        start.save_model(tmp_path / "start.json")
+        start = str(tmp_path / "start.json")
+    with pytest.raises(ValueError, match="xgb_model .continued training. is not supported"):
+        ax.train(PARAMS, dtrain, 2, xgb_model=start, verbose_eval=False)
+    bst = ax.train(PARAMS, dtrain, 1, xgb_model=None, verbose_eval=False)
+    assert bst.num_boosted_rounds() == 1
