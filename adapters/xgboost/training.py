@@ -421,8 +421,9 @@ def run_training(
     eval_y = [_labels(d, f"evals[{i}] ({s!r})") for i, (d, s) in enumerate(evals)]
 
     # routed on dtrain's category codes (the user's DMatrix still goes to custom_metric)
-    grower = XGBGrower(params, dtrain, [on_dtrain_categories(d, f"evals[{i}] ({s!r})", dtrain)
-                                        for i, (d, s) in enumerate(evals)])
+    routed = [on_dtrain_categories(d, f"evals[{i}] ({s!r})", dtrain)
+              for i, (d, s) in enumerate(evals)]
+    grower = XGBGrower(params, dtrain, routed)
     K = grower.n_outputs
     template = json.loads(grower.booster.save_raw("json"))
     model_ir = parse_model(template, grower.train_params)
@@ -448,7 +449,12 @@ def run_training(
     estimate = obj is None and num_boost_round > 0
     base_score = _host_intercept(params, dtrain, grower, estimate=estimate)
     init = parse_base_score(base_score, name, K)
-    if estimate:  # XGBoost's margins start where the loop's scores do (see XGBGrower)
+    if estimate:
+        # the throwaway Booster drew from XGBoost's global random engine, which a Booster
+        # seeds once, when it is first configured: a new one samples rows and columns as
+        # xgb.train's Booster does (the first one sampled others)
+        grower = XGBGrower(params, dtrain, routed)
+        # XGBoost's margins start where the loop's scores do (see XGBGrower)
         grower.start_from(base_score)
 
     # XGBoost stops on the last metric of the last eval set; a custom metric's names are

@@ -172,3 +172,21 @@ def test_xgb_model_is_refused_naming_it(kind, tmp_path):
         ax.train(PARAMS, dtrain, 2, xgb_model=start, verbose_eval=False)
     bst = ax.train(PARAMS, dtrain, 1, xgb_model=None, verbose_eval=False)
     assert bst.num_boosted_rounds() == 1
+
+
+# ------------------------------------------------------------------- XGBoost's random draws
+
+
+@pytest.mark.parametrize("sampling", [{"subsample": 0.7}, {"colsample_bynode": 0.5},
+                                      {"colsample_bytree": 0.6, "seed": 3}])
+def test_pruning_off_with_sampling_is_xgb_train(sampling):
+    """With pruning off and nothing held out the hook is ``xgb.train``, row and column
+    sampling included: the throwaway Booster that estimates the intercept drew from
+    XGBoost's global random engine after the growing Booster had seeded it, so the growing
+    Booster sampled other rows and columns (margins off by 1.4)."""
+    dtrain, dvalid = _data()
+    params = {**PARAMS, **sampling}
+    host = xgb.train(params, dtrain, 5)
+    ours = ax.train(params, dtrain, 5, verbose_eval=False, **OFF)
+    np.testing.assert_allclose(ours.predict(dvalid, output_margin=True),
+                               host.predict(dvalid, output_margin=True), atol=1e-6)
