@@ -189,12 +189,6 @@ def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
     mono = _monotone(params)
     if mono:
         out.append("monotone constraints clip leaf weights: recomputed gains may not match")
-    method = str(params.get("tree_method", "")) + str(params.get("updater_seq", ""))
-    if "colmaker" in method or "exact" in method or "approx" in method:
-        out.append(
-            "only the hist tree method was verified against the host; exact and approx "
-            "models should match but were not checked"
-        )
     if str(params.get("device", "cpu")).startswith(("cuda", "gpu")):
         out.append("GPU training quantises gradients: recomputed gains are approximate")
     best = learner.get("attributes", {}).get("best_iteration")
