@@ -223,3 +223,64 @@ def test_exact_and_approx_models_match_the_host_without_a_warning(method):
     np.testing.assert_allclose(splits["sum_hessian"], splits["host_hessian"], rtol=1e-6)
     dv = xgb.DMatrix(Xv)
     np.testing.assert_allclose(refit.predict(dv), bst.predict(dv), atol=1e-5)
+
+
+# ------------------------------------------- models loaded from a file: clipped leaf weights
+
+
+def _count_data(n, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 5))
+    return X, rng.poisson(np.exp(0.6 * X[:, 0] + 0.3 * X[:, 1] ** 2)).astype(float)
+
+
+def _loaded(bst, tmp_path):
+    bst.save_model(tmp_path / "model.json")
+    return xgb.Booster(model_file=str(tmp_path / "model.json"))
+
+
+@pytest.mark.parametrize("extra", [{}, {"max_delta_step": 0.3}])
+def test_loaded_poisson_model_keeps_its_max_delta_step(extra, tmp_path):
+    """count:poisson clips leaf weights at max_delta_step (0.7 unless given), a parameter the
+    model file keeps only in its objective; a loaded Booster's configuration reports 0. The
+    loaded model was scored and refit unclipped: B up to 7x the host's gain, refit
+    predictions off by 0.3, silently."""
+    import unbiased_criteria as uc
+
+    X, y = _count_data(1500, 0)
+    Xv, yv = _count_data(1000, 1)
+    bst = xgb.train({"objective": "count:poisson", "max_depth": 5, **extra},
+                    xgb.DMatrix(X, y), 10)
+    loaded = _loaded(bst, tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        splits = uc.unbiased_importance(loaded, X, y, Xv, yv, random_state=0).splits
+        refit = uc.prune(loaded, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True)
+    rel = np.abs(splits["biased_gain"] - splits["host_gain"]) / np.abs(splits["host_gain"])
+    assert np.median(rel) <= 1e-6 and np.quantile(rel, 0.95) <= 1e-3
+    dv = xgb.DMatrix(Xv)
+    np.testing.assert_allclose(refit.predict(dv, output_margin=True),
+                               bst.predict(dv, output_margin=True), atol=1e-5)
+
+
+def test_loaded_model_with_some_clipped_leaves_is_not_read_with_the_defaults(tmp_path):
+    """A loaded Booster reports eta 0.3, lambda 1 and no max_delta_step. When the trees were
+    clipped (max_delta_step) at a few nodes only, the defaults passed the check (a median
+    over the nodes) and pruning wrote unclipped values (refit predictions off by 0.8); the
+    misfit is now seen, and pruning asks for the parameters as documented."""
+    import unbiased_criteria as uc
+
+    rng = np.random.default_rng(5)
+    X, Xv = rng.normal(size=(1500, 5)), rng.normal(size=(1000, 5))
+    y = X[:, 0] + 0.5 * X[:, 1] ** 2 + rng.normal(size=1500)
+    yv = Xv[:, 0] + 0.5 * Xv[:, 1] ** 2 + rng.normal(size=1000)
+    bst = xgb.train({"max_depth": 4, "max_delta_step": 1.5}, xgb.DMatrix(X, y), 10)
+    weights = np.concatenate([t["base_weights"] for t in _trees(bst)])
+    assert 0 < np.mean(np.abs(weights) >= 1.5 - 1e-6) < 0.1  # a few clipped nodes
+    loaded = _loaded(bst, tmp_path)
+    with pytest.raises(ValueError, match="max_delta_step"):
+        uc.prune(loaded, X, y, Xv, yv, refit_leaves=True)
+    loaded.set_param({"max_delta_step": 1.5})  # given, as the error says: exact again
+    refit = uc.prune(loaded, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True)
+    dv = xgb.DMatrix(Xv)
+    np.testing.assert_allclose(refit.predict(dv), bst.predict(dv), atol=1e-5)
