@@ -195,7 +195,13 @@ def read_model(model: Any) -> Model:
         raise InputError(f"host_params: objective {obj_name!r} needs num_class (the dump does "
                          "not store it)")
     n_outputs = max(n_class, 1)
-    objective = _core_objective(obj_name, {}, n_outputs)
+    objective_params = {}
+    if obj_name == "count:poisson":
+        # its trees are clipped at the objective's max_delta_step (0.7 unless given: XGBoost's
+        # one duplicated parameter), which its hessian uses too
+        params.setdefault("max_delta_step", 0.7)
+        objective_params["max_delta_step"] = str(params["max_delta_step"])
+    objective = _core_objective(obj_name, objective_params, n_outputs)
     try:
         base_score = parse_base_score(json.dumps(base.tolist() if base.size > 1 else
                                                  float(base[0]), ensure_ascii=False),

@@ -284,3 +284,25 @@ def test_loaded_model_with_some_clipped_leaves_is_not_read_with_the_defaults(tmp
     refit = uc.prune(loaded, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True)
     dv = xgb.DMatrix(Xv)
     np.testing.assert_allclose(refit.predict(dv), bst.predict(dv), atol=1e-5)
+
+
+@pytest.mark.parametrize("extra", [{}, {"max_delta_step": 0.3}])
+def test_poisson_dump_clips_at_its_max_delta_step(extra):
+    """A count:poisson dump: the trees are clipped at max_delta_step (0.7 unless given) and
+    the objective's hessian uses it too; the dump was read with 0 for the trees (B up to 7x
+    the host's gain) and a given value did not reach the objective."""
+    import unbiased_criteria as uc
+
+    X, y = _count_data(1500, 0)
+    Xv, yv = _count_data(1000, 1)
+    bst = xgb.train({"objective": "count:poisson", "max_depth": 5, **extra},
+                    xgb.DMatrix(X, y), 10)
+    config = json.loads(bst.save_config())["learner"]["learner_model_param"]
+    host_params = {"objective": "count:poisson", "eta": 0.3, "lambda": 1.0,
+                   "base_score": json.loads(config["base_score"])[0], **extra}
+    dump = bst.get_dump(dump_format="json", with_stats=True)
+    splits = uc.unbiased_importance(dump, X, y, Xv, yv, host_params=host_params,
+                                    random_state=0).splits
+    rel = np.abs(splits["biased_gain"] - splits["host_gain"]) / np.abs(splits["host_gain"])
+    assert np.median(rel) <= 1e-6 and np.quantile(rel, 0.95) <= 1e-3
+    np.testing.assert_allclose(splits["sum_hessian"], splits["host_hessian"], rtol=1e-5)
