@@ -290,7 +290,7 @@ def test_loaded_model_with_some_clipped_leaves_is_not_read_with_the_defaults(tmp
 def test_poisson_dump_clips_at_its_max_delta_step(extra):
     """A count:poisson dump: the trees are clipped at max_delta_step (0.7 unless given) and
     the objective's hessian uses it too; the dump was read with 0 for the trees (B up to 7x
-    the host's gain) and a given value did not reach the objective."""
+    the host's gain) and host_params could not give it to the objective."""
     import unbiased_criteria as uc
 
     X, y = _count_data(1500, 0)
@@ -301,8 +301,50 @@ def test_poisson_dump_clips_at_its_max_delta_step(extra):
     host_params = {"objective": "count:poisson", "eta": 0.3, "lambda": 1.0,
                    "base_score": json.loads(config["base_score"])[0], **extra}
     dump = bst.get_dump(dump_format="json", with_stats=True)
-    splits = uc.unbiased_importance(dump, X, y, Xv, yv, host_params=host_params,
-                                    random_state=0).splits
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        splits = uc.unbiased_importance(dump, X, y, Xv, yv, host_params=host_params,
+                                        random_state=0).splits
+    # XGBoost's default, assumed with a warning where it was not given
+    assert [str(w.message)[:40] for w in caught] == (
+        [] if extra else ["the dump does not store max_delta_step: "])
     rel = np.abs(splits["biased_gain"] - splits["host_gain"]) / np.abs(splits["host_gain"])
     assert np.median(rel) <= 1e-6 and np.quantile(rel, 0.95) <= 1e-3
     np.testing.assert_allclose(splits["sum_hessian"], splits["host_hessian"], rtol=1e-5)
+
+
+@pytest.mark.parametrize("objective, extra", [
+    ("binary:logistic", {"scale_pos_weight": 3.0}),
+    ("reg:pseudohubererror", {"huber_slope": 0.4}),
+    ("reg:tweedie", {"tweedie_variance_power": 1.2}),
+])
+def test_dump_takes_its_objective_parameters(objective, extra):
+    """A dump does not store its objective's parameters: ``host_params`` takes them (it
+    refused them as unknown keys, so such a dump could only be scored with the defaults'
+    gradients), and a default assumed is a warning naming it, as for LightGBM dumps."""
+    import unbiased_criteria as uc
+
+    rng = np.random.default_rng(6)
+    X, Xv = rng.normal(size=(1500, 5)), rng.normal(size=(1000, 5))
+
+    def label(A):
+        s = A[:, 0] + 0.5 * A[:, 1] ** 2 + rng.normal(size=A.shape[0])
+        if objective == "binary:logistic":
+            return (s > 1.0).astype(float)
+        return np.exp(0.3 * s) if objective == "reg:tweedie" else s
+
+    y, yv = label(X), label(Xv)
+    bst = xgb.train({"objective": objective, "max_depth": 4, **extra}, xgb.DMatrix(X, y), 8)
+    config = json.loads(bst.save_config())["learner"]["learner_model_param"]
+    host_params = {"objective": objective, "eta": 0.3, "lambda": 1.0,
+                   "base_score": json.loads(config["base_score"])[0]}
+    dump = bst.get_dump(dump_format="json", with_stats=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        splits = uc.unbiased_importance(dump, X, y, Xv, yv, host_params={**host_params, **extra},
+                                        random_state=0).splits
+    rel = np.abs(splits["biased_gain"] - splits["host_gain"]) / np.abs(splits["host_gain"])
+    assert np.median(rel) <= 1e-6 and np.quantile(rel, 0.95) <= 1e-3
+    (key,) = extra
+    with pytest.warns(UserWarning, match=f"does not store {key}"):
+        uc.unbiased_importance(dump, X, y, Xv, yv, host_params=host_params, random_state=0)
