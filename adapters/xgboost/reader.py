@@ -218,7 +218,8 @@ def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
         out.append(
             f"eta={params['eta']:g} and lambda={params['lambda']:g} do not reproduce the "
             "trees' own weights: pass the real ones with read_model(model, params={'eta': "
-            "..., 'lambda': ...})"
+            "..., 'lambda': ...}) (and alpha, max_delta_step, monotone_constraints if the "
+            "model used them)"
         )
     return tuple(out)
 

@@ -348,3 +348,28 @@ def test_dump_takes_its_objective_parameters(objective, extra):
     (key,) = extra
     with pytest.warns(UserWarning, match=f"does not store {key}"):
         uc.unbiased_importance(dump, X, y, Xv, yv, host_params=host_params, random_state=0)
+
+
+def test_loaded_monotone_model_is_refused_naming_monotone_constraints(tmp_path):
+    """A model file does not keep monotone_constraints either (a loaded Booster reports
+    none), and the clamped leaves do not fit the defaults: the refusal names monotone
+    constraints among what to pass (it named only eta, lambda, alpha and max_delta_step, and
+    passing those alone prunes without the constraints); given, pruning keeps them."""
+    import unbiased_criteria as uc
+
+    rng = np.random.default_rng(7)
+    X, Xv = rng.normal(size=(1500, 5)), rng.normal(size=(1000, 5))
+    y = X[:, 0] - 0.5 * X[:, 1] + rng.normal(size=1500)
+    yv = Xv[:, 0] - 0.5 * Xv[:, 1] + rng.normal(size=1000)
+    constraints = "(1,-1,0,0,0)"
+    bst = xgb.train({"max_depth": 4, "monotone_constraints": constraints},
+                    xgb.DMatrix(X, y), 10)
+    loaded = _loaded(bst, tmp_path)
+    with pytest.raises(ValueError, match="monotone_constraints"):
+        uc.prune(loaded, X, y, Xv, yv)
+    loaded.set_param({"monotone_constraints": constraints})
+    with pytest.warns(UserWarning, match="monotone"):
+        pruned = uc.prune(loaded, X, y, Xv, yv, random_state=0)
+    grid = np.zeros((50, 5))
+    grid[:, 0] = np.linspace(-3, 3, 50)
+    assert np.all(np.diff(pruned.predict(xgb.DMatrix(grid))) >= 0)
