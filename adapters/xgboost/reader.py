@@ -140,8 +140,8 @@ def _params_mismatch(trees: list, eta: float, lam: float, max_delta_step: float 
     if eta == 0:
         return 0.0
     edge = max_delta_step * (1 - 1e-5) if max_delta_step > 0 else np.inf
-    for tree in trees[:20]:
-        a = _tree_arrays(tree, 0)
+    for index, tree in enumerate(trees[:20]):
+        a = _tree_arrays(tree, index)
         left, right = a["left"], a["right"]
         inner = np.flatnonzero(left >= 0)
         both = inner[(left[left[inner]] < 0) & (left[right[inner]] < 0)]
@@ -157,6 +157,39 @@ def _params_mismatch(trees: list, eta: float, lam: float, max_delta_step: float 
         errors.append(np.abs((term_l + term_r) / den - a["weight"][both])[ok] / scale[ok])
     errors = np.concatenate(errors) if errors else np.zeros(0)
     return float(errors.max()) if errors.size else 0.0
+
+
+def _tree_shrinkages(trees: Sequence[Mapping], lam: float) -> np.ndarray | None:
+    """Each tree's own learning rate, read from its weights, or None where they do not tell.
+
+    Leaves hold ``eta * w``, internal nodes the unshrunk ``w``, so a parent of two leaves
+    gives ``eta = (v_L (H_L + lam) + v_R (H_R + lam)) / (w (H + lam))``. Each tree must give
+    it from at least two such parents that agree to 1e-5 (a wrong lambda, L1 or clipping
+    makes them disagree; parents whose two terms cancel are too inexact to count).
+    ``xgb.train`` with a ``LearningRateScheduler`` shrinks each tree by its own round's eta,
+    while the configuration keeps one.
+    """
+    out = np.empty(len(trees))
+    for i, tree in enumerate(trees):
+        a = _tree_arrays(tree, i)
+        left, right = a["left"], a["right"]
+        inner = np.flatnonzero(left >= 0)
+        both = inner[(left[left[inner]] < 0) & (left[right[inner]] < 0)]
+        term_l = a["cond"][left[both]] * (a["hess"][left[both]] + lam)
+        term_r = a["cond"][right[both]] * (a["hess"][right[both]] + lam)
+        terms = term_l + term_r
+        den = a["weight"][both] * (a["hess"][both] + lam)
+        ok = (np.abs(den) > 1e-12) & (np.abs(terms) * 10 > np.abs(term_l) + np.abs(term_r))
+        if np.count_nonzero(ok) < 2:
+            return None
+        eta = terms[ok] / den[ok]
+        middle = np.median(eta)
+        if not middle > 0 or np.abs(eta - middle).max() > 1e-5 * middle:
+            return None
+        out[i] = float(np.float32(middle))
+    if out.size and np.ptp(out) <= 1e-5 * out.max():  # one eta, read to its last bits
+        out[:] = float(np.float32(np.median(out)))
+    return out
 
 
 def _monotone_constraints(params: Mapping, names: Sequence[str] = ()) -> tuple[int, ...]:
@@ -279,7 +312,18 @@ def parse_model(
     eta = float(np.float32(params["eta"]) / np.float32(n_parallel))
 
     trees_json = model["trees"]
-    trees = tuple(_read_tree(t, i, eta) for i, t in enumerate(trees_json))
+    renews = bool(objective is not None and objective.renews_leaves)
+    params_fit = _params_fit(learner, model, params, renews, eta)
+    shrinkages = None
+    if not params_fit and params["max_delta_step"] == 0:
+        # one eta does not fit: each tree's own, if its weights tell (a schedule's)
+        shrinkages = _tree_shrinkages(trees_json, params["lambda"])
+    per_tree = shrinkages is not None
+    if per_tree:
+        params_fit = True
+    else:
+        shrinkages = np.full(len(trees_json), eta)
+    trees = tuple(_read_tree(t, i, s) for i, (t, s) in enumerate(zip(trees_json, shrinkages)))
     n_trees = len(trees)
     tree_info = np.asarray(model.get("tree_info", np.zeros(n_trees)), dtype=np.int64)
     if tree_info.shape != (n_trees,) or (n_trees and tree_info.max() >= n_outputs):
@@ -301,10 +345,14 @@ def parse_model(
         l1=params["alpha"], l2=params["lambda"], max_delta_step=params["max_delta_step"],
         weight_float32=True, raw_gradient_score=True, monotone=_monotone_constraints(params),
     )
-    renews = bool(objective is not None and objective.renews_leaves)
-    params_fit = _params_fit(learner, model, params, renews, eta)
     unknown = not params_fit and not params_given
     warnings = list(_warnings(learner, model, params, obj_name, base, params_fit or unknown))
+    if per_tree and np.ptp(shrinkages) > 0:
+        warnings.append(
+            f"the trees were shrunk by different learning rates ({shrinkages.min():.6g} to "
+            f"{shrinkages.max():.6g}: a LearningRateScheduler?), not the configured "
+            f"eta={params['eta']:g}: each tree's is read from its own weights"
+        )
     if objective is None and not custom_objective:
         warnings.append(
             f"objective {obj_name!r} has no equivalent in the core: pass objective= (a "

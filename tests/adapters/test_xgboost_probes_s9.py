@@ -373,3 +373,35 @@ def test_loaded_monotone_model_is_refused_naming_monotone_constraints(tmp_path):
     grid = np.zeros((50, 5))
     grid[:, 0] = np.linspace(-3, 3, 50)
     assert np.all(np.diff(pruned.predict(xgb.DMatrix(grid))) >= 0)
+
+
+# ----------------------------------------- post-hoc: a model trained with a changing eta
+
+
+@pytest.mark.parametrize("first", [0.1, 0.3])
+def test_model_trained_with_a_learning_rate_schedule_is_read_per_tree(first):
+    """``xgb.train`` with a LearningRateScheduler shrinks each tree by its own round's eta;
+    the configuration keeps one. Each tree's eta is read from its own weights (leaves shrunk,
+    internal nodes not): refitting every leaf with nothing pruned gives the host's model
+    again. Before, one eta served every tree: refit predictions off by 0.8 under a warning
+    whose advice (pass the real eta) could not be followed, or (eta 0.3 configured) pruning
+    was refused."""
+    import unbiased_criteria as uc
+
+    rng = np.random.default_rng(8)
+    X, Xv = rng.normal(size=(1500, 5)), rng.normal(size=(1000, 5))
+    y = X[:, 0] + 0.5 * X[:, 1] ** 2 + rng.normal(size=1500)
+    yv = Xv[:, 0] + 0.5 * Xv[:, 1] ** 2 + rng.normal(size=1000)
+    rates = [first, 0.3, 0.05, 0.2, 0.15, 0.1]
+    schedule = xgb.callback.LearningRateScheduler(lambda epoch: rates[(epoch + 1) % 6])
+    bst = xgb.train({"max_depth": 4, "eta": first}, xgb.DMatrix(X, y), 6,
+                    callbacks=[schedule])
+    with pytest.warns(UserWarning, match="learning rates"):
+        report = uc.unbiased_importance(bst, X, y, Xv, yv, random_state=0)
+    splits = report.splits
+    rel = np.abs(splits["biased_gain"] - splits["host_gain"]) / np.abs(splits["host_gain"])
+    assert np.median(rel) <= 1e-6
+    with pytest.warns(UserWarning, match="learning rates"):
+        refit = uc.prune(bst, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True)
+    dv = xgb.DMatrix(Xv)
+    np.testing.assert_allclose(refit.predict(dv), bst.predict(dv), atol=1e-5)
