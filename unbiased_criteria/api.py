@@ -84,7 +84,7 @@ class _Prepared:
 
 
 _PARAMS_ADVICE = (
-    "pass them (and alpha, max_delta_step if the model used them) with "
+    "pass them (and alpha, max_delta_step, monotone_constraints if the model used them) with "
     "booster.set_param({'eta': ..., 'lambda': ...}) before the call (host_params= for a "
     "dumped model), or "
     "--param eta=... --param lambda=... on the command line"

@@ -93,8 +93,8 @@ def fit_leaf_params(value, G, H, tolerance: float = _TOLERANCE) -> LeafParams:
         raise LeafParamsError(
             f"the leaves do not follow value = -eta * G / (H + lambda) (best fit eta "
             f"{shrinkage:.6g}, lambda {l2:.6g}, largest misfit {misfit:.2g} of the largest "
-            "leaf value); the model was likely trained with L1 (alpha), max_delta_step or row "
-            "subsampling"
+            "leaf value); the model was likely trained with L1 (alpha), max_delta_step, "
+            "monotone constraints or row subsampling"
         )
     return LeafParams(float(shrinkage), float(max(l2, 0.0)), int(value.size), misfit)
 

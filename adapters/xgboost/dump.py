@@ -40,9 +40,18 @@ from unbiased_criteria.trees import MISSING_NAN, Forest, Tree, make_tree
 __all__ = ["read_model", "make_router", "make_objective", "write_model", "dump_tree",
            "dump_schema"]
 
+#: objective parameters a dump does not store, by XGBoost objective, with XGBoost's defaults
+#: (count:poisson's max_delta_step also clips its trees: XGBoost's one duplicated parameter)
+_OBJECTIVE_PARAMS = {
+    "binary:logistic": {"scale_pos_weight": 1.0}, "reg:logistic": {"scale_pos_weight": 1.0},
+    "binary:logitraw": {"scale_pos_weight": 1.0}, "count:poisson": {"max_delta_step": 0.7},
+    "reg:pseudohubererror": {"huber_slope": 1.0},
+    "reg:tweedie": {"tweedie_variance_power": 1.5}, "reg:quantileerror": {"quantile_alpha": 0.5},
+}
 _KNOWN = {"objective", "base_score", "num_class", "num_parallel_tree", "eta",
           "learning_rate", "lambda", "reg_lambda", "alpha", "reg_alpha", "max_delta_step",
-          "feature_names", "n_features", "monotone_constraints"}
+          "feature_names", "n_features", "monotone_constraints",
+          *(key for keys in _OBJECTIVE_PARAMS.values() for key in keys)}
 _ALIASES = {"learning_rate": "eta", "reg_lambda": "lambda", "reg_alpha": "alpha"}
 _FEATURE = re.compile(r"f(\d+)$")
 
@@ -196,7 +205,16 @@ def read_model(model: Any) -> Model:
         raise InputError(f"host_params: objective {obj_name!r} needs num_class (the dump does "
                          "not store it)")
     n_outputs = max(n_class, 1)
-    objective = _core_objective(obj_name, {}, n_outputs)
+    notes = []
+    objective_params = {}
+    for key, default in _OBJECTIVE_PARAMS.get(obj_name, {}).items():
+        if key not in params:
+            notes.append(f"the dump does not store {key}: XGBoost's default {default:g} is "
+                         f"assumed; pass host_params={{'{key}': ...}} if the model used "
+                         "another")
+            params[key] = default
+        objective_params[key] = json.dumps(params[key], ensure_ascii=False)
+    objective = _core_objective(obj_name, objective_params, n_outputs)
     try:
         base_score = parse_base_score(json.dumps(base.tolist() if base.size > 1 else
                                                  float(base[0]), ensure_ascii=False),
@@ -223,7 +241,6 @@ def read_model(model: Any) -> Model:
         raw_gradient_score=compat.scores_with_raw_gradient(compat.model_version()),
         monotone=_monotone_constraints(params, names),
     )
-    notes = []
     if objective is None:
         notes.append(f"objective {obj_name!r} has no equivalent in the core: pass objective=")
     return Model(forest=forest, objective=objective, split_score=split_score, host="xgboost",

@@ -56,8 +56,9 @@ class XGBGrower:
         self.train_params = _train_params(json.loads(self.booster.save_config()), None)
         js = json.loads(self.booster.save_raw("json"))
         self.n_outputs = max(int(js["learner"]["learner_model_param"].get("num_class", 0)), 1)
-        #: eta as XGBoost multiplies leaf weights by it (float32)
+        #: eta as XGBoost multiplies leaf weights by it (float32), for the next iteration
         self.shrinkage = float(np.float32(self.train_params["eta"]))
+        self._shrinkages: list[float] = []  # the eta each grown iteration was shrunk by
         self.iteration = 0
         self._part: xgboost.Booster | None = None
         self._maps: list[np.ndarray | None] = []
@@ -74,6 +75,27 @@ class XGBGrower:
         if self.iteration or self._host.started:
             raise RuntimeError("start_from must come before the first round")
         self.booster.set_param({"base_score": base_score})
+
+    def follow_params(self) -> None:
+        """Take the learning rate a training callback set on :attr:`booster` (XGBoost's
+        ``LearningRateScheduler`` sets it between rounds) for the iterations grown from now
+        on: a collapsed node's value is ``eta * base_weight`` with its own round's eta.
+
+        Raises
+        ------
+        ValueError
+            A callback changed ``lambda``, ``alpha`` or ``max_delta_step``, which fix the
+            values of collapsed nodes for the whole run.
+        """
+        params = _train_params(json.loads(self.booster.save_config()), None)
+        for key in ("lambda", "alpha", "max_delta_step"):
+            if params[key] != self.train_params[key]:
+                raise ValueError(
+                    f"a callback changed {key} from {self.train_params[key]:g} to "
+                    f"{params[key]:g} during training: the training hook follows a changing "
+                    "learning rate only"
+                )
+        self.shrinkage = float(np.float32(params["eta"]))
 
     @property
     def leaves_from_scores(self) -> int:
@@ -108,6 +130,7 @@ class XGBGrower:
         it = self.iteration
         before = self._host.before_round()
         boost_one_iteration(self.booster, self.data[0], it, grad, hess)
+        self._shrinkages.append(self.shrinkage)
         self.iteration += 1
         self._host.after_round(before)  # K columns checked where the leaves are read
         self._part, self._leaves, self._trees, self._maps = None, {}, [], []
@@ -138,7 +161,7 @@ class XGBGrower:
         info = np.asarray(model.get("tree_info", []), dtype=np.int64).tolist()
         if info != list(range(K)) * (stop - start):
             raise ValueError(f"iterations {start}..{stop - 1} do not hold one tree per output")
-        return part, trees_json, [_read_tree(t, start * K + j, self.shrinkage)
+        return part, trees_json, [_read_tree(t, start * K + j, self._shrinkages[start + j // K])
                                   for j, t in enumerate(trees_json)]
 
     def _train_leaves(self) -> np.ndarray | None:

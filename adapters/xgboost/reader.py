@@ -126,29 +126,71 @@ def _train_params(config: Mapping | None, overrides: Mapping[str, Any] | None) -
     return params
 
 
-def _params_mismatch(trees: list, eta: float, lam: float) -> float:
-    """Median relative misfit of ``eta`` and ``lambda`` to the trees' own weights.
+def _params_mismatch(trees: list, eta: float, lam: float, max_delta_step: float = 0.0
+                     ) -> float:
+    """Largest relative misfit of ``eta`` and ``lambda`` to the trees' own weights.
 
     A parent of two leaves satisfies ``base_weight = (v_L (H_L + lam) + v_R (H_R + lam)) /
-    (eta (H + lam))`` (leaf value ``v = eta * -G/(H + lam)``, without alpha or clipping).
+    (eta (H + lam))`` (leaf value ``v = eta * -G/(H + lam)``, without alpha or clipping). The
+    misfit is relative to the size of the two terms, which bounds float32 rounding (below
+    2e-7 in XGBoost's models) even where they cancel; the largest, not a typical one, since
+    clipping may touch a few nodes only. Parents whose weight, or a leaf's (as ``eta`` has
+    it), reaches ``max_delta_step`` may be clipped and are left out.
     """
     errors = []
     if eta == 0:
         return 0.0
-    for tree in trees[:20]:
-        a = _tree_arrays(tree, 0)
+    edge = max_delta_step * (1 - 1e-5) if max_delta_step > 0 else np.inf
+    for index, tree in enumerate(trees[:20]):
+        a = _tree_arrays(tree, index)
         left, right = a["left"], a["right"]
         inner = np.flatnonzero(left >= 0)
         both = inner[(left[left[inner]] < 0) & (left[right[inner]] < 0)]
         L, R = left[both], right[both]
-        fit = (a["cond"][L] * (a["hess"][L] + lam) + a["cond"][R] * (a["hess"][R] + lam)) / (
-            eta * (a["hess"][both] + lam)
-        )
-        scale = np.maximum(np.abs(fit), np.abs(a["weight"][both]))
-        ok = scale > 1e-6
-        errors.append(np.abs(fit - a["weight"][both])[ok] / scale[ok])
+        term_l = a["cond"][L] * (a["hess"][L] + lam)
+        term_r = a["cond"][R] * (a["hess"][R] + lam)
+        den = eta * (a["hess"][both] + lam)
+        ok = (den > 0) & (np.abs(a["weight"][both]) < edge) & (
+            np.maximum(np.abs(a["cond"][L]), np.abs(a["cond"][R])) < eta * edge)
+        den = np.where(ok, den, 1.0)
+        scale = (np.abs(term_l) + np.abs(term_r)) / den
+        ok &= scale > 1e-6
+        errors.append(np.abs((term_l + term_r) / den - a["weight"][both])[ok] / scale[ok])
     errors = np.concatenate(errors) if errors else np.zeros(0)
-    return float(np.median(errors)) if errors.size else 0.0
+    return float(errors.max()) if errors.size else 0.0
+
+
+def _tree_shrinkages(trees: Sequence[Mapping], lam: float) -> np.ndarray | None:
+    """Each tree's own learning rate, read from its weights, or None where they do not tell.
+
+    Leaves hold ``eta * w``, internal nodes the unshrunk ``w``, so a parent of two leaves
+    gives ``eta = (v_L (H_L + lam) + v_R (H_R + lam)) / (w (H + lam))``. Each tree must give
+    it from at least two such parents that agree to 1e-5 (a wrong lambda, L1 or clipping
+    makes them disagree; parents whose two terms cancel are too inexact to count).
+    ``xgb.train`` with a ``LearningRateScheduler`` shrinks each tree by its own round's eta,
+    while the configuration keeps one.
+    """
+    out = np.empty(len(trees))
+    for i, tree in enumerate(trees):
+        a = _tree_arrays(tree, i)
+        left, right = a["left"], a["right"]
+        inner = np.flatnonzero(left >= 0)
+        both = inner[(left[left[inner]] < 0) & (left[right[inner]] < 0)]
+        term_l = a["cond"][left[both]] * (a["hess"][left[both]] + lam)
+        term_r = a["cond"][right[both]] * (a["hess"][right[both]] + lam)
+        terms = term_l + term_r
+        den = a["weight"][both] * (a["hess"][both] + lam)
+        ok = (np.abs(den) > 1e-12) & (np.abs(terms) * 10 > np.abs(term_l) + np.abs(term_r))
+        if np.count_nonzero(ok) < 2:
+            return None
+        eta = terms[ok] / den[ok]
+        middle = np.median(eta)
+        if not middle > 0 or np.abs(eta - middle).max() > 1e-5 * middle:
+            return None
+        out[i] = float(np.float32(middle))
+    if out.size and np.ptp(out) <= 1e-5 * out.max():  # one eta, read to its last bits
+        out[:] = float(np.float32(np.median(out)))
+    return out
 
 
 def _monotone_constraints(params: Mapping, names: Sequence[str] = ()) -> tuple[int, ...]:
@@ -170,12 +212,13 @@ def _monotone(params: Mapping) -> bool:
 def _params_fit(learner: Mapping, model: Mapping, params: Mapping, renews: bool,
                 shrinkage: float) -> bool:
     """Whether eta and lambda reproduce the trees' own weights (True where it cannot be told:
-    L1, clipping, monotone constraints, renewed leaves, models this library wrote)."""
+    L1, monotone constraints, renewed leaves, models this library wrote)."""
     mono = _monotone(params)
     written = _WRITTEN_ATTR in learner.get("attributes", {})
-    if renews or written or params["alpha"] != 0 or params["max_delta_step"] != 0 or mono:
+    if renews or written or params["alpha"] != 0 or mono:
         return True
-    return _params_mismatch(model["trees"], shrinkage, params["lambda"]) <= 1e-3
+    return _params_mismatch(model["trees"], shrinkage, params["lambda"],
+                            params["max_delta_step"]) <= 1e-4
 
 
 def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
@@ -190,12 +233,6 @@ def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
     mono = _monotone(params)
     if mono:
         out.append("monotone constraints clip leaf weights: recomputed gains may not match")
-    method = str(params.get("tree_method", "")) + str(params.get("updater_seq", ""))
-    if "colmaker" in method or "exact" in method or "approx" in method:
-        out.append(
-            "only the hist tree method was verified against the host; exact and approx "
-            "models should match but were not checked"
-        )
     if str(params.get("device", "cpu")).startswith(("cuda", "gpu")):
         out.append("GPU training quantises gradients: recomputed gains are approximate")
     best = learner.get("attributes", {}).get("best_iteration")
@@ -215,7 +252,8 @@ def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
         out.append(
             f"eta={params['eta']:g} and lambda={params['lambda']:g} do not reproduce the "
             "trees' own weights: pass the real ones with read_model(model, params={'eta': "
-            "..., 'lambda': ...})"
+            "..., 'lambda': ...}) (and alpha, max_delta_step, monotone_constraints if the "
+            "model used them)"
         )
     return tuple(out)
 
@@ -265,13 +303,29 @@ def parse_model(
         )
     n_outputs = max(n_class, 1)
     params = _train_params(None, train_params)
+    if obj_name == "count:poisson" and params["max_delta_step"] == 0:
+        # XGBoost's one duplicated parameter: poisson's trees are clipped at the objective's
+        # max_delta_step (0.7 unless given), which the model JSON keeps and a Booster loaded
+        # from it does not (its configuration reports 0)
+        params["max_delta_step"] = float(np.float32(obj_params.get("max_delta_step", 0.7)))
     n_parallel = int(model.get("gbtree_model_param", {}).get("num_parallel_tree", 1))
     # the updaters shrink each of an iteration's parallel trees by eta / num_parallel_tree,
     # in float32
     eta = float(np.float32(params["eta"]) / np.float32(n_parallel))
 
     trees_json = model["trees"]
-    trees = tuple(_read_tree(t, i, eta) for i, t in enumerate(trees_json))
+    renews = bool(objective is not None and objective.renews_leaves)
+    params_fit = _params_fit(learner, model, params, renews, eta)
+    shrinkages = None
+    if not params_fit and params["max_delta_step"] == 0:
+        # one eta does not fit: each tree's own, if its weights tell (a schedule's)
+        shrinkages = _tree_shrinkages(trees_json, params["lambda"])
+    per_tree = shrinkages is not None
+    if per_tree:
+        params_fit = True
+    else:
+        shrinkages = np.full(len(trees_json), eta)
+    trees = tuple(_read_tree(t, i, s) for i, (t, s) in enumerate(zip(trees_json, shrinkages)))
     n_trees = len(trees)
     tree_info = np.asarray(model.get("tree_info", np.zeros(n_trees)), dtype=np.int64)
     if tree_info.shape != (n_trees,) or (n_trees and tree_info.max() >= n_outputs):
@@ -294,10 +348,14 @@ def parse_model(
         weight_float32=True, raw_gradient_score=compat.scores_with_raw_gradient(version),
         monotone=_monotone_constraints(params),
     )
-    renews = bool(objective is not None and objective.renews_leaves)
-    params_fit = _params_fit(learner, model, params, renews, eta)
     unknown = not params_fit and not params_given
     warnings = list(_warnings(learner, model, params, obj_name, base, params_fit or unknown))
+    if per_tree and np.ptp(shrinkages) > 0:
+        warnings.append(
+            f"the trees were shrunk by different learning rates ({shrinkages.min():.6g} to "
+            f"{shrinkages.max():.6g}: a LearningRateScheduler?), not the configured "
+            f"eta={params['eta']:g}: each tree's is read from its own weights"
+        )
     if objective is None and not custom_objective:
         warnings.append(
             f"objective {obj_name!r} has no equivalent in the core: pass objective= (a "

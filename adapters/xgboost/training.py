@@ -248,6 +248,7 @@ def train(
     early_stopping_rounds: int | None = None,
     evals_result: dict | None = None,
     verbose_eval: bool | int = True,
+    xgb_model: Any = None,
     callbacks: Sequence[xgboost.callback.TrainingCallback] | None = None,
     holdout_fraction: float = 0.5,
     redraw_holdout: bool = True,
@@ -307,12 +308,18 @@ def train(
         XGBoost's own ``EvaluationMonitor``, which prints where XGBoost prints. Pass False and
         ``callbacks=[xgboost.callback.EvaluationMonitor(logger=...)]`` to send them to a
         ``logging`` logger instead. False prints nothing.
+    xgb_model : None
+        Continued training is not supported: anything but None is an error.
     callbacks : sequence of xgboost.callback.TrainingCallback, optional
-        Called as ``xgboost.train`` calls them (``before_training``, ``after_iteration``
-        with the evaluation log, ``after_training``). ``model`` is the Booster growing the
-        trees, which holds them unpruned, except in ``after_training``, which gets (and may
-        replace) the returned model. They cannot stop training (a warning says so) and must
-        not change training parameters.
+        Called as ``xgboost.train`` calls them (``before_training``, ``before_iteration``,
+        ``after_iteration`` with the evaluation log, ``after_training``). ``model`` is the
+        Booster growing the trees, which holds them unpruned, except in ``after_training``,
+        which gets (and may replace) the returned model: ``EarlyStopping(save_best=True)``
+        works as in ``xgboost.train``, and the training record then covers the returned
+        trees only. ``before_iteration`` or ``after_iteration`` returning True stops
+        training. They may set the learning rate between rounds
+        (``LearningRateScheduler``): nodes collapsed in a round get that round's eta; a
+        change of ``lambda``, ``alpha`` or ``max_delta_step`` is an error.
     holdout_fraction : float in [0, 1)
         Share of training rows held out each round to score the new splits.
         The default, 0.5 re-drawn every round, did best in the accuracy suite
@@ -349,10 +356,12 @@ def train(
         :class:`~unbiased_criteria.options.GainOptions`; e.g. ``holdout_fraction`` outside
         [0, 1), a NaN ``prune_threshold``), ``dtrain``
         without labels or with weights summing to zero, labels outside the objective's range,
-        early stopping without evals.
+        early stopping without evals, an ``xgb_model``.
     UnsupportedModelError
         Objectives, boosters and options the hook cannot drive (see ``params``).
     """
+    if xgb_model is not None:  # the message the estimators give
+        raise ValueError("xgb_model (continued training) is not supported")
     return run_training(
         params, dtrain, num_boost_round, evals=evals, obj=obj, maximize=maximize,
         custom_metric=custom_metric, early_stopping_rounds=early_stopping_rounds,
@@ -416,8 +425,9 @@ def run_training(
     eval_y = [_labels(d, f"evals[{i}] ({s!r})") for i, (d, s) in enumerate(evals)]
 
     # routed on dtrain's category codes (the user's DMatrix still goes to custom_metric)
-    grower = XGBGrower(params, dtrain, [on_dtrain_categories(d, f"evals[{i}] ({s!r})", dtrain)
-                                        for i, (d, s) in enumerate(evals)])
+    routed = [on_dtrain_categories(d, f"evals[{i}] ({s!r})", dtrain)
+              for i, (d, s) in enumerate(evals)]
+    grower = XGBGrower(params, dtrain, routed)
     K = grower.n_outputs
     template = json.loads(grower.booster.save_raw("json"))
     model_ir = parse_model(template, grower.train_params)
@@ -443,7 +453,12 @@ def run_training(
     estimate = obj is None and num_boost_round > 0
     base_score = _host_intercept(params, dtrain, grower, estimate=estimate)
     init = parse_base_score(base_score, name, K)
-    if estimate:  # XGBoost's margins start where the loop's scores do (see XGBGrower)
+    if estimate:
+        # the throwaway Booster drew from XGBoost's global random engine, which a Booster
+        # seeds once, when it is first configured: a new one samples rows and columns as
+        # xgb.train's Booster does (the first one sampled others)
+        grower = XGBGrower(params, dtrain, routed)
+        # XGBoost's margins start where the loop's scores do (see XGBGrower)
         grower.start_from(base_score)
 
     # XGBoost stops on the last metric of the last eval set; a custom metric's names are
@@ -473,27 +488,33 @@ def run_training(
     for cb in callbacks:
         if not isinstance(cb, xgboost.callback.TrainingCallback):
             raise TypeError("callbacks must be xgboost.callback.TrainingCallback instances")
+    # the caller's callbacks may set the learning rate between rounds (LearningRateScheduler)
+    follow = grower.follow_params if callbacks else (lambda: None)
     if verbose_eval:
         period = 1 if verbose_eval is True else int(verbose_eval)
         callbacks.append(xgboost.callback.EvaluationMonitor(period=period))
     history: dict[str, dict[str, list[float]]] = {}
-    warned = []
+    n_rounds = int(num_boost_round)
 
-    def on_round(it: int, evaluations: dict) -> None:
+    def on_round(it: int, evaluations: dict) -> bool:
         for (set_name, metric_name), (value, _) in evaluations.items():
             history.setdefault(set_name, {}).setdefault(metric_name, []).append(value)
-        stop = [cb.after_iteration(grower.booster, it, history) for cb in callbacks]
-        if any(stop) and not warned:
-            warned.append(True)
-            warnings.warn("a callback asked to stop training: the training hook cannot stop "
-                          "from a callback (use early_stopping_rounds)", UserWarning,
-                          stacklevel=2)
+        # as xgb.train: True from a callback stops (the ones after it are not called), and
+        # the next round's before_iteration runs before it is grown
+        stop = any(cb.after_iteration(grower.booster, it, history) for cb in callbacks)
+        if not stop and it + 1 < n_rounds:
+            stop = any(cb.before_iteration(grower.booster, it + 1, history) for cb in callbacks)
+        follow()
+        return stop
 
     for cb in callbacks:
         cb.before_training(grower.booster)
+    if n_rounds and any(cb.before_iteration(grower.booster, 0, history) for cb in callbacks):
+        n_rounds = 0
+    follow()
     result = boost(
         grower, objective, y, weight,
-        num_boost_round=int(num_boost_round), split_score=model_ir.split_score,
+        num_boost_round=n_rounds, split_score=model_ir.split_score,
         init_score=init, score_dtype=np.float32,
         options=options,
         eval_sets=eval_sets, metrics=metrics, feval=feval if eval_sets else None,
@@ -524,11 +545,13 @@ def run_training(
         else np.tile(init.astype(np.float32), (e.y.size, 1))
         for r, e in zip(latest, eval_sets)
     )
-    record = TrainingRecord.from_result(result, n_trees, K, forest.feature_names,
-                                        options.n_blocks)
     for cb in callbacks:
         out = cb.after_training(booster)
         booster = out if isinstance(out, xgboost.Booster) else booster
+    # the record covers the returned trees only (EarlyStopping(save_best=True) slices them)
+    n_returned = min(n_trees, booster.num_boosted_rounds() * K)
+    record = TrainingRecord.from_result(result, n_returned, K, forest.feature_names,
+                                        options.n_blocks)
     attach_record(booster, record)
     if evals_result is not None:
         evals_result.update(result.evals_result)

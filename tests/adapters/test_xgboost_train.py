@@ -384,11 +384,11 @@ def test_callbacks_are_called_like_xgboost():
             seen.append((epoch, len(evals_log["valid"]["rmse"])))
             return epoch == 2
 
-    with pytest.warns(UserWarning, match="cannot stop"):
-        bst = ax.train(params_for("reg:squarederror"), dtrain, 4, evals=[(dvalid, "valid")],
-                       callbacks=[Recorder()], verbose_eval=False, random_state=0)
-    assert seen == [(0, 1), (1, 2), (2, 3), (3, 4)]
-    assert bst.num_boosted_rounds() == 4
+    # returning True stops after that round, as in xgb.train
+    bst = ax.train(params_for("reg:squarederror"), dtrain, 4, evals=[(dvalid, "valid")],
+                   callbacks=[Recorder()], verbose_eval=False, random_state=0)
+    assert seen == [(0, 1), (1, 2), (2, 3)]
+    assert bst.num_boosted_rounds() == 3
 
 
 def test_record_belongs_to_the_returned_booster_only():

@@ -1,0 +1,407 @@
+"""Session-9 probes of the XGBoost adapter: cases users meet that the other tests did not
+cover, each checked against XGBoost's own numbers (its trees' base_weights, ``xgb.train``
+with the same callbacks, its predictions)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+xgboost = pytest.importorskip("xgboost")
+xgb = xgboost
+
+from unbiased_criteria.adapters import xgboost as ax  # noqa: E402
+
+OFF = {"prune_threshold": None, "holdout_fraction": 0.0}  # the hook is then xgb.train
+
+
+def _data(n=1200, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 5)).astype(np.float32)
+    Xv = rng.normal(size=(n // 2, 5)).astype(np.float32)
+
+    def label(A):
+        return A[:, 0] + 0.5 * A[:, 1] ** 2 + rng.normal(size=A.shape[0])
+
+    return xgb.DMatrix(X, label(X)), xgb.DMatrix(Xv, label(Xv))
+
+
+PARAMS = {"max_depth": 4, "eta": 0.3, "seed": 0, "nthread": 1}
+
+
+def _trees(bst):
+    return json.loads(bst.save_raw("json"))["learner"]["gradient_booster"]["model"]["trees"]
+
+
+class _GrownTrees(xgb.callback.TrainingCallback):
+    """Keeps each round's tree as the Booster grew it (before the hook prunes it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.trees = []
+
+    def after_iteration(self, model, epoch, evals_log):
+        self.trees.append(_trees(model[epoch : epoch + 1])[0])
+        return False
+
+
+# ------------------------------------------------------- callbacks that change the learning rate
+
+
+def test_learning_rate_scheduler_collapsed_nodes_take_their_rounds_eta():
+    """XGBoost's LearningRateScheduler sets eta between rounds: a node the hook collapses gets
+    what XGBoost would give it as a leaf in *that* round, ``eta_round * base_weight``; it got
+    the first round's eta (6x too large at eta 0.05)."""
+    dtrain, _ = _data()
+    rates = [0.3, 0.05, 0.8, 0.1, 0.5, 0.02]
+    grown = _GrownTrees()
+    # XGBoost's scheduler sets learning_rates(epoch) after round epoch: round r uses rates[r]
+    schedule = xgb.callback.LearningRateScheduler(lambda epoch: rates[(epoch + 1) % 6])
+    bst = ax.train(PARAMS, dtrain, 6, callbacks=[grown, schedule], verbose_eval=False,
+                   random_state=0)
+    collapsed_later = 0
+    for r, (tree, pruned) in enumerate(zip(grown.trees, _trees(bst))):
+        inner = np.asarray(tree["left_children"]) >= 0
+        cond = np.asarray(tree["split_conditions"], dtype=np.float32)
+        weight = np.asarray(tree["base_weights"], dtype=np.float32)
+        # XGBoost's own leaf values in this round are eta_r * w: the schedule applied
+        leaf_values = set(cond[~inner].tolist())
+        as_leaf = set((np.float32(rates[r]) * weight[inner]).tolist())
+        leaf = np.asarray(pruned["left_children"]) < 0
+        new = [v for v in np.asarray(pruned["split_conditions"], np.float32)[leaf].tolist()
+               if v not in leaf_values]
+        assert all(v in as_leaf for v in new), (r, new, sorted(as_leaf))
+        collapsed_later += len(new) if r > 0 else 0
+    assert collapsed_later > 0  # the test saw collapsed nodes in rounds with another eta
+
+
+def test_callback_changing_lambda_is_refused():
+    """lambda fixes every collapsed node's value: a callback changing it mid-run is refused
+    (the hook would otherwise keep the first value silently)."""
+    dtrain, _ = _data(n=400)
+
+    class Lambda(xgb.callback.TrainingCallback):
+        def after_iteration(self, model, epoch, evals_log):
+            model.set_param("reg_lambda", 5.0)
+            return False
+
+    with pytest.raises(ValueError, match="lambda"):
+        ax.train(PARAMS, dtrain, 3, callbacks=[Lambda()], verbose_eval=False)
+
+
+# -------------------------------------------------------------- callbacks that stop training
+
+
+def test_early_stopping_callback_stops_as_in_xgb_train():
+    """``EarlyStopping(save_best=True)`` as a callback (XGBoost's documented pattern): with
+    pruning off the hook is ``xgb.train``, which stops when the callback says so and returns
+    the rounds up to the best one; the hook trained every round and warned instead."""
+    dtrain, dvalid = _data()
+    params = {**PARAMS, "eta": 0.9}
+
+    def stopper():
+        return xgb.callback.EarlyStopping(rounds=3, save_best=True)
+
+    host_log, our_log = {}, {}
+    host = xgb.train(params, dtrain, 40, evals=[(dvalid, "v")], callbacks=[stopper()],
+                     evals_result=host_log, verbose_eval=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours = ax.train(params, dtrain, 40, evals=[(dvalid, "v")], callbacks=[stopper()],
+                        evals_result=our_log, verbose_eval=False, **OFF)
+    assert len(host_log["v"]["rmse"]) < 40  # the host stopped early
+    assert len(our_log["v"]["rmse"]) == len(host_log["v"]["rmse"])
+    assert ours.num_boosted_rounds() == host.num_boosted_rounds()
+    assert ours.best_iteration == host.best_iteration
+    np.testing.assert_allclose(ours.predict(dvalid), host.predict(dvalid), atol=1e-6)
+
+
+def test_save_best_record_holds_only_the_returned_trees():
+    """After ``EarlyStopping(save_best=True)`` slices the model, the training record (and so
+    ``feature_importances_``) covers the returned trees only, as documented; it held every
+    round's splits."""
+    dtrain, dvalid = _data()
+    stopper = xgb.callback.EarlyStopping(rounds=3, save_best=True)
+    bst = ax.train({**PARAMS, "eta": 0.9}, dtrain, 40, evals=[(dvalid, "v")],
+                   callbacks=[stopper], verbose_eval=False, random_state=0)
+    splits = ax.training_splits(bst)
+    assert bst.num_boosted_rounds() == bst.best_iteration + 1 < 40
+    assert splits["iteration"].max() == bst.best_iteration
+    # the kept splits are exactly the returned model's splits
+    n_splits = sum(int(np.sum(np.asarray(t["left_children"]) >= 0)) for t in _trees(bst))
+    assert int(splits["kept"].sum()) == n_splits
+
+
+def test_before_iteration_is_called_and_stops_as_in_xgb_train():
+    """``before_iteration`` runs before each round and returning True stops before it, as in
+    ``xgb.train``; the hook never called it."""
+    dtrain, _ = _data(n=400)
+
+    class StopBefore(xgb.callback.TrainingCallback):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def before_iteration(self, model, epoch, evals_log):
+            self.seen.append(epoch)
+            return epoch == 2
+
+    host_cb, our_cb = StopBefore(), StopBefore()
+    host = xgb.train(PARAMS, dtrain, 5, callbacks=[host_cb], verbose_eval=False)
+    ours = ax.train(PARAMS, dtrain, 5, callbacks=[our_cb], verbose_eval=False, **OFF)
+    assert our_cb.seen == host_cb.seen == [0, 1, 2]
+    assert ours.num_boosted_rounds() == host.num_boosted_rounds() == 2
+
+
+# ------------------------------------------------------------------- continued training
+
+
+@pytest.mark.parametrize("kind", ["booster", "file"])
+def test_xgb_model_is_refused_naming_it(kind, tmp_path):
+    """``xgb_model=`` (continued training, a Booster or a file) is one clear error, as the
+    estimators give; it was Python's "unexpected keyword argument"."""
+    dtrain, _ = _data(n=300)
+    start = xgb.train(PARAMS, dtrain, 2)
+    if kind == "file":
+        start.save_model(tmp_path / "start.json")
+        start = str(tmp_path / "start.json")
+    with pytest.raises(ValueError, match="xgb_model .continued training. is not supported"):
+        ax.train(PARAMS, dtrain, 2, xgb_model=start, verbose_eval=False)
+    bst = ax.train(PARAMS, dtrain, 1, xgb_model=None, verbose_eval=False)
+    assert bst.num_boosted_rounds() == 1
+
+
+# ------------------------------------------------------------------- XGBoost's random draws
+
+
+@pytest.mark.parametrize("sampling", [{"subsample": 0.7}, {"colsample_bynode": 0.5},
+                                      {"colsample_bytree": 0.6, "seed": 3}])
+def test_pruning_off_with_sampling_is_xgb_train(sampling):
+    """With pruning off and nothing held out the hook is ``xgb.train``, row and column
+    sampling included: the throwaway Booster that estimates the intercept drew from
+    XGBoost's global random engine after the growing Booster had seeded it, so the growing
+    Booster sampled other rows and columns (margins off by 1.4)."""
+    dtrain, dvalid = _data()
+    params = {**PARAMS, **sampling}
+    host = xgb.train(params, dtrain, 5)
+    ours = ax.train(params, dtrain, 5, verbose_eval=False, **OFF)
+    np.testing.assert_allclose(ours.predict(dvalid, output_margin=True),
+                               host.predict(dvalid, output_margin=True), atol=1e-6)
+
+
+# --------------------------------------------------------------- exact and approx tree methods
+
+
+@pytest.mark.parametrize("method", [{"tree_method": "exact", "gamma": 2.0},
+                                    {"tree_method": "approx", "max_bin": 32},
+                                    {"tree_method": "approx", "grow_policy": "lossguide",
+                                     "max_leaves": 8}])
+def test_exact_and_approx_models_match_the_host_without_a_warning(method):
+    """Models of the exact (whose prune updater removes splits below gamma as it grows) and
+    approx tree methods replay as hist ones do: the recomputed B is XGBoost's loss_changes,
+    the node hessian sums its sum_hessian, and refitting every leaf with nothing pruned gives
+    its predictions; they were warned about as unverified."""
+    import unbiased_criteria as uc
+
+    rng = np.random.default_rng(4)
+    X, Xv = rng.normal(size=(1200, 5)), rng.normal(size=(800, 5))
+    y = X[:, 0] + 0.5 * X[:, 1] ** 2 + rng.normal(size=1200)
+    yv = Xv[:, 0] + 0.5 * Xv[:, 1] ** 2 + rng.normal(size=800)
+    w = rng.uniform(0.3, 2.0, size=1200)
+    bst = xgb.train({**PARAMS, **method}, xgb.DMatrix(X, y, weight=w), 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        splits = uc.unbiased_importance(bst, X, y, Xv, yv, train_weight=w,
+                                        random_state=0).splits
+        refit = uc.prune(bst, X, y, Xv, yv, train_weight=w, threshold=-np.inf,
+                         refit_leaves=True)
+    rel = np.abs(splits["biased_gain"] - splits["host_gain"]) / np.abs(splits["host_gain"])
+    assert len(splits) > 50 and np.median(rel) <= 1e-6 and np.quantile(rel, 0.95) <= 1e-3
+    np.testing.assert_allclose(splits["sum_hessian"], splits["host_hessian"], rtol=1e-6)
+    dv = xgb.DMatrix(Xv)
+    np.testing.assert_allclose(refit.predict(dv), bst.predict(dv), atol=1e-5)
+
+
+# ------------------------------------------- models loaded from a file: clipped leaf weights
+
+
+def _count_data(n, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 5))
+    return X, rng.poisson(np.exp(0.6 * X[:, 0] + 0.3 * X[:, 1] ** 2)).astype(float)
+
+
+def _loaded(bst, tmp_path):
+    bst.save_model(tmp_path / "model.json")
+    return xgb.Booster(model_file=str(tmp_path / "model.json"))
+
+
+@pytest.mark.parametrize("extra", [{}, {"max_delta_step": 0.3}])
+def test_loaded_poisson_model_keeps_its_max_delta_step(extra, tmp_path):
+    """count:poisson clips leaf weights at max_delta_step (0.7 unless given), a parameter the
+    model file keeps only in its objective; a loaded Booster's configuration reports 0. The
+    loaded model was scored and refit unclipped: B up to 7x the host's gain, refit
+    predictions off by 0.3, silently."""
+    import unbiased_criteria as uc
+
+    X, y = _count_data(1500, 0)
+    Xv, yv = _count_data(1000, 1)
+    bst = xgb.train({"objective": "count:poisson", "max_depth": 5, **extra},
+                    xgb.DMatrix(X, y), 10)
+    loaded = _loaded(bst, tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        splits = uc.unbiased_importance(loaded, X, y, Xv, yv, random_state=0).splits
+        refit = uc.prune(loaded, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True)
+    rel = np.abs(splits["biased_gain"] - splits["host_gain"]) / np.abs(splits["host_gain"])
+    assert np.median(rel) <= 1e-6 and np.quantile(rel, 0.95) <= 1e-3
+    dv = xgb.DMatrix(Xv)
+    np.testing.assert_allclose(refit.predict(dv, output_margin=True),
+                               bst.predict(dv, output_margin=True), atol=1e-5)
+
+
+def test_loaded_model_with_some_clipped_leaves_is_not_read_with_the_defaults(tmp_path):
+    """A loaded Booster reports eta 0.3, lambda 1 and no max_delta_step. When the trees were
+    clipped (max_delta_step) at a few nodes only, the defaults passed the check (a median
+    over the nodes) and pruning wrote unclipped values (refit predictions off by 0.8); the
+    misfit is now seen, and pruning asks for the parameters as documented."""
+    import unbiased_criteria as uc
+
+    rng = np.random.default_rng(5)
+    X, Xv = rng.normal(size=(1500, 5)), rng.normal(size=(1000, 5))
+    y = X[:, 0] + 0.5 * X[:, 1] ** 2 + rng.normal(size=1500)
+    yv = Xv[:, 0] + 0.5 * Xv[:, 1] ** 2 + rng.normal(size=1000)
+    bst = xgb.train({"max_depth": 4, "max_delta_step": 1.5}, xgb.DMatrix(X, y), 10)
+    weights = np.concatenate([t["base_weights"] for t in _trees(bst)])
+    assert 0 < np.mean(np.abs(weights) >= 1.5 - 1e-6) < 0.1  # a few clipped nodes
+    loaded = _loaded(bst, tmp_path)
+    with pytest.raises(ValueError, match="max_delta_step"):
+        uc.prune(loaded, X, y, Xv, yv, refit_leaves=True)
+    loaded.set_param({"max_delta_step": 1.5})  # given, as the error says: exact again
+    refit = uc.prune(loaded, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True)
+    dv = xgb.DMatrix(Xv)
+    np.testing.assert_allclose(refit.predict(dv), bst.predict(dv), atol=1e-5)
+
+
+@pytest.mark.parametrize("extra", [{}, {"max_delta_step": 0.3}])
+def test_poisson_dump_clips_at_its_max_delta_step(extra):
+    """A count:poisson dump: the trees are clipped at max_delta_step (0.7 unless given) and
+    the objective's hessian uses it too; the dump was read with 0 for the trees (B up to 7x
+    the host's gain) and host_params could not give it to the objective."""
+    import unbiased_criteria as uc
+
+    X, y = _count_data(1500, 0)
+    Xv, yv = _count_data(1000, 1)
+    bst = xgb.train({"objective": "count:poisson", "max_depth": 5, **extra},
+                    xgb.DMatrix(X, y), 10)
+    config = json.loads(bst.save_config())["learner"]["learner_model_param"]
+    host_params = {"objective": "count:poisson", "eta": 0.3, "lambda": 1.0,
+                   "base_score": json.loads(config["base_score"])[0], **extra}
+    dump = bst.get_dump(dump_format="json", with_stats=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        splits = uc.unbiased_importance(dump, X, y, Xv, yv, host_params=host_params,
+                                        random_state=0).splits
+    # XGBoost's default, assumed with a warning where it was not given
+    assert [str(w.message)[:40] for w in caught] == (
+        [] if extra else ["the dump does not store max_delta_step: "])
+    rel = np.abs(splits["biased_gain"] - splits["host_gain"]) / np.abs(splits["host_gain"])
+    assert np.median(rel) <= 1e-6 and np.quantile(rel, 0.95) <= 1e-3
+    np.testing.assert_allclose(splits["sum_hessian"], splits["host_hessian"], rtol=1e-5)
+
+
+@pytest.mark.parametrize("objective, extra", [
+    ("binary:logistic", {"scale_pos_weight": 3.0}),
+    ("reg:pseudohubererror", {"huber_slope": 0.4}),
+    ("reg:tweedie", {"tweedie_variance_power": 1.2}),
+])
+def test_dump_takes_its_objective_parameters(objective, extra):
+    """A dump does not store its objective's parameters: ``host_params`` takes them (it
+    refused them as unknown keys, so such a dump could only be scored with the defaults'
+    gradients), and a default assumed is a warning naming it, as for LightGBM dumps."""
+    import unbiased_criteria as uc
+
+    rng = np.random.default_rng(6)
+    X, Xv = rng.normal(size=(1500, 5)), rng.normal(size=(1000, 5))
+
+    def label(A):
+        s = A[:, 0] + 0.5 * A[:, 1] ** 2 + rng.normal(size=A.shape[0])
+        if objective == "binary:logistic":
+            return (s > 1.0).astype(float)
+        return np.exp(0.3 * s) if objective == "reg:tweedie" else s
+
+    y, yv = label(X), label(Xv)
+    bst = xgb.train({"objective": objective, "max_depth": 4, **extra}, xgb.DMatrix(X, y), 8)
+    config = json.loads(bst.save_config())["learner"]["learner_model_param"]
+    host_params = {"objective": objective, "eta": 0.3, "lambda": 1.0,
+                   "base_score": json.loads(config["base_score"])[0]}
+    dump = bst.get_dump(dump_format="json", with_stats=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        splits = uc.unbiased_importance(dump, X, y, Xv, yv, host_params={**host_params, **extra},
+                                        random_state=0).splits
+    rel = np.abs(splits["biased_gain"] - splits["host_gain"]) / np.abs(splits["host_gain"])
+    assert np.median(rel) <= 1e-6 and np.quantile(rel, 0.95) <= 1e-3
+    (key,) = extra
+    with pytest.warns(UserWarning, match=f"does not store {key}"):
+        uc.unbiased_importance(dump, X, y, Xv, yv, host_params=host_params, random_state=0)
+
+
+def test_loaded_monotone_model_is_refused_naming_monotone_constraints(tmp_path):
+    """A model file does not keep monotone_constraints either (a loaded Booster reports
+    none), and the clamped leaves do not fit the defaults: the refusal names monotone
+    constraints among what to pass (it named only eta, lambda, alpha and max_delta_step, and
+    passing those alone prunes without the constraints); given, pruning keeps them."""
+    import unbiased_criteria as uc
+
+    rng = np.random.default_rng(7)
+    X, Xv = rng.normal(size=(1500, 5)), rng.normal(size=(1000, 5))
+    y = X[:, 0] - 0.5 * X[:, 1] + rng.normal(size=1500)
+    yv = Xv[:, 0] - 0.5 * Xv[:, 1] + rng.normal(size=1000)
+    constraints = "(1,-1,0,0,0)"
+    bst = xgb.train({"max_depth": 4, "monotone_constraints": constraints},
+                    xgb.DMatrix(X, y), 10)
+    loaded = _loaded(bst, tmp_path)
+    with pytest.raises(ValueError, match="monotone_constraints"):
+        uc.prune(loaded, X, y, Xv, yv)
+    loaded.set_param({"monotone_constraints": constraints})
+    with pytest.warns(UserWarning, match="monotone"):
+        pruned = uc.prune(loaded, X, y, Xv, yv, random_state=0)
+    grid = np.zeros((50, 5))
+    grid[:, 0] = np.linspace(-3, 3, 50)
+    assert np.all(np.diff(pruned.predict(xgb.DMatrix(grid))) >= 0)
+
+
+# ----------------------------------------- post-hoc: a model trained with a changing eta
+
+
+@pytest.mark.parametrize("first", [0.1, 0.3])
+def test_model_trained_with_a_learning_rate_schedule_is_read_per_tree(first):
+    """``xgb.train`` with a LearningRateScheduler shrinks each tree by its own round's eta;
+    the configuration keeps one. Each tree's eta is read from its own weights (leaves shrunk,
+    internal nodes not): refitting every leaf with nothing pruned gives the host's model
+    again. Before, one eta served every tree: refit predictions off by 0.8 under a warning
+    whose advice (pass the real eta) could not be followed, or (eta 0.3 configured) pruning
+    was refused."""
+    import unbiased_criteria as uc
+
+    rng = np.random.default_rng(8)
+    X, Xv = rng.normal(size=(1500, 5)), rng.normal(size=(1000, 5))
+    y = X[:, 0] + 0.5 * X[:, 1] ** 2 + rng.normal(size=1500)
+    yv = Xv[:, 0] + 0.5 * Xv[:, 1] ** 2 + rng.normal(size=1000)
+    rates = [first, 0.3, 0.05, 0.2, 0.15, 0.1]
+    schedule = xgb.callback.LearningRateScheduler(lambda epoch: rates[(epoch + 1) % 6])
+    bst = xgb.train({"max_depth": 4, "eta": first}, xgb.DMatrix(X, y), 6,
+                    callbacks=[schedule])
+    with pytest.warns(UserWarning, match="learning rates"):
+        report = uc.unbiased_importance(bst, X, y, Xv, yv, random_state=0)
+    splits = report.splits
+    rel = np.abs(splits["biased_gain"] - splits["host_gain"]) / np.abs(splits["host_gain"])
+    assert np.median(rel) <= 1e-6
+    with pytest.warns(UserWarning, match="learning rates"):
+        refit = uc.prune(bst, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True)
+    dv = xgb.DMatrix(Xv)
+    np.testing.assert_allclose(refit.predict(dv), bst.predict(dv), atol=1e-5)
