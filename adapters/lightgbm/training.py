@@ -23,7 +23,7 @@ import lightgbm
 import numpy as np
 import pandas as pd
 from unbiased_criteria.adapters._record import attach_record, record_of
-from unbiased_criteria.adapters.lightgbm.callbacks import LoopHooks, after_iteration_callbacks
+from unbiased_criteria.adapters.lightgbm.callbacks import LoopHooks, training_callbacks
 from unbiased_criteria.adapters.lightgbm.compat import choose_param_value
 from unbiased_criteria.adapters.lightgbm.datasets import Setup, check_sets, construct
 from unbiased_criteria.adapters.lightgbm.grower import LGBMGrower
@@ -251,7 +251,7 @@ def run_training(
     params, name, fobj, num_boost_round = _resolve_params(params, num_boost_round)
     if options.holdout_fraction > 0:
         _check_min_hessian(params)
-    params, callbacks_after = after_iteration_callbacks(params, callbacks)
+    params, callbacks = training_callbacks(params, callbacks)
 
     loop: list = []  # the loop's objective, output transform and init score
 
@@ -278,9 +278,11 @@ def run_training(
     )
     hooks = LoopHooks(
         grower=grower, params=params, num_boost_round=num_boost_round, convert=convert,
-        source=source, callbacks=callbacks_after,
+        source=source, callbacks=callbacks,
         fevals=[f for f in ([feval] if callable(feval) else list(feval or [])) if f is not None],
     )
+    if hooks.before:
+        grower.before_round = hooks.before_round
     result = boost(
         grower, objective, setup.train_rows.y, setup.train_rows.weight,
         num_boost_round=num_boost_round,
