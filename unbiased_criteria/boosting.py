@@ -230,9 +230,15 @@ def boost(
 
     for it in range(num_boost_round):
         score = raw if K > 1 else raw[:, 0]
-        g, h = objective.grad_hess(y_read, score, w_read)
-        g, h = g.reshape(n, K), h.reshape(n, K)
         held_rows = holdout.held_rows(n, it, options)  # in random order: the draws' ranks
+        step_objective = objective
+        if objective.iteration_scaled:  # the rows that build the tree set the round's loss
+            kept = np.ones(n, dtype=bool)
+            kept[held_rows] = False
+            step_objective = objective.at_iteration(
+                y_read[kept], score[kept], None if w_read is None else w_read[kept])
+        g, h = step_objective.grad_hess(y_read, score, w_read)
+        g, h = g.reshape(n, K), h.reshape(n, K)
         score_round = prune_threshold is not None and held_rows.size > 0
         scoring |= score_round
         g_fit, h_fit = g, h  # nothing held out: the host sees the gradients as they are

@@ -7,6 +7,7 @@ metric, which metrics early stopping maximises, the predictions metrics see
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +23,7 @@ _DEFAULT_METRIC = {
     "reg:pseudohubererror": "mphe", "binary:logistic": "logloss", "binary:logitraw": "logloss",
     "multi:softmax": "mlogloss", "multi:softprob": "mlogloss",
     "count:poisson": "poisson-nloglik", "reg:gamma": "gamma-deviance",
+    "reg:absoluteerror": "mae", "reg:quantileerror": "quantile",
 }
 #: prefixes of metrics XGBoost maximises when early stopping is not told (callback.py)
 _MAXIMIZE_PREFIXES = ("auc", "aucpr", "pre", "pre@", "map", "ndcg", "auc@", "aucpr@", "map@",
@@ -111,6 +113,11 @@ def _metric_rows(name: str, param: float | None, y: np.ndarray, p: np.ndarray) -
             a = y * np.exp((one - rho) * np.log(p)) / (one - rho)
             b = np.exp((np.float32(2) - rho) * np.log(p)) / (np.float32(2) - rho)
             return -a + b
+        if name == "quantile":  # pinball loss at quantile_alpha
+            d = y - p
+            sign = (d >= np.float32(0)).astype(np.float32)
+            a = np.float32(param)
+            return a * sign * d - (one - a) * (one - sign) * d
         if name == "mlogloss":
             pk = p[np.arange(y.size), y.astype(np.int64)]
             return np.where(pk > _LOG_EPS, -np.log(pk), -np.log(_LOG_EPS))
@@ -120,7 +127,7 @@ def _metric_rows(name: str, param: float | None, y: np.ndarray, p: np.ndarray) -
 
 
 _ELEMENTWISE = ("rmse", "rmsle", "mae", "mape", "mphe", "logloss", "error", "poisson-nloglik",
-                "gamma-nloglik", "gamma-deviance", "tweedie-nloglik")
+                "gamma-nloglik", "gamma-deviance", "tweedie-nloglik", "quantile")
 _MULTICLASS_METRICS = ("mlogloss", "merror")
 _SUPPORTED_METRICS = (*_ELEMENTWISE, *_MULTICLASS_METRICS, "auc", "error@<t>",
                       "tweedie-nloglik@<rho>")
@@ -157,6 +164,12 @@ def _xgb_metric(spec: str, objective: str, n_outputs: int, params: Mapping[str, 
         name = f"tweedie-nloglik@{param:g}"
     elif base == "mphe":
         param = float(params.get("huber_slope", 1.0))
+    elif base == "quantile":
+        alpha = np.atleast_1d(json.loads(str(params.get("quantile_alpha", "0.5"))))
+        if alpha.size != 1:
+            raise ValueError("params['eval_metric']: metric 'quantile' is supported with one "
+                             "quantile_alpha")
+        param = float(np.float32(alpha[0]))
     elif arg or base not in (*_ELEMENTWISE, *_MULTICLASS_METRICS, "auc"):
         raise ValueError(
             f"params['eval_metric']: metric {spec!r} is not supported by the training hook; "

@@ -43,16 +43,16 @@ _TRAIN_OBJECTIVES = (
     "reg:squarederror", "reg:squaredlogerror", "reg:logistic", "reg:pseudohubererror",
     "binary:logistic", "binary:logitraw", "multi:softmax", "multi:softprob", "count:poisson",
     "reg:gamma", "reg:tweedie",
+    # XGBoost 3.4's smoothed L1 losses: leaves no longer renewed
+    *(("reg:absoluteerror", "reg:quantileerror")
+      if compat.model_version() >= compat.SMOOTH_L1_FROM else ()),
 )
 #: XGBoost objectives the training hook refuses, and why
 _REFUSED_OBJECTIVES = {
-    **dict.fromkeys(
+    **({} if compat.model_version() >= compat.SMOOTH_L1_FROM else dict.fromkeys(
         ("reg:absoluteerror", "reg:quantileerror"),
-        "from XGBoost 3.4 its gradients are a smoothed surrogate whose scale is a statistic of "
-        "all training rows in each iteration, which the hook does not drive (post-hoc "
-        "importance and pruning do)" if compat.model_version() >= compat.SMOOTH_L1_FROM
-        else "XGBoost renews its leaf values from its own prediction cache, which does not see "
-        "pruning, and from held-out rows"),
+        "XGBoost renews its leaf values from its own prediction cache, which does not see "
+        "pruning, and from held-out rows")),
     "binary:hinge": "the core has no hinge loss",
 }
 
@@ -277,10 +277,12 @@ def train(
         As for ``xgboost.train``. ``objective``: one of ``reg:squarederror``,
         ``reg:squaredlogerror``, ``reg:logistic``, ``reg:pseudohubererror``,
         ``binary:logistic``, ``binary:logitraw``, ``multi:softmax``, ``multi:softprob``,
-        ``count:poisson``, ``reg:gamma``, ``reg:tweedie`` (its link and default metric also
-        apply with ``obj=``). ``eval_metric``: XGBoost names among rmse, rmsle, mae, mape,
-        mphe, logloss, error, error@t, auc, mlogloss, merror, poisson-nloglik, gamma-nloglik,
-        gamma-deviance, tweedie-nloglik@rho; default: the objective's, as in XGBoost.
+        ``count:poisson``, ``reg:gamma``, ``reg:tweedie``, and from XGBoost 3.4
+        ``reg:absoluteerror`` and ``reg:quantileerror`` with one ``quantile_alpha`` (its link
+        and default metric also apply with ``obj=``). ``eval_metric``: XGBoost names among
+        rmse, rmsle, mae, mape, mphe, logloss, error, error@t, auc, mlogloss, merror,
+        poisson-nloglik, gamma-nloglik, gamma-deviance, tweedie-nloglik@rho, quantile;
+        default: the objective's, as in XGBoost.
         Not supported: ``num_parallel_tree > 1``, DART, gblinear, vector leaves.
     dtrain : xgboost.DMatrix
         Training rows with labels (and weights); no base_margin, no groups.

@@ -109,3 +109,30 @@ def test_dask_inputs_refuse_them():
     bst = xgb.train({"max_depth": 2, "nthread": 1}, xgb.DMatrix(X, y), 2)
     with pytest.raises(UnsupportedModelError, match="smooth_absolute_error.*dask inputs"):
         _read(bst, "smooth_absolute_error", None, "importance")
+
+
+@pytest.mark.parametrize("objective, extra", [("reg:absoluteerror", {}),
+                                              ("reg:quantileerror", {"quantile_alpha": 0.3})])
+def test_hook(objective, extra):
+    """Under XGBoost 3.4 the hook drives them: pruning off and nothing held out, it is
+    ``xgb.train`` (margins and the default metric, mae or quantile, bit for bit); as used it
+    prunes. Before 3.4 XGBoost renews their leaves from its own cache: refused."""
+    X, y, w = data(5, 800)
+    Xv, yv, _ = data(6, 300)
+    dtrain, dvalid = xgb.DMatrix(X, y, weight=w), xgb.DMatrix(Xv, yv)
+    params = {"objective": objective, "max_depth": 3, "eta": 0.3, "nthread": 1, **extra}
+    if not SMOOTH:
+        with pytest.raises(UnsupportedModelError, match="renews its leaf values"):
+            ax.train(params, dtrain, 3, verbose_eval=False)
+        return
+    want, got = {}, {}
+    ref = xgb.train(params, dtrain, 6, evals=[(dvalid, "valid")], evals_result=want,
+                    verbose_eval=False)
+    off = ax.train(params, dtrain, 6, evals=[(dvalid, "valid")], evals_result=got,
+                   verbose_eval=False, prune_threshold=None, holdout_fraction=0.0)
+    np.testing.assert_array_equal(off.predict(dvalid, output_margin=True),
+                                  ref.predict(dvalid, output_margin=True))
+    assert got == want and list(want["valid"]) == ["mae" if "abs" in objective else "quantile"]
+    used = ax.train(params, dtrain, 6, verbose_eval=False, random_state=0)
+    kept = ax.training_splits(used)
+    assert 0 < kept["kept"].sum() < len(kept)

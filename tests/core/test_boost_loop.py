@@ -162,3 +162,29 @@ def test_each_round_records_score_tree_on_that_rounds_rows(objective):
         np.testing.assert_array_equal(got["n_train"], want.n_train[inner])
         np.testing.assert_array_equal(result.jackknife[got.index], want.jackknife[:, inner].T)
     assert np.isfinite(result.splits["unbiased_gain"]).all()
+
+
+@pytest.mark.parametrize("name, extra", [("smooth_absolute_error", {}),
+                                         ("smooth_quantile", {"alpha": 0.3})])
+def test_a_loss_scaled_each_round_takes_the_fit_rows_scale(name, extra):
+    """XGBoost 3.4's smoothed L1 losses: each round's scale is a statistic of the rows that
+    build the tree (the held-out rows are not among them), and those rows reach the grower
+    with the gradients of that round's loss."""
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=300), rng.standard_t(3, size=300)
+    y[rng.random(300) < 0.3] *= 8.0  # rows whose residuals would move the scale
+    objective = make_objective(name, precision="float32", **extra)
+    grower = _StumpGrower(x, x[:10])
+    boost(grower, objective, y, None, num_boost_round=3, split_score=SplitScore(),
+          init_score=np.array([0.1]), options=GainOptions(random_state=0, holdout_fraction=0.4,
+                                                          prune_threshold=None),
+          eval_sets=[])
+    step = np.where(x <= 0, -0.25, 0.5)
+    for r, (grad, hess) in enumerate(grower.seen):
+        raw = (0.1 + r * step).astype(np.float32) if r < 2 else np.float32(0.1) + step + step
+        fit = hess[:, 0] != 0
+        at = objective.at_iteration(y[fit], raw[fit])
+        g, h = at.grad_hess(y, raw)
+        np.testing.assert_array_equal(grad[fit, 0], g[fit])
+        np.testing.assert_array_equal(hess[fit, 0], h[fit])
+        assert at.scale != objective.at_iteration(y, raw).scale  # all rows: another loss
