@@ -107,6 +107,14 @@ def _check_training_params(params: Mapping[str, Any]) -> str:
             f"params['booster']={booster!r} is not supported by the training hook: only gbtree "
             "(DART drops and rescales trees, gblinear has none)"
         )
+    # XGBoost 3.4 applies DART's dropout on gbtree too (earlier versions ignore these there)
+    dropout = {k: params[k] for k in ("rate_drop", "one_drop") if k in params
+               and str(params[k]).lower() not in ("0", "0.0", "false", "none")}
+    if dropout:
+        raise UnsupportedModelError(
+            f"params {dropout} (dropout) are not supported by the training hook: dropout drops "
+            "and rescales trees, which the loop's running scores do not follow"
+        )
     if int(params.get("num_parallel_tree", 1)) != 1:
         raise UnsupportedModelError(
             "params['num_parallel_tree'] > 1 is not supported by the training hook: the core "
@@ -283,7 +291,8 @@ def train(
         rmse, rmsle, mae, mape, mphe, logloss, error, error@t, auc, mlogloss, merror,
         poisson-nloglik, gamma-nloglik, gamma-deviance, tweedie-nloglik@rho, quantile;
         default: the objective's, as in XGBoost.
-        Not supported: ``num_parallel_tree > 1``, DART, gblinear, vector leaves.
+        Not supported: ``num_parallel_tree > 1``, DART and its dropout (``rate_drop``,
+        ``one_drop``, which XGBoost 3.4 applies on gbtree too), gblinear, vector leaves.
     dtrain : xgboost.DMatrix
         Training rows with labels (and weights); no base_margin, no groups.
     num_boost_round : int

@@ -432,6 +432,9 @@ def test_dtrain_without_labels(small):
     "params, kwargs, error, match",
     [
         ({"objective": "binary:hinge"}, {}, UnsupportedModelError, "no hinge loss"),
+        # XGBoost 3.4 drops trees on gbtree too with these (the hook was not xgb.train there)
+        ({"rate_drop": 0.3}, {}, UnsupportedModelError, r"'rate_drop': 0.3\} \(dropout\)"),
+        ({"one_drop": 1}, {}, UnsupportedModelError, "dropout"),
         ({"num_parallel_tree": 2}, {}, UnsupportedModelError, "num_parallel_tree"),
         ({"booster": "dart"}, {}, UnsupportedModelError, "booster"),
         ({"eval_metric": "ndcg"}, {"evals": "valid"}, ValueError, "metric 'ndcg'"),
