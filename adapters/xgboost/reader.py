@@ -20,6 +20,7 @@ import numpy as np
 import xgboost
 from unbiased_criteria.adapters.xgboost.layout import (
     _DELETED,
+    _SHRINKAGE_ATTR,
     _WRITTEN_ATTR,
     RULES,
     _booster,
@@ -192,6 +193,16 @@ def _tree_shrinkages(trees: Sequence[Mapping], lam: float) -> np.ndarray | None:
     return out
 
 
+def _written_shrinkages(learner: Mapping, n_trees: int) -> np.ndarray | None:
+    """Each tree's eta as the writer stored it (:data:`_SHRINKAGE_ATTR`, only where they
+    differ), or None (absent, or not one per tree: a slice of the model)."""
+    text = learner.get("attributes", {}).get(_SHRINKAGE_ATTR)
+    if text is None:
+        return None
+    values = np.asarray(json.loads(text), dtype=np.float64)
+    return values if values.shape == (n_trees,) else None
+
+
 def _monotone_constraints(params: Mapping, names: Sequence[str] = ()) -> tuple[int, ...]:
     """``monotone_constraints`` per feature, or (): XGBoost's config holds ``"(1,0,-1)"``; a
     dumped model's ``host_params`` may hold a list or a dict by feature name, as
@@ -322,7 +333,11 @@ def parse_model(
     if per_tree:
         params_fit = True
     else:
-        shrinkages = np.full(len(trees_json), eta)
+        # the etas the writer stored for trees shrunk by different ones (the hook's with a
+        # LearningRateScheduler), else the configured one
+        shrinkages = _written_shrinkages(learner, len(trees_json))
+        if shrinkages is None:
+            shrinkages = np.full(len(trees_json), eta)
     trees = tuple(_read_tree(t, i, s) for i, (t, s) in enumerate(zip(trees_json, shrinkages)))
     n_trees = len(trees)
     tree_info = np.asarray(model.get("tree_info", np.zeros(n_trees)), dtype=np.int64)

@@ -405,3 +405,39 @@ def test_model_trained_with_a_learning_rate_schedule_is_read_per_tree(first):
         refit = uc.prune(bst, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True)
     dv = xgb.DMatrix(Xv)
     np.testing.assert_allclose(refit.predict(dv), bst.predict(dv), atol=1e-5)
+
+
+def test_hook_model_trained_with_a_schedule_is_read_with_each_rounds_eta():
+    """The hook's model trained with a LearningRateScheduler (pruned trees, often with too
+    few parents of two leaves to read their eta from) keeps each tree's eta in an attribute:
+    reading it back gives each tree its round's eta, and post-hoc pruning gives a collapsed
+    node ``eta_round * -G / (H + lambda)``; it took the configured eta for every tree."""
+    import unbiased_criteria as uc
+
+    dtrain, dvalid = _data()
+    rates = [0.3, 0.05, 0.8, 0.1, 0.5]
+    schedule = xgb.callback.LearningRateScheduler(lambda epoch: rates[(epoch + 1) % 5])
+    # base_score far from the labels' mean: the collapsed roots below are far from 0
+    params = {**PARAMS, "base_score": 5.0}
+    bst = ax.train(params, dtrain, 5, callbacks=[schedule], verbose_eval=False,
+                   random_state=0)
+    read = ax.read_model(bst)
+    np.testing.assert_allclose([t.shrinkage for t in read.forest.trees], rates, rtol=1e-6)
+    X, y = dtrain.get_data().toarray(), dtrain.get_label()
+    Xv, yv = dvalid.get_data().toarray(), dvalid.get_label()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stumps = uc.prune(bst, X, y, Xv, yv, threshold=np.inf)  # every tree to its root
+    # and the pruned model keeps them (a model written from trees of one eta stores none)
+    kept = [t.shrinkage for t in ax.read_model(stumps).forest.trees]
+    np.testing.assert_allclose(kept, rates, rtol=1e-6)
+    assert "unbiased_criteria_shrinkage" not in ax.train(
+        params, dtrain, 2, verbose_eval=False).attributes()
+    # squared error, every tree a root: each adds -eta_t * n (F - mean y) / (n + lambda) to
+    # every row's margin F
+    margin, expected = 5.0, []
+    for eta in rates:
+        expected.append(-eta * y.size * (margin - y.mean()) / (y.size + 1.0))
+        margin += expected[-1]
+    values = [t["split_conditions"][0] for t in _trees(stumps)]
+    np.testing.assert_allclose(values, expected, rtol=1e-4)
