@@ -325,7 +325,7 @@ def parse_model(
     trees_json = model["trees"]
     renews = bool(objective is not None and objective.renews_leaves)
     params_fit = _params_fit(learner, model, params, renews, eta)
-    shrinkages = None
+    shrinkages, slice_note = None, None
     if not params_fit and params["max_delta_step"] == 0:
         # one eta does not fit: each tree's own, if its weights tell (a schedule's)
         shrinkages = _tree_shrinkages(trees_json, params["lambda"])
@@ -336,6 +336,18 @@ def parse_model(
         # the etas the writer stored for trees shrunk by different ones (the hook's with a
         # LearningRateScheduler), else the configured one
         shrinkages = _written_shrinkages(learner, len(trees_json))
+        if shrinkages is None and _SHRINKAGE_ATTR in learner.get("attributes", {}):
+            # a slice keeps the attribute and renumbers the trees: read them if they tell
+            if params["max_delta_step"] == 0:
+                shrinkages = _tree_shrinkages(trees_json, params["lambda"])
+            if shrinkages is None:
+                slice_note = (
+                    f"the trees were shrunk by different learning rates, stored for "
+                    f"{len(json.loads(learner['attributes'][_SHRINKAGE_ATTR]))} trees, but "
+                    f"the model holds {len(trees_json)} (a slice?) and they cannot be read "
+                    f"from its weights: eta={params['eta']:g} serves every tree, so pruned "
+                    "and refit leaves will be off; prune the whole model, then slice it"
+                )
         if shrinkages is None:
             shrinkages = np.full(len(trees_json), eta)
     trees = tuple(_read_tree(t, i, s) for i, (t, s) in enumerate(zip(trees_json, shrinkages)))
@@ -362,6 +374,8 @@ def parse_model(
     )
     unknown = not params_fit and not params_given
     warnings = list(_warnings(learner, model, params, obj_name, base, params_fit or unknown))
+    if slice_note is not None:
+        warnings.append(slice_note)
     if per_tree and np.ptp(shrinkages) > 0:
         warnings.append(
             f"the trees were shrunk by different learning rates ({shrinkages.min():.6g} to "

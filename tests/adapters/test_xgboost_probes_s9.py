@@ -441,3 +441,23 @@ def test_hook_model_trained_with_a_schedule_is_read_with_each_rounds_eta():
         margin += expected[-1]
     values = [t["split_conditions"][0] for t in _trees(stumps)]
     np.testing.assert_allclose(values, expected, rtol=1e-4)
+
+
+@pytest.mark.parametrize("depth", [4, 1])
+def test_slice_of_a_model_with_stored_etas_is_not_read_with_one_eta_silently(depth):
+    """A slice keeps the model's attributes but renumbers its trees: the stored etas no
+    longer say which tree is which. Each tree's eta is then read from its weights where
+    they tell (depth 4), else (stumps: one parent of two leaves each) a warning says the
+    configured eta serves every tree; it did silently."""
+    dtrain, _ = _data()
+    rates = [0.3, 0.05, 0.8, 0.1, 0.5]
+    schedule = xgb.callback.LearningRateScheduler(lambda epoch: rates[(epoch + 1) % 5])
+    bst = ax.train({**PARAMS, "max_depth": depth}, dtrain, 5, callbacks=[schedule],
+                   verbose_eval=False, random_state=0)
+    read = ax.read_model(bst[1:3])  # its warnings go out where the model is used
+    etas = [t.shrinkage for t in read.forest.trees]
+    if depth > 1:
+        np.testing.assert_allclose(etas, rates[1:3], rtol=1e-5)
+        assert read.warnings == ()
+    else:
+        assert [w for w in read.warnings if "a slice" in w]
