@@ -112,3 +112,13 @@ def test_failing_get_booster_is_not_reported_as_not_fitted():
         read_model(Broken())
     with pytest.raises(ValueError, match="not fitted"):
         read_model(xgb.XGBRegressor())
+
+
+def test_missing_labels_name_the_file_column_and_row(xgb_files, capsys):
+    frame = pd.read_csv(xgb_files / "d.csv")
+    frame.loc[[3, 7], "y"] = np.nan
+    frame.to_csv(xgb_files / "d.csv", index=False)
+    assert main(run(xgb_files)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"unbiased-criteria: error: --valid {xgb_files / 'd.csv'}: label column 'y' "
+                   "has 2 missing value(s), the first in data row 4")

@@ -16,7 +16,7 @@ Names are canonical; adapters translate the hosts' names (``"regression"``,
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -98,6 +98,19 @@ class Objective:
     n_outputs = 1
     #: the host replaces leaf values by a percentile of residuals (L1, quantile, MAPE)
     renews_leaves = False
+    #: the gradients of a row depend on a statistic of all training rows in each iteration
+    #: (:meth:`at_iteration`); rows held in partitions cannot be replayed one partition alone
+    iteration_scaled = False
+
+    def at_iteration(self, y: np.ndarray, raw: np.ndarray,
+                     weight: np.ndarray | None = None) -> Objective:
+        """The loss of one boosting iteration, given the training rows' labels and raw scores.
+
+        Every other row's gradients at that iteration come from the returned objective: for
+        an :attr:`iteration_scaled` loss that fixes the scale the training rows set; any
+        other loss is the same in every iteration and returns itself.
+        """
+        return self
 
     def grad_hess(
         self, y: np.ndarray, raw: np.ndarray, weight: np.ndarray | None = None
@@ -502,6 +515,90 @@ class Quantile(Objective):
         return np.maximum(self.alpha * d, (self.alpha - 1) * d)
 
 
+def _root_mean_scale(y, raw, w) -> np.float32:
+    """XGBoost's per-iteration scale of its smoothed L1 losses (3.4+): the square of the
+    weighted mean of ``sqrt(|raw - y|)``, float32 rows summed in double, 0 without weight."""
+    root = np.sqrt(np.abs(raw - y))
+    if w is not None:
+        root = root * w
+    total = float(root.sum(dtype=np.float64))
+    weight = float(raw.shape[0] if w is None else w.sum(dtype=np.float64))
+    return np.float32(0.0) if weight == 0 else np.float32((total / weight) ** 2)
+
+
+@dataclass(frozen=True)
+class _IterationScaled(Objective):
+    """An XGBoost 3.4 surrogate whose scale is set by the training rows in each iteration."""
+
+    scale: float | None = None  # None: from the rows given to grad_hess
+    iteration_scaled = True
+
+    def at_iteration(self, y, raw, weight=None):
+        y = np.asarray(y, dtype=np.float32)
+        raw = np.asarray(raw, dtype=np.float32)
+        w = None if weight is None else np.asarray(weight, dtype=np.float32)
+        return replace(self, scale=float(_root_mean_scale(y, raw, w)))
+
+    def _scale(self, y, raw, w):
+        return np.float32(self.scale) if self.scale is not None else _root_mean_scale(y, raw, w)
+
+
+@dataclass(frozen=True)
+class SmoothAbsoluteError(_IterationScaled):
+    """XGBoost 3.4's ``reg:absoluteerror``: a smooth majorizer of L1 (leaves not renewed).
+
+    With the iteration's scale ``d`` (:func:`_root_mean_scale`) and ``r = raw - y``:
+    ``g = w r c``, ``h = w c``, ``c = d / hypot(d, r)`` (1 where both are 0), in float32.
+    """
+
+    name = "smooth_absolute_error"
+
+    def _grad_hess(self, y, raw, w):
+        delta = self._scale(y, raw, w)
+        r = raw - y
+        norm = np.hypot(delta, r)
+        c = np.where(norm > 0, delta / np.where(norm > 0, norm, 1), np.float32(1))
+        return (r if w is None else w * r) * c, self._w(c, w)
+
+    def loss(self, y, raw):
+        return np.abs(raw - y)
+
+
+_SMOOTHING = np.float32(0.04)  # XGBoost's kSmoothingScale
+_MIN_RATIO = np.float32(3.0e-4)  # and its kMinSurrogateRatio
+
+
+@dataclass(frozen=True)
+class SmoothQuantile(_IterationScaled):
+    """XGBoost 3.4's ``reg:quantileerror`` (one quantile): a logistic-smoothed pinball loss.
+
+    With the iteration's scale ``S`` and ``x = (raw - y) / (0.04 S)``:
+    ``g = w S/2 (tanh x + 1 - 2 alpha)``, ``h = w / 0.08 max(tanh(x) / x, 3e-4)`` (``tanh(x)/x``
+    is 1 at 0), in float32; both 0 where ``S`` or ``w`` is 0.
+    """
+
+    alpha: float = 0.5
+    name = "smooth_quantile"
+
+    def _grad_hess(self, y, raw, w):
+        S = self._scale(y, raw, w)
+        one, half = np.float32(1), np.float32(0.5)
+        r = raw - y
+        if not S > 0:
+            zero = np.zeros_like(r)
+            return zero, zero.copy()
+        x = r / (_SMOOTHING * S)
+        t = np.tanh(x.astype(np.float64)).astype(np.float32)  # tanhf, correctly rounded
+        ratio = np.maximum(np.where(x == 0, one, t / np.where(x == 0, one, x)), _MIN_RATIO)
+        g = half * S * (t + one - np.float32(2) * np.float32(self.alpha))
+        h = (half / _SMOOTHING) * ratio
+        return self._w(g, w), self._w(h, w)
+
+    def loss(self, y, raw):
+        d = y - raw
+        return np.maximum(self.alpha * d, (self.alpha - 1) * d)
+
+
 @dataclass(frozen=True)
 class Mape(Objective):
     name = "mape"
@@ -627,6 +724,7 @@ OBJECTIVES: dict[str, type[Objective]] = {
     for cls in (
         SquaredError, Logistic, Softmax, OneVsRest, Poisson, Gamma, Tweedie, PseudoHuber,
         Huber, Fair, CrossEntropy, SquaredLogError, AbsoluteError, Quantile, Mape,
+        SmoothAbsoluteError, SmoothQuantile,
     )
 }
 

@@ -116,9 +116,12 @@ def prune_tree(
     New leaves get :func:`leaf_values` from ``scores.sums``; with ``refit_leaves`` every leaf
     does. With monotone constraints (``score.monotone``) those values are clipped to
     :func:`monotone_bounds` and frozen nodes keep their subtree and values, so the pruned
-    tree keeps the constraints the host kept. Returns the pruned tree and the map from old
-    node ids to the new tree's leaves.
+    tree keeps the constraints the host kept. A tree whose learning rate is unknown (a NaN
+    ``shrinkage``) is left as it is. Returns the pruned tree and the map from old node ids to
+    the new tree's leaves.
     """
+    if not np.isfinite(tree.shrinkage):  # the host's learning rate of this tree is unknown:
+        return None  # no value for a new leaf, so the tree stays as it is
     collapse = ~tree.is_leaf & (scores.unbiased <= threshold)
     bounds = monotone_bounds(tree, score.monotone) if any(score.monotone) else None
     if bounds is not None:

@@ -115,9 +115,12 @@ def _as_read(objective: Objective, rows: RowSet | None) -> RowSet | None:
     return rows if y is rows.y and weight is rows.weight else replace(rows, y=y, weight=weight)
 
 
+def _score_of(objective: Objective, raw: np.ndarray) -> np.ndarray:
+    return raw if objective.n_outputs > 1 else raw[:, 0]
+
+
 def _grad_hess(objective: Objective, rows: RowSet, raw: np.ndarray):
-    score = raw if objective.n_outputs > 1 else raw[:, 0]
-    g, h = objective.grad_hess(rows.y, score, rows.weight)
+    g, h = objective.grad_hess(rows.y, _score_of(objective, raw), rows.weight)
     return g.reshape(raw.shape[0], -1), h.reshape(raw.shape[0], -1)
 
 
@@ -206,10 +209,18 @@ def replay(
                 it, cls = forest.tree_iteration[t], forest.tree_class[t]
                 if t == 0 or it != forest.tree_iteration[t - 1]:
                     shift = bias if it == first_iter else 0.0
+                    scores = {k: (raw[k] + shift if np.any(shift) else raw[k])
+                              .astype(forest.score_dtype, copy=False) if s else None
+                              for k, s in sets.items()}
+                    # a loss scaled by the training rows in each iteration scores every row
+                    # set at that scale (the held-out rows' own would be another loss)
+                    scaler = "train" if sets["train"] else "valid"
+                    step_objective = objective.at_iteration(
+                        sets[scaler].y, _score_of(objective, scores[scaler]),
+                        sets[scaler].weight
+                    ) if objective.iteration_scaled and sets[scaler] else objective
                     grads = {  # the objective copies the scores it is given
-                        k: _grad_hess(objective, s, (raw[k] + shift if np.any(shift) else raw[k])
-                                      .astype(forest.score_dtype, copy=False))
-                        if s else None
+                        k: _grad_hess(step_objective, s, scores[k]) if s else None
                         for k, s in sets.items()
                     }
                     # trees of one class in one iteration (parallel trees) must not see each other

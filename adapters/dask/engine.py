@@ -38,7 +38,7 @@ from unbiased_criteria.api import (
 )
 from unbiased_criteria.dumps import Dump
 from unbiased_criteria.importance import stack_replicates
-from unbiased_criteria.model import Model, chunk_size
+from unbiased_criteria.model import Model, UnsupportedModelError, chunk_size
 from unbiased_criteria.objectives import Objective
 from unbiased_criteria.options import GainOptions
 from unbiased_criteria.partitioned import (
@@ -204,6 +204,12 @@ def _read(model, objective, host_params, needed_for: str):
         )
     else:
         obj = read.objective
+    if obj.iteration_scaled:
+        raise UnsupportedModelError(
+            f"objective {obj.name!r} is not supported with dask inputs: each iteration's "
+            "gradients depend on a statistic of all training rows, which the partitions would "
+            "each take on their own rows; compute the rows into memory"
+        )
     if read.leaf_params_unknown:
         message = (
             "the model does not store its learning rate and L2 penalty (eta, lambda), and "

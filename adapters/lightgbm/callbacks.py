@@ -18,10 +18,13 @@ from unbiased_criteria.adapters.lightgbm.source import param_value
 
 from unbiased_criteria.metrics import Metric
 
-__all__ = ["after_iteration_callbacks", "LoopHooks"]
+__all__ = ["training_callbacks", "LoopHooks"]
+
+#: parameters that fix the values of collapsed nodes (and the gains) for the whole run
+_SCORING_PARAMS = ("lambda_l1", "lambda_l2", "max_delta_step", "path_smooth", "cat_l2")
 
 
-def after_iteration_callbacks(params: dict[str, Any], callbacks):
+def training_callbacks(params: dict[str, Any], callbacks):
     """The callbacks in ``lightgbm.train``'s order, with early stopping from ``params``."""
     params = choose_param_value(params, "early_stopping_round")
     if params["early_stopping_round"] is None:
@@ -39,11 +42,6 @@ def after_iteration_callbacks(params: dict[str, Any], callbacks):
             min_delta=params.get("early_stopping_min_delta", 0.0),
             verbose=param_value(params, "verbosity", 1) > 0,
         ))
-    if any(getattr(cb, "before_iteration", False) for cb in callback_set):
-        raise ValueError(
-            "callbacks that run before each iteration (lightgbm.reset_parameter...) are not "
-            "supported: the learning rate and tree parameters must stay fixed during training"
-        )
     return params, sorted(callback_set, key=attrgetter("order"))
 
 
@@ -54,12 +52,18 @@ class LoopHooks:
     (:class:`~unbiased_criteria.adapters.lightgbm.datasets.Labels`). ``callback`` runs
     LightGBM's callbacks on the results in ``lightgbm.train``'s format; when one raises
     ``EarlyStopException`` it records the best iteration and score as ``lightgbm.train`` does
-    and stops the loop.
+    and stops the loop. :meth:`before_round` runs the callbacks that run before each
+    iteration (``lightgbm.reset_parameter``) on the growing Booster, as ``lightgbm.train``
+    does: each tree then carries its own round's learning rate as its shrinkage, which the
+    values of its collapsed nodes take.
     """
 
     def __init__(self, *, grower, params, num_boost_round, convert, source, callbacks, fevals):
         self.grower, self.params, self.num_boost_round = grower, params, num_boost_round
-        self.convert, self.source, self.callbacks = convert, source, callbacks
+        self.convert, self.source = convert, source
+        self.before = [cb for cb in callbacks if getattr(cb, "before_iteration", False)]
+        self.callbacks = [cb for cb in callbacks if not getattr(cb, "before_iteration", False)]
+        self._scoring = {key: source.float_param(key) for key in _SCORING_PARAMS}
         self.fevals = fevals
         self.stopped = False
         self.best_iteration = 0
@@ -85,6 +89,30 @@ class LoopHooks:
             res = f(preds, rows.dataset)
             out.extend(res if isinstance(res, list) else [res])
         return [(str(n), float(v), bool(b)) for n, v, b in out]
+
+    def before_round(self, it: int) -> None:
+        """Run the before-iteration callbacks ahead of round ``it``.
+
+        Raises
+        ------
+        ValueError
+            A callback changed a parameter that fixes the values of collapsed nodes
+            (``lambda_l1``, ``lambda_l2``, ``max_delta_step``, ``path_smooth``...).
+        """
+        env = lightgbm.callback.CallbackEnv(
+            model=self.grower.booster, params=self.params, iteration=it, begin_iteration=0,
+            end_iteration=self.num_boost_round, evaluation_result_list=None,
+        )
+        for cb in self.before:
+            cb(env)
+        for key, was in self._scoring.items():
+            value = choose_param_value(self.params, key).get(key)
+            if value is not None and float(value) != was:
+                raise ValueError(
+                    f"a callback changed {key} from {was:g} to {float(value):g} during "
+                    "training: the training hook follows a changing learning rate or tree "
+                    "parameters, not the parameters that value a leaf"
+                )
 
     def callback(self, it: int, evaluations: dict) -> bool:
         """Run LightGBM's callbacks after round ``it``; True stops the loop."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import lightgbm
@@ -86,10 +87,17 @@ class LGBMGrower:
         self._unread: list[int | None] = []  # Booster iteration of each unread round, or None
         # LightGBM's own training scores, round to round, and the leaves their change names
         self._host = HostScores(lambda out: train_scores(self.booster, out=out))
+        #: called with the round's index before each round grows (the training hook's
+        #: before-iteration callbacks), or None
+        self.before_round: Callable[[int], None] | None = None
+        self._round = 0
 
     def grow(self, grad: np.ndarray, hess: np.ndarray, read: bool = True) -> list[Tree] | None:
         """Grow one iteration from ``(n, K)`` float32 gradients and hessians; its K trees, or
         None with ``read=False`` (:meth:`read_grown` reads them later)."""
+        if self.before_round is not None:
+            self.before_round(self._round)
+        self._round += 1
         K = self.n_outputs
         self._nodes = {}
         self._iteration = None

@@ -282,6 +282,10 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
         and not warnings  # bagging, GOSS, quantisation, monotone, path_smooth...
     )
 
+    # a learning rate changed during training (lightgbm.reset_parameter) shows in the later
+    # trees' shrinkage; the first iteration's, reset to 1 by AddBias, is then not stored
+    scheduled = add_bias and any(
+        not math.isclose(float(info["shrinkage"]), lr, rel_tol=1e-9) for info in infos[K:])
     categorical = categorical_options(dump, source)
     trees = []
     any_bias = False
@@ -291,11 +295,26 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
         bias = 0.0
         if t < K and add_bias and (shrinkage == 1.0 or arrays["left"][0] < 0):
             bias = _data_free_bias(arrays, score.l2) if exact_bias else math.nan
-            shrinkage = lr if lr > 0 else shrinkage
+            shrinkage = math.nan if scheduled else lr if lr > 0 else shrinkage
             any_bias = True
         trees.append(make_tree(**arrays, shrinkage=shrinkage, bias=bias, rules=RULES))
 
     forest = make_forest(trees, K, int(dump["max_feature_idx"]) + 1, dump["feature_names"])
+    if scheduled and any_bias:
+        warnings.append(
+            "the learning rate changed during training (its trees' shrinkage differ from "
+            f"learning_rate={lr:g}, as lightgbm.reset_parameter leaves them): the first "
+            "iteration's rate is not stored (its trees hold the init score at shrinkage 1), "
+            "so pruning and refit_leaves keep the first iteration's trees as they are"
+        )
+    n_iterations = len(trees) // max(K, 1)
+    if 0 < best_iteration < n_iterations:
+        warnings.append(
+            f"best_iteration is {best_iteration} of {n_iterations} iterations: every iteration "
+            "is scored, while LightGBM's predict stops at best_iteration by default; to score "
+            "only those, pass lightgbm.Booster(model_str=model.model_to_string("
+            f"num_iteration={best_iteration}))"
+        )
     return Model(
         forest=forest, objective=objective, split_score=score, host="lightgbm",
         bias_from_labels=any_bias, warnings=tuple(warnings), source=source,

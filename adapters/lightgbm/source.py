@@ -104,9 +104,12 @@ def booster_of(model: Any, argument: str = "model") -> lightgbm.Booster:
         if estimator_booster(model) is None:
             raise ValueError(f"{argument} is an unfitted {type(model).__name__}; fit it first")
         return model.booster_
+    # lightgbm.cv(return_cvbooster=True): one Booster per fold, each for its own held-out fold
+    hint = (": it holds one Booster per fold; pass one of its .boosters"
+            if isinstance(model, lightgbm.CVBooster) else "")
     raise TypeError(
         f"{argument} must be a lightgbm.Booster or a fitted lightgbm.LGBMModel, "
-        f"got {type(model).__name__}"
+        f"got {type(model).__name__}{hint}"
     )
 
 

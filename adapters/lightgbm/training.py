@@ -23,7 +23,7 @@ import lightgbm
 import numpy as np
 import pandas as pd
 from unbiased_criteria.adapters._record import attach_record, record_of
-from unbiased_criteria.adapters.lightgbm.callbacks import LoopHooks, after_iteration_callbacks
+from unbiased_criteria.adapters.lightgbm.callbacks import LoopHooks, training_callbacks
 from unbiased_criteria.adapters.lightgbm.compat import choose_param_value
 from unbiased_criteria.adapters.lightgbm.datasets import Setup, check_sets, construct
 from unbiased_criteria.adapters.lightgbm.grower import LGBMGrower
@@ -108,6 +108,8 @@ def train(
     valid_sets: list[lightgbm.Dataset] | None = None,
     valid_names: list[str] | None = None,
     feval: Callable | list[Callable] | None = None,
+    init_model: Any = None,
+    keep_training_booster: bool = False,
     callbacks: list[Callable] | None = None,
     holdout_fraction: float = 0.5,
     redraw_holdout: bool = True,
@@ -150,6 +152,11 @@ def train(
         ``feval(preds, eval_data) -> (name, value, is_higher_better)`` or a list of such
         tuples, as in ``lightgbm.train``: ``preds`` are the objective's outputs (raw scores
         for a custom objective), ``eval_data`` the set's Dataset.
+    init_model : None
+        Continued training is not supported: anything but None is an error.
+    keep_training_booster : False
+        The returned Booster is written from the loop's trees, as ``lightgbm.train`` returns
+        one with ``keep_training_booster=False``; True is an error.
     callbacks : list of callables, optional
         LightGBM callbacks run after each round, e.g. ``lightgbm.early_stopping(n)`` (also
         from ``params['early_stopping_round']``), ``lightgbm.log_evaluation(period)``,
@@ -203,7 +210,7 @@ def train(
         Unknown objective, a bad option (as every entry point checks them:
         :class:`~unbiased_criteria.options.GainOptions`; e.g. ``holdout_fraction`` outside
         [0, 1), a NaN ``prune_threshold``), a Dataset without labels or raw data, NaN labels,
-        unsupported metrics.
+        unsupported metrics, an ``init_model``, ``keep_training_booster=True``.
     UnsupportedModelError
         Objectives, boosting modes or ``linear_tree`` the hook cannot drive.
 
@@ -215,6 +222,11 @@ def train(
     split, LightGBM adds the init score to that constant tree anyway. An iteration without any
     split is kept as constant trees of value 0 (LightGBM drops it).
     """
+    if init_model is not None:  # the message the estimators give
+        raise ValueError("init_model (continued training) is not supported")
+    if keep_training_booster:
+        raise ValueError("keep_training_booster=True is not supported: the returned Booster is "
+                         "written from the loop's trees and cannot go on training")
     return run_training(
         params, train_set, num_boost_round, valid_sets=valid_sets, valid_names=valid_names,
         feval=feval, callbacks=callbacks, holdout_fraction=holdout_fraction,
@@ -239,7 +251,7 @@ def run_training(
     params, name, fobj, num_boost_round = _resolve_params(params, num_boost_round)
     if options.holdout_fraction > 0:
         _check_min_hessian(params)
-    params, callbacks_after = after_iteration_callbacks(params, callbacks)
+    params, callbacks = training_callbacks(params, callbacks)
 
     loop: list = []  # the loop's objective, output transform and init score
 
@@ -266,9 +278,11 @@ def run_training(
     )
     hooks = LoopHooks(
         grower=grower, params=params, num_boost_round=num_boost_round, convert=convert,
-        source=source, callbacks=callbacks_after,
+        source=source, callbacks=callbacks,
         fevals=[f for f in ([feval] if callable(feval) else list(feval or [])) if f is not None],
     )
+    if hooks.before:
+        grower.before_round = hooks.before_round
     result = boost(
         grower, objective, setup.train_rows.y, setup.train_rows.weight,
         num_boost_round=num_boost_round,

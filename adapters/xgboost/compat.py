@@ -1,7 +1,7 @@
 """Every private or version-dependent XGBoost API the adapter uses, in one place.
 
-Known to work with XGBoost 2.0 to 3.2 (``pyproject.toml``: ``xgboost>=2.0``; the tests run on
-the installed version, 3.2.0 when this was written). What is used, and why:
+Known to work with XGBoost 2.0 to 3.4 (``pyproject.toml``: ``xgboost>=2.0``; the tests run on
+the installed version: 3.2 on Python 3.11, 3.4 on Python 3.12). What is used, and why:
 
 * ``Booster.boost``: one iteration from given gradients and hessians. Its signature changed
   across versions: ``boost(dtrain, grad, hess)`` in older ones, ``boost(dtrain, iteration, grad,
@@ -17,6 +17,17 @@ the installed version, 3.2.0 when this was written). What is used, and why:
 * ``XGBModel.fit`` calling the global ``train``: the estimators run a copy of it with our
   ``train`` (:func:`unbiased_criteria.adapters._estimators.with_train` checks it).
 
+Version-dependent rules of the models themselves (not of the Python API), by the XGBoost
+version that wrote the model (:func:`model_version`):
+
+* from 3.4 a node is always scored from its float32 weight as ``-(2 G w + (H + lambda) w^2 +
+  2 alpha |w|)`` (``tree::CalcGainGivenWeight``), which is the soft-thresholded score of
+  LightGBM; before, with ``max_delta_step`` the raw ``G`` was used and L1 had no term
+  (:func:`scores_with_raw_gradient`);
+* from 3.4 ``reg:absoluteerror`` and ``reg:quantileerror`` are smoothed surrogates whose scale
+  is a statistic of all training rows in each iteration, and leaves are no longer renewed
+  (:data:`SMOOTH_L1_FROM`).
+
 A missing name raises :class:`~unbiased_criteria.adapters._compat.HostVersionError`.
 """
 
@@ -30,13 +41,38 @@ import xgboost
 from unbiased_criteria.adapters._compat import HostVersionError, private
 
 __all__ = [
-    "KNOWN_VERSIONS", "HostVersionError", "BOOST_TAKES_ITERATION", "boost_one_iteration",
+    "KNOWN_VERSIONS", "HostVersionError", "SMOOTH_L1_FROM", "model_version",
+    "scores_with_raw_gradient", "BOOST_TAKES_ITERATION", "boost_one_iteration",
     "check_estimator_layout", "host_more_tags", "stored_categories",
 ]
 
 #: XGBoost versions the adapter is known to work with
-KNOWN_VERSIONS = "2.0 to 3.2"
+KNOWN_VERSIONS = "2.0 to 3.4"
 VERSION = xgboost.__version__
+#: the first XGBoost whose L1 objectives are smoothed surrogates with a per-iteration scale
+SMOOTH_L1_FROM = (3, 4)
+
+
+def _version_tuple(text: str) -> tuple[int, int]:
+    major, minor = (text.split(".") + ["0"])[:2]
+    return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)
+
+
+def model_version(js: dict | None = None) -> tuple[int, int]:
+    """(major, minor) of the XGBoost that wrote the model JSON ``js`` (its ``version``).
+
+    A live Booster's JSON carries the installed version; without ``js`` (dumps store none)
+    the installed version is assumed.
+    """
+    version = (js or {}).get("version")
+    if isinstance(version, list) and len(version) >= 2:
+        return int(version[0]), int(version[1])
+    return _version_tuple(VERSION)
+
+
+def scores_with_raw_gradient(version: tuple[int, int]) -> bool:
+    """Whether XGBoost ``version`` scores a clipped weight with the raw gradient sum."""
+    return version < (3, 4)
 
 
 def _takes_iteration(boost: Any) -> bool:

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from unbiased_criteria.adapters.xgboost import compat
 from unbiased_criteria.adapters.xgboost.layout import RULES
 from unbiased_criteria.adapters.xgboost.objectives import _core_objective, parse_base_score
 from unbiased_criteria.adapters.xgboost.objectives import make_objective as _make_objective
@@ -236,7 +237,8 @@ def read_model(model: Any) -> Model:
         l1=float(np.float32(params.get("alpha", 0.0))),
         l2=float(np.float32(params.get("lambda", 1.0))),
         max_delta_step=float(np.float32(params.get("max_delta_step", 0.0))),
-        weight_float32=True, raw_gradient_score=True,
+        weight_float32=True,
+        raw_gradient_score=compat.scores_with_raw_gradient(compat.model_version()),
         monotone=_monotone_constraints(params, names),
     )
     if objective is None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 from scipy.special import gammaln
-from unbiased_criteria.adapters.xgboost.objectives import _LOG_LINK, _LOGIT_LINK
+from unbiased_criteria.adapters.xgboost.objectives import _LOG_LINK, _LOGIT_LINK, expf
 
 from unbiased_criteria.metrics import METRICS, Metric
 
@@ -31,13 +31,14 @@ _RT_EPS = np.float32(1e-6)  # kRtEps in gamma-deviance
 
 
 def _sigmoid32(x: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return np.float32(1) / (np.float32(1) + np.exp(-x))
+    """XGBoost's ``common::Sigmoid`` in float32: ``1 / (expf(min(-x, 88.7)) + 1)`` (its
+    ``+ 1e-16`` does not change a float32 sum of at least 1)."""
+    return np.float32(1) / (expf(np.minimum(-x, np.float32(88.7))) + np.float32(1))
 
 
 def _softmax32(x: np.ndarray) -> np.ndarray:
     """XGBoost's softmax: float32 exponentials, their sum in double, float32 division."""
-    e = np.exp(x - x.max(axis=1, keepdims=True))
+    e = expf(x - x.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, dtype=np.float64, keepdims=True).astype(np.float32)
 
 
@@ -47,8 +48,7 @@ def _eval_transform(objective: str, raw: np.ndarray) -> np.ndarray:
     if objective in _LOGIT_LINK:
         return _sigmoid32(raw)
     if objective in _LOG_LINK:
-        with np.errstate(over="ignore"):
-            return np.exp(raw)
+        return expf(raw)
     if objective in ("multi:softprob", "multi:softmax"):
         return _softmax32(raw)
     return raw

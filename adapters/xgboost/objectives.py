@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import xgboost
+from unbiased_criteria.adapters.xgboost import compat
 
 from unbiased_criteria import objectives as _objectives
 from unbiased_criteria.model import Model, UnsupportedModelError
@@ -58,14 +59,24 @@ def parse_base_score(text: str, objective: str, n_outputs: int = 1) -> np.ndarra
     return np.broadcast_to(value, (n_outputs,)).astype(np.float64)
 
 
+def expf(x: np.ndarray) -> np.ndarray:
+    """XGBoost's float32 ``expf``: the correctly rounded float32 of ``exp(x)``.
+
+    numpy's float32 ``exp`` is off by one unit in the last place for some arguments (e.g.
+    ``exp(-0.6526959f)``), which splits values XGBoost ties or ties values it splits;
+    rank metrics such as AUC see that.
+    """
+    with np.errstate(over="ignore"):
+        return np.exp(np.asarray(x, dtype=np.float64)).astype(np.float32)
+
+
 def _margin_to_base_score(margin: np.ndarray, objective: str) -> np.ndarray:
     """Inverse of the link of :func:`parse_base_score` (output space, float32)."""
     m = np.asarray(margin, dtype=np.float32)
-    with np.errstate(over="ignore"):
-        if objective in _LOGIT_LINK:
-            return np.float32(1) / (np.float32(1) + np.exp(-m))
-        if objective in _LOG_LINK:
-            return np.exp(m)
+    if objective in _LOGIT_LINK:
+        return np.float32(1) / (np.float32(1) + expf(-m))
+    if objective in _LOG_LINK:
+        return expf(m)
     return m
 
 
@@ -84,12 +95,16 @@ def _objective_params(obj: Mapping) -> dict[str, str]:
     return params
 
 
-def _core_objective(name: str, params: Mapping[str, str], n_outputs: int) -> Objective | None:
+def _core_objective(name: str, params: Mapping[str, str], n_outputs: int,
+                    version: tuple[int, int] | None = None) -> Objective | None:
     """The core objective of XGBoost objective ``name`` (None: no core equivalent).
 
-    Raises UnsupportedModelError for ranking, survival and multi-quantile objectives.
+    ``version`` is the (major, minor) XGBoost that trained the model (None: the installed one).
+    Raises UnsupportedModelError for ranking, survival and multi-quantile objectives. From
+    XGBoost 3.4 the L1 objectives are its smoothed surrogates (leaves not renewed).
     """
     f32 = {"precision": "float32"}
+    smooth = (version or compat.model_version()) >= compat.SMOOTH_L1_FROM
     make = _objectives.make_objective
     if name.startswith(("rank:", "survival:")):
         raise UnsupportedModelError(
@@ -120,7 +135,7 @@ def _core_objective(name: str, params: Mapping[str, str], n_outputs: int) -> Obj
     if name == "reg:pseudohubererror":
         return make("pseudo_huber", slope=float(params.get("huber_slope", 1.0)), **f32)
     if name == "reg:absoluteerror":
-        return make("absolute_error", **f32)
+        return make("smooth_absolute_error" if smooth else "absolute_error", **f32)
     if name == "reg:quantileerror":
         alpha = np.atleast_1d(json.loads(params.get("quantile_alpha", "0.5")))
         if alpha.size != 1:
@@ -128,7 +143,7 @@ def _core_objective(name: str, params: Mapping[str, str], n_outputs: int) -> Obj
                 f"reg:quantileerror with several quantiles ({alpha.tolist()}) is not "
                 "supported: train one model per quantile"
             )
-        return make("quantile", alpha=float(alpha[0]), **f32)
+        return make("smooth_quantile" if smooth else "quantile", alpha=float(alpha[0]), **f32)
     return None
 
 
@@ -156,7 +171,8 @@ def make_objective(spec: str | Callable | Objective, model_ir: Model) -> Objecti
     if ":" in spec:
         obj_json = (model_ir.source or {}).get("learner", {}).get("objective", {})
         params = _objective_params(obj_json) if obj_json.get("name") == spec else {}
-        objective = _core_objective(spec, params, n_outputs)
+        objective = _core_objective(spec, params, n_outputs,
+                                    compat.model_version(model_ir.source))
         if objective is None:
             raise ValueError(f"XGBoost objective {spec!r} has no equivalent in the core")
         return objective

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import xgboost
+from unbiased_criteria.adapters.xgboost import compat
 from unbiased_criteria.adapters.xgboost.layout import (
     _DELETED,
     _SHRINKAGE_ATTR,
@@ -305,7 +306,8 @@ def parse_model(
     obj_json = learner.get("objective", {"name": "reg:squarederror"})
     obj_name = obj_json["name"]
     obj_params = _objective_params(obj_json)
-    objective = _core_objective(obj_name, obj_params, max(n_class, 1))
+    version = compat.model_version(js)
+    objective = _core_objective(obj_name, obj_params, max(n_class, 1), version)
     if n_target > 1:
         raise UnsupportedModelError(
             f"multi-target models (num_target={n_target}) are not supported"
@@ -370,7 +372,8 @@ def parse_model(
     )
     split_score = SplitScore(
         l1=params["alpha"], l2=params["lambda"], max_delta_step=params["max_delta_step"],
-        weight_float32=True, raw_gradient_score=True, monotone=_monotone_constraints(params),
+        weight_float32=True, raw_gradient_score=compat.scores_with_raw_gradient(version),
+        monotone=_monotone_constraints(params),
     )
     unknown = not params_fit and not params_given
     warnings = list(_warnings(learner, model, params, obj_name, base, params_fit or unknown))

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import xgboost
 from unbiased_criteria.adapters._record import attach_record
+from unbiased_criteria.adapters.xgboost import compat
 from unbiased_criteria.adapters.xgboost.compat import stored_categories
 from unbiased_criteria.adapters.xgboost.grower import XGBGrower
 from unbiased_criteria.adapters.xgboost.layout import _gbtree
@@ -45,10 +46,13 @@ _TRAIN_OBJECTIVES = (
 )
 #: XGBoost objectives the training hook refuses, and why
 _REFUSED_OBJECTIVES = {
-    "reg:absoluteerror": "XGBoost renews its leaf values from its own prediction cache, which "
-    "does not see pruning, and from held-out rows",
-    "reg:quantileerror": "XGBoost renews its leaf values from its own prediction cache, which "
-    "does not see pruning, and from held-out rows",
+    **dict.fromkeys(
+        ("reg:absoluteerror", "reg:quantileerror"),
+        "from XGBoost 3.4 its gradients are a smoothed surrogate whose scale is a statistic of "
+        "all training rows in each iteration, which the hook does not drive (post-hoc "
+        "importance and pruning do)" if compat.model_version() >= compat.SMOOTH_L1_FROM
+        else "XGBoost renews its leaf values from its own prediction cache, which does not see "
+        "pruning, and from held-out rows"),
     "binary:hinge": "the core has no hinge loss",
 }
 

@@ -235,6 +235,14 @@ def test_num_iteration_minus_one_reads_every_tree():
     read = adapter.read_model(booster)
     assert read.forest.n_trees == booster.num_trees()
     assert read.source.best_iteration == booster.best_iteration
+    # predict stops at best_iteration: the reader says so, and how to score only those
+    assert any(f"best_iteration is {booster.best_iteration} of {booster.current_iteration()}"
+               in w for w in read.warnings)
+    cut = lightgbm.Booster(
+        model_str=booster.model_to_string(num_iteration=booster.best_iteration))
+    read_cut = adapter.read_model(cut)
+    assert read_cut.forest.n_trees == booster.best_iteration
+    assert not any("best_iteration" in w for w in read_cut.warnings)
 
 
 # --------------------------------------------------------------------------- init score
@@ -459,6 +467,10 @@ def test_sklearn_estimators_are_read():
         adapter.read_model(lightgbm.LGBMRegressor())
     with pytest.raises(TypeError, match="lightgbm.Booster"):
         adapter.read_model("model.txt")
+    folds = lightgbm.cv({**BASE, "objective": "regression"}, lightgbm.Dataset(X, signal), 2,
+                        nfold=2, stratified=False, return_cvbooster=True)["cvbooster"]
+    with pytest.raises(TypeError, match="got CVBooster: it holds one Booster per fold"):
+        adapter.read_model(folds)
 
 
 # --------------------------------------------------------------------------- router
@@ -543,3 +555,31 @@ def test_feature_names_with_spaces_match_lightgbms_underscores():
     adapter.make_router(booster, read, frame, "X_valid")
     with pytest.raises(ValueError, match="'x 2'"):
         adapter.make_router(booster, read, frame.rename(columns={"x2": "x 2"}), "X_valid")
+
+
+def test_learning_rate_schedule_keeps_the_first_iteration_as_grown():
+    """``lightgbm.reset_parameter`` changes the rate between rounds; each tree prints its own
+    shrinkage, but the first iteration's (the init score folded in, shrinkage reset to 1) is
+    not stored and the parameters show the last rate. Refit leaves took that last rate for the
+    first trees: predictions off by 0.5 with no warning. Now those trees stay as grown."""
+    import unbiased_criteria as uc
+
+    X, signal, rng = make_data()
+    y = labels("regression", signal, rng)
+    rates = [0.6] * 3 + [0.05] * 9
+    booster = lightgbm.train({**BASE, "objective": "regression"},
+                             lightgbm.Dataset(X[:400], y[:400]), 12,
+                             callbacks=[lightgbm.reset_parameter(learning_rate=rates)])
+    read = adapter.read_model(booster)
+    assert any("learning rate changed during training" in w for w in read.warnings)
+    assert np.isnan(read.forest.trees[0].shrinkage)
+    assert [t.shrinkage for t in read.forest.trees[1:]] == pytest.approx(rates[1:])
+    with pytest.warns(UserWarning, match="learning rate changed"):
+        refit = uc.prune(booster, X[:400], y[:400], X[400:], y[400:], threshold=-np.inf,
+                         refit_leaves=True, random_state=0)
+    np.testing.assert_allclose(refit.predict(X), booster.predict(X), rtol=0, atol=1e-9)
+    with pytest.warns(UserWarning, match="learning rate changed"):
+        pruned = uc.prune(booster, X[:400], y[:400], X[400:], y[400:], random_state=0)
+    first = [t["tree_structure"] for t in (booster.dump_model()["tree_info"][0],
+                                          pruned.dump_model()["tree_info"][0])]
+    assert first[0] == first[1]

