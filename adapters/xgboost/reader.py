@@ -385,6 +385,11 @@ def parse_model(
             f"{shrinkages.max():.6g}: a LearningRateScheduler?), not the configured "
             f"eta={params['eta']:g}: each tree's is read from its own weights"
         )
+    elif per_tree and params_given:  # a loaded model's default eta is replaced silently
+        warnings.append(
+            f"eta={params['eta']:g} does not fit the trees' own weights, which say "
+            f"{shrinkages[0] * n_parallel:.6g}: that is used"
+        )
     if objective is None and not custom_objective:
         warnings.append(
             f"objective {obj_name!r} has no equivalent in the core: pass objective= (a "

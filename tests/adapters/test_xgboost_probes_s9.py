@@ -461,3 +461,14 @@ def test_slice_of_a_model_with_stored_etas_is_not_read_with_one_eta_silently(dep
         assert read.warnings == ()
     else:
         assert [w for w in read.warnings if "a slice" in w]
+
+
+def test_given_eta_that_does_not_fit_the_trees_is_warned_about():
+    """An eta given by the user that the trees' own weights contradict: the trees' is used
+    (their leaves are that eta times their weights), and a warning says so rather than
+    replacing the given value silently."""
+    dtrain, _ = _data(n=600)
+    bst = xgb.train({**PARAMS, "eta": 0.3}, dtrain, 3)
+    read = ax.read_model(bst, params={"eta": 0.1})
+    np.testing.assert_allclose([t.shrinkage for t in read.forest.trees], 0.3, rtol=1e-7)
+    assert [w for w in read.warnings if "eta=0.1" in w and "0.3" in w]
