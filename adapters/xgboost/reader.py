@@ -381,8 +381,9 @@ def parse_model(
         warnings.append(slice_note)
     if per_tree and np.ptp(shrinkages) > 0:
         warnings.append(
-            f"the trees were shrunk by different learning rates ({shrinkages.min():.6g} to "
-            f"{shrinkages.max():.6g}: a LearningRateScheduler?), not the configured "
+            f"the trees were shrunk by different learning rates "
+            f"({shrinkages.min() * n_parallel:.6g} to {shrinkages.max() * n_parallel:.6g}: "
+            "a LearningRateScheduler?), not the configured "
             f"eta={params['eta']:g}: each tree's is read from its own weights"
         )
     elif per_tree and params_given:  # a loaded model's default eta is replaced silently
