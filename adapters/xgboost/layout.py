@@ -27,6 +27,8 @@ RULES = DecisionRules(
 _DELETED = 2147483647  # split_indices of a node the prune updater deleted
 #: model attribute set by the writer (pruned or refit leaves no longer fit node statistics)
 _WRITTEN_ATTR = "unbiased_criteria_written"
+#: model attribute set by the writer when trees were shrunk by different etas: their list
+_SHRINKAGE_ATTR = "unbiased_criteria_shrinkage"
 
 
 def _booster(model: Any, argument: str = "model") -> xgboost.Booster:

@@ -21,6 +21,7 @@ import xgboost
 from unbiased_criteria.adapters.xgboost import compat
 from unbiased_criteria.adapters.xgboost.layout import (
     _DELETED,
+    _SHRINKAGE_ATTR,
     _WRITTEN_ATTR,
     RULES,
     _booster,
@@ -193,6 +194,16 @@ def _tree_shrinkages(trees: Sequence[Mapping], lam: float) -> np.ndarray | None:
     return out
 
 
+def _written_shrinkages(learner: Mapping, n_trees: int) -> np.ndarray | None:
+    """Each tree's eta as the writer stored it (:data:`_SHRINKAGE_ATTR`, only where they
+    differ), or None (absent, or not one per tree: a slice of the model)."""
+    text = learner.get("attributes", {}).get(_SHRINKAGE_ATTR)
+    if text is None:
+        return None
+    values = np.asarray(json.loads(text), dtype=np.float64)
+    return values if values.shape == (n_trees,) else None
+
+
 def _monotone_constraints(params: Mapping, names: Sequence[str] = ()) -> tuple[int, ...]:
     """``monotone_constraints`` per feature, or (): XGBoost's config holds ``"(1,0,-1)"``; a
     dumped model's ``host_params`` may hold a list or a dict by feature name, as
@@ -316,7 +327,7 @@ def parse_model(
     trees_json = model["trees"]
     renews = bool(objective is not None and objective.renews_leaves)
     params_fit = _params_fit(learner, model, params, renews, eta)
-    shrinkages = None
+    shrinkages, slice_note = None, None
     if not params_fit and params["max_delta_step"] == 0:
         # one eta does not fit: each tree's own, if its weights tell (a schedule's)
         shrinkages = _tree_shrinkages(trees_json, params["lambda"])
@@ -324,7 +335,23 @@ def parse_model(
     if per_tree:
         params_fit = True
     else:
-        shrinkages = np.full(len(trees_json), eta)
+        # the etas the writer stored for trees shrunk by different ones (the hook's with a
+        # LearningRateScheduler), else the configured one
+        shrinkages = _written_shrinkages(learner, len(trees_json))
+        if shrinkages is None and _SHRINKAGE_ATTR in learner.get("attributes", {}):
+            # a slice keeps the attribute and renumbers the trees: read them if they tell
+            if params["max_delta_step"] == 0:
+                shrinkages = _tree_shrinkages(trees_json, params["lambda"])
+            if shrinkages is None:
+                slice_note = (
+                    f"the trees were shrunk by different learning rates, stored for "
+                    f"{len(json.loads(learner['attributes'][_SHRINKAGE_ATTR]))} trees, but "
+                    f"the model holds {len(trees_json)} (a slice?) and they cannot be read "
+                    f"from its weights: eta={params['eta']:g} serves every tree, so pruned "
+                    "and refit leaves will be off; prune the whole model, then slice it"
+                )
+        if shrinkages is None:
+            shrinkages = np.full(len(trees_json), eta)
     trees = tuple(_read_tree(t, i, s) for i, (t, s) in enumerate(zip(trees_json, shrinkages)))
     n_trees = len(trees)
     tree_info = np.asarray(model.get("tree_info", np.zeros(n_trees)), dtype=np.int64)
@@ -350,11 +377,19 @@ def parse_model(
     )
     unknown = not params_fit and not params_given
     warnings = list(_warnings(learner, model, params, obj_name, base, params_fit or unknown))
+    if slice_note is not None:
+        warnings.append(slice_note)
     if per_tree and np.ptp(shrinkages) > 0:
         warnings.append(
-            f"the trees were shrunk by different learning rates ({shrinkages.min():.6g} to "
-            f"{shrinkages.max():.6g}: a LearningRateScheduler?), not the configured "
+            f"the trees were shrunk by different learning rates "
+            f"({shrinkages.min() * n_parallel:.6g} to {shrinkages.max() * n_parallel:.6g}: "
+            "a LearningRateScheduler?), not the configured "
             f"eta={params['eta']:g}: each tree's is read from its own weights"
+        )
+    elif per_tree and params_given:  # a loaded model's default eta is replaced silently
+        warnings.append(
+            f"eta={params['eta']:g} does not fit the trees' own weights, which say "
+            f"{shrinkages[0] * n_parallel:.6g}: that is used"
         )
     if objective is None and not custom_objective:
         warnings.append(

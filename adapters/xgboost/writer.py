@@ -16,7 +16,13 @@ from collections.abc import Mapping
 
 import numpy as np
 import xgboost
-from unbiased_criteria.adapters.xgboost.layout import _WRITTEN_ATTR, RULES, _booster, _gbtree
+from unbiased_criteria.adapters.xgboost.layout import (
+    _SHRINKAGE_ATTR,
+    _WRITTEN_ATTR,
+    RULES,
+    _booster,
+    _gbtree,
+)
 from unbiased_criteria.adapters.xgboost.objectives import (
     _format_base_score,
     _margin_to_base_score,
@@ -109,7 +115,14 @@ def model_json(js: Mapping, forest: Forest) -> dict:
     model["iteration_indptr"] = np.concatenate([[0], np.cumsum(counts)]).astype(int).tolist()
     model.setdefault("gbtree_model_param", {})["num_trees"] = str(forest.n_trees)
     # leaves we wrote need not fit the node statistics: tells the reader not to test them
-    learner.setdefault("attributes", {})[_WRITTEN_ATTR] = "1"
+    attributes = learner.setdefault("attributes", {})
+    attributes[_WRITTEN_ATTR] = "1"
+    # nor to read eta from them: each tree's, where they differ (a LearningRateScheduler's)
+    shrinkage = np.array([t.shrinkage for t in forest.trees])
+    if shrinkage.size and np.ptp(shrinkage) > 0:
+        attributes[_SHRINKAGE_ATTR] = json.dumps(shrinkage.tolist(), ensure_ascii=False)
+    else:
+        attributes.pop(_SHRINKAGE_ATTR, None)
     # keep the original base_score text unless the forest's margin changed
     name = learner.get("objective", {}).get("name", "reg:squarederror")
     text = str(lmp["base_score"])

@@ -405,3 +405,70 @@ def test_model_trained_with_a_learning_rate_schedule_is_read_per_tree(first):
         refit = uc.prune(bst, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True)
     dv = xgb.DMatrix(Xv)
     np.testing.assert_allclose(refit.predict(dv), bst.predict(dv), atol=1e-5)
+
+
+def test_hook_model_trained_with_a_schedule_is_read_with_each_rounds_eta():
+    """The hook's model trained with a LearningRateScheduler (pruned trees, often with too
+    few parents of two leaves to read their eta from) keeps each tree's eta in an attribute:
+    reading it back gives each tree its round's eta, and post-hoc pruning gives a collapsed
+    node ``eta_round * -G / (H + lambda)``; it took the configured eta for every tree."""
+    import unbiased_criteria as uc
+
+    dtrain, dvalid = _data()
+    rates = [0.3, 0.05, 0.8, 0.1, 0.5]
+    schedule = xgb.callback.LearningRateScheduler(lambda epoch: rates[(epoch + 1) % 5])
+    # base_score far from the labels' mean: the collapsed roots below are far from 0
+    params = {**PARAMS, "base_score": 5.0}
+    bst = ax.train(params, dtrain, 5, callbacks=[schedule], verbose_eval=False,
+                   random_state=0)
+    read = ax.read_model(bst)
+    np.testing.assert_allclose([t.shrinkage for t in read.forest.trees], rates, rtol=1e-6)
+    X, y = dtrain.get_data().toarray(), dtrain.get_label()
+    Xv, yv = dvalid.get_data().toarray(), dvalid.get_label()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stumps = uc.prune(bst, X, y, Xv, yv, threshold=np.inf)  # every tree to its root
+    # and the pruned model keeps them (a model written from trees of one eta stores none)
+    kept = [t.shrinkage for t in ax.read_model(stumps).forest.trees]
+    np.testing.assert_allclose(kept, rates, rtol=1e-6)
+    assert "unbiased_criteria_shrinkage" not in ax.train(
+        params, dtrain, 2, verbose_eval=False).attributes()
+    # squared error, every tree a root: each adds -eta_t * n (F - mean y) / (n + lambda) to
+    # every row's margin F
+    margin, expected = 5.0, []
+    for eta in rates:
+        expected.append(-eta * y.size * (margin - y.mean()) / (y.size + 1.0))
+        margin += expected[-1]
+    values = [t["split_conditions"][0] for t in _trees(stumps)]
+    np.testing.assert_allclose(values, expected, rtol=1e-4)
+
+
+@pytest.mark.parametrize("depth", [4, 1])
+def test_slice_of_a_model_with_stored_etas_is_not_read_with_one_eta_silently(depth):
+    """A slice keeps the model's attributes but renumbers its trees: the stored etas no
+    longer say which tree is which. Each tree's eta is then read from its weights where
+    they tell (depth 4), else (stumps: one parent of two leaves each) a warning says the
+    configured eta serves every tree; it did silently."""
+    dtrain, _ = _data()
+    rates = [0.3, 0.05, 0.8, 0.1, 0.5]
+    schedule = xgb.callback.LearningRateScheduler(lambda epoch: rates[(epoch + 1) % 5])
+    bst = ax.train({**PARAMS, "max_depth": depth}, dtrain, 5, callbacks=[schedule],
+                   verbose_eval=False, random_state=0)
+    read = ax.read_model(bst[1:3])  # its warnings go out where the model is used
+    etas = [t.shrinkage for t in read.forest.trees]
+    if depth > 1:
+        np.testing.assert_allclose(etas, rates[1:3], rtol=1e-5)
+        assert read.warnings == ()
+    else:
+        assert [w for w in read.warnings if "a slice" in w]
+
+
+def test_given_eta_that_does_not_fit_the_trees_is_warned_about():
+    """An eta given by the user that the trees' own weights contradict: the trees' is used
+    (their leaves are that eta times their weights), and a warning says so rather than
+    replacing the given value silently."""
+    dtrain, _ = _data(n=600)
+    bst = xgb.train({**PARAMS, "eta": 0.3}, dtrain, 3)
+    read = ax.read_model(bst, params={"eta": 0.1})
+    np.testing.assert_allclose([t.shrinkage for t in read.forest.trees], 0.3, rtol=1e-7)
+    assert [w for w in read.warnings if "eta=0.1" in w and "0.3" in w]
