@@ -201,6 +201,8 @@ def _prepare(
                         None if train is None else train.y,
                         None if train is None else train.weight)
     for message in read.warnings:
+        if objective is not None and read.objective is None and "pass objective=" in message:
+            continue  # the reader's reason to ask for objective=, which was given
         warnings.warn(message, UserWarning, stacklevel=3 + extra_frames)
     read = _leaf_params(read, obj, train, needed_for, extra_frames)
     if read.forest.n_trees == 0:

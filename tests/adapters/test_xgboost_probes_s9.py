@@ -472,3 +472,27 @@ def test_given_eta_that_does_not_fit_the_trees_is_warned_about():
     read = ax.read_model(bst, params={"eta": 0.1})
     np.testing.assert_allclose([t.shrinkage for t in read.forest.trees], 0.3, rtol=1e-7)
     assert [w for w in read.warnings if "eta=0.1" in w and "0.3" in w]
+
+
+def test_objective_given_silences_the_readers_request_for_it():
+    """A model whose objective has no core equivalent (binary:hinge) asks for objective=;
+    once it is given, no warning asks for it again (one did)."""
+    import warnings
+
+    import unbiased_criteria as uc
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(400, 3))
+    y = (X[:, 0] > 0).astype(float)
+    bst = xgb.train({"objective": "binary:hinge", "max_depth": 2, "nthread": 1},
+                    xgb.DMatrix(X, y), 3)
+
+    def logistic(y, raw, w):
+        p = 1 / (1 + np.exp(-raw))
+        return p - y, p * (1 - p)
+
+    with pytest.raises(ValueError, match="binary:hinge.*pass objective="):
+        uc.unbiased_importance(bst, X, y, X, y, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        uc.unbiased_importance(bst, X, y, X, y, objective=logistic, random_state=0)
