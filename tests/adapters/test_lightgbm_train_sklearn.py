@@ -185,7 +185,11 @@ def test_check_estimator_lightgbm_comparison():
         results = check_estimator(lightgbm.LGBMRegressor(n_estimators=10, n_jobs=1),
                                   on_fail=None)
     failed = sorted({r["check_name"] for r in results if r["status"] == "failed"})
-    assert failed == ["check_all_zero_sample_weights_error"]
+    # older scikit-learn (1.7, what Python 3.10 gets) has no such check: LightGBM fails none
+    import sklearn.utils.estimator_checks as checks
+
+    has_check = hasattr(checks, "check_all_zero_sample_weights_error")
+    assert failed == (["check_all_zero_sample_weights_error"] if has_check else [])
     X, y = make_data(50)
     with pytest.raises(ValueError, match="weights sum to zero"):
         adapter.UnbiasedLGBMRegressor(**SMALL).fit(X, y, sample_weight=np.zeros(50))
