@@ -233,3 +233,19 @@ def test_training_report_without_any_split_has_zero_std_error_not_nan(host):
     np.testing.assert_array_equal(frame["std_error"], 0.0)
     assert run(n_blocks=0).to_frame()["std_error"].isna().all()
     assert run(prune_threshold=None, holdout_fraction=0.0).to_frame()["std_error"].isna().all()
+
+
+def test_more_jackknife_blocks_than_held_out_rows_is_warned(xgb_categorical):
+    """With fewer held-out rows than ``n_blocks`` some blocks are empty, yet count as degrees
+    of freedom in the standard errors and select(): said, with the n_blocks that avoids it."""
+    import warnings
+
+    bst, X, y, Xv, yv = xgb_categorical
+    with pytest.warns(UserWarning, match=r"n_blocks=20 but X_valid has 12 rows: 8 jackknife "
+                                         r"blocks are empty.*pass n_blocks <= 12"):
+        uc.unbiased_importance(bst, X, y, Xv[:12], yv[:12], random_state=0, min_k=1)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        uc.unbiased_importance(bst, X, y, Xv[:12], yv[:12], random_state=0, min_k=1,
+                               n_blocks=12)
+    assert not any("jackknife blocks are empty" in str(w.message) for w in seen)

@@ -386,6 +386,14 @@ def unbiased_importance(
                           cross_fit=cross_fit, n_blocks=n_blocks)
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
                     objective, memory_budget, host_params=host_params)
+    n_valid = prep.valid.n_rows
+    if 2 <= n_valid < options.n_blocks:  # blocks of one row, and empty ones
+        warnings.warn(
+            f"n_blocks={options.n_blocks} but X_valid has {n_valid} rows: "
+            f"{options.n_blocks - n_valid} jackknife blocks are empty and still count as "
+            f"degrees of freedom ({options.n_blocks - 1} instead of {n_valid - 1}), which "
+            f"makes select() slightly liberal; pass n_blocks <= {n_valid}",
+            UserWarning, stacklevel=2)
     forest = prep.model.forest
     # visitors see the held-out rows in one random order (the k-draws' ranking), so the
     # halves and blocks, drawn on the rows' own order, are permuted alike
