@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import inspect
 import types
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -90,7 +91,14 @@ class TrainingImportance:
         made no split. Standard errors and
         ``select()``: ``training_report(model)``.
         """
-        return self._training_record().importances()
+        record = self._training_record()
+        if not record.scored:
+            warnings.warn(
+                "feature_importances_ is NaN: no split was scored during training "
+                f"(prune_threshold={self.prune_threshold!r}, "
+                f"holdout_fraction={self.holdout_fraction!r}); the host's importances: "
+                "get_booster() / booster_", UserWarning, stacklevel=2)
+        return record.importances()
 
     @property
     def training_splits_(self) -> pd.DataFrame:

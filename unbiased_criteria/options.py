@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Mapping
 from dataclasses import InitVar, dataclass
 from typing import Any
@@ -143,3 +144,12 @@ class GainOptions:
         else:
             argument = name("random_state")
         put("random_state", seed_sequence(seed, argument))
+
+    def warn_if_nothing_held_out(self, stacklevel: int) -> None:
+        """The training hooks' one warning for pruning that cannot happen: with
+        ``holdout_fraction=0`` no row is held out, so no split is scored or pruned (and the
+        unbiased importance is NaN). ``prune_threshold=None`` asked for that: no warning."""
+        if self.prune_threshold is not None and self.holdout_fraction == 0:
+            warnings.warn("holdout_fraction=0 leaves no held-out rows: no split is scored or "
+                          "pruned, and the unbiased importance is NaN (prune_threshold=None "
+                          "says that on purpose)", UserWarning, stacklevel=stacklevel + 1)

@@ -249,6 +249,7 @@ def run_training(
         redraw_holdout=redraw_holdout, host_seed=param_value(dict(params or {}), "seed"),
     )
     params, name, fobj, num_boost_round = _resolve_params(params, num_boost_round)
+    options.warn_if_nothing_held_out(stacklevel=3)
     if options.holdout_fraction > 0:
         _check_min_hessian(params)
     params, callbacks = training_callbacks(params, callbacks)

@@ -426,9 +426,7 @@ def run_training(
             raise ValueError(f"evals[{i}]: the name {pair[1]!r} must not contain '-'")
     if early_stopping_rounds and not evals:
         raise ValueError("early_stopping_rounds needs at least one eval set in evals")
-    if options.prune_threshold is not None and options.holdout_fraction == 0:
-        warnings.warn("holdout_fraction=0 leaves no held-out rows: no split is scored or "
-                      "pruned", UserWarning, stacklevel=3)
+    options.warn_if_nothing_held_out(stacklevel=3)
     y = _labels(dtrain, "dtrain")
     weight = _weights(dtrain)
     if weight is not None and not weight.sum() > 0:

@@ -154,3 +154,15 @@ def test_zero_min_hessian_with_held_out_rows_is_refused_clearly():
     # a small positive value trains
     uc.adapters.lightgbm.train({**CRASHING, "min_sum_hessian_in_leaf": 1e-10},
                                lgb.Dataset(X, y), 20)
+
+
+@pytest.mark.parametrize("entry", ["lightgbm.train", "xgboost.train", "UnbiasedLGBMRegressor",
+                                   "UnbiasedXGBRegressor"])
+def test_pruning_with_nothing_held_out_is_warned_the_same_everywhere(data, entry):
+    fit = entry_points(*data)[entry]
+    with pytest.warns(UserWarning, match="holdout_fraction=0 leaves no held-out rows") as seen:
+        fit(holdout_fraction=0.0)
+    assert sum("holdout_fraction=0" in str(w.message) for w in seen) == 1
+    with warnings.catch_warnings():  # asked for on purpose: the host's own model, no warning
+        warnings.simplefilter("error")
+        fit(holdout_fraction=0.0, prune_threshold=None)
