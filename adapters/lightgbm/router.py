@@ -48,11 +48,18 @@ def _check_X(X: Any, forest: Forest, argument: str, pandas_categorical: list | N
     if isinstance(X, pd.DataFrame):
         # LightGBM's own error names neither the argument nor what it reads
         bad = [f"{c!s} ({dt})" for c, dt in X.dtypes.items()
-               if not (isinstance(dt, pd.CategoricalDtype) or pd.api.types.is_numeric_dtype(dt))]
+               if not (isinstance(dt, pd.CategoricalDtype) or pd.api.types.is_numeric_dtype(dt)
+                       or pd.api.types.is_bool_dtype(dt))]
         if bad:
             raise ValueError(f"{argument} has column(s) LightGBM cannot read: "
                              f"{', '.join(bad[:5])}{', ...' if len(bad) > 5 else ''}; it reads "
                              "int, float, bool and category columns")
+        arrow = [c for c, dt in X.dtypes.items() if isinstance(dt, pd.ArrowDtype)]
+        if arrow:
+            # LightGBM refuses pyarrow-backed columns ("pandas dtypes must be int, float or
+            # bool"): read as the float64 it would make of them, nulls as missing (a new frame)
+            X = X.assign(**{str(c): X[c].to_numpy(dtype=np.float64, na_value=np.nan)
+                            for c in arrow})
     return X
 
 

@@ -160,3 +160,26 @@ def test_is_unbalance_model_needs_an_objective_built_from_the_labels():
     np.testing.assert_allclose(s["biased_gain"], s["host_gain"], rtol=1e-6)
     with pytest.raises(ValueError, match="y_train=y_train"):
         uc.unbiased_importance(booster, X, y, X[:200], y[:200], objective="binary")
+
+
+def test_pyarrow_backed_columns_are_read_as_their_numpy_values():
+    # LightGBM refuses ArrowDtype columns; the router reads them as the float64 values
+    # (nulls missing) that a numpy frame holds: the same report, and the caller's frame kept
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(4)
+    X = pd.DataFrame({"a": rng.normal(size=N), "b": rng.integers(0, 9, N),
+                      "c": rng.normal(size=N) > 0})
+    X.loc[::17, "a"] = np.nan
+    y = X["a"].fillna(0).to_numpy() + 0.3 * X["b"] + rng.normal(size=N)
+    model = lightgbm.train({**BASE, "objective": "regression"}, lightgbm.Dataset(X, y), 5)
+    arrow = X.astype({"a": "float64[pyarrow]", "b": "int64[pyarrow]", "c": "bool[pyarrow]"})
+    assert arrow["a"].isna().sum() == X["a"].isna().sum() > 0
+    kept = arrow.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = uc.unbiased_importance(model, arrow, y, arrow, y, random_state=0).splits
+    want = uc.unbiased_importance(model, X, y, X, y, random_state=0).splits
+    pd.testing.assert_frame_equal(got, want)
+    np.testing.assert_allclose(got["biased_gain"], got["host_gain"], rtol=1e-5)
+    pd.testing.assert_frame_equal(arrow, kept)
