@@ -220,10 +220,14 @@ class UnbiasedSelector(SelectorMixin, BaseEstimator):
             validate_data(self, X, skip_check_array=True, reset=True)
             if len(X) < 1:
                 raise ValueError("X: expected at least one row, got 0")
-            y = column_or_1d(y, warn=True)
+            y = np.asarray(y)
+            if not (y.ndim == 2 and y.shape[1] > 1):  # several columns: a multi-target model
+                y = column_or_1d(y, warn=True)
         else:
             X, y = validate_data(self, X, y, accept_sparse="csr", dtype="numeric",
-                                 ensure_all_finite="allow-nan", reset=True)
+                                 ensure_all_finite="allow-nan", reset=True, multi_output=True)
+            if y.ndim == 2 and y.shape[1] == 1:
+                y = column_or_1d(y, warn=True)
         report = cross_fitted_importance(
             self.estimator, X, y, cv=self.cv, groups=groups, sample_weight=sample_weight,
             fit_params=fit_params, iterations=self.iterations, n_draws=self.n_draws,

@@ -21,8 +21,8 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["Objective", "CustomObjective", "Float64Objective", "make_objective", "objective_given",
-           "OBJECTIVES"]
+__all__ = ["Objective", "CustomObjective", "Float64Objective", "MultiTarget", "make_objective",
+           "objective_given", "OBJECTIVES"]
 
 Precision = Literal["float64", "float32"]
 
@@ -96,6 +96,8 @@ class Objective:
     name = "objective"
     #: number of raw scores per row
     n_outputs = 1
+    #: number of label columns (1: labels are a vector, even for several outputs)
+    label_columns = 1
     #: the host replaces leaf values by a percentile of residuals (L1, quantile, MAPE)
     renews_leaves = False
     #: the gradients of a row depend on a statistic of all training rows in each iteration
@@ -624,11 +626,16 @@ class CustomObjective(Objective):
 
     func: Callable | None = None
     outputs: int = 1
+    labels: int = 1
     name = "custom"
 
     @property
     def n_outputs(self) -> int:
         return self.outputs
+
+    @property
+    def label_columns(self) -> int:  # type: ignore[override]
+        return self.labels
 
     def grad_hess(self, y, raw, weight=None):
         name = f"custom ({getattr(self.func, '__name__', 'callable')})"
@@ -718,6 +725,60 @@ class Float64Objective(Objective):
         return self.base.predict(raw)
 
 
+@dataclass(frozen=True)
+class MultiTarget(Objective):
+    """One single-output loss applied to each of ``n_targets`` label columns (XGBoost's
+    multi-target models, one tree per target and iteration).
+
+    Labels have shape ``(n, n_targets)``, raw scores too; a row's weight applies to every
+    target. ``base`` must compute elementwise (no leaf renewal, no per-iteration scale).
+    """
+
+    base: Objective = field(default_factory=SquaredError)
+    n_targets: int = 2
+
+    def __post_init__(self):
+        base = self.base
+        if int(self.n_targets) < 2:
+            raise ValueError(f"n_targets must be at least 2, got {self.n_targets!r}")
+        if base.n_outputs != 1 or base.renews_leaves or base.iteration_scaled \
+                or type(base).grad_hess is not Objective.grad_hess:
+            raise ValueError(f"objective {base.name!r} cannot be applied target by target")
+        object.__setattr__(self, "precision", base.precision)
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return f"{self.base.name} ({self.n_targets} targets)"
+
+    @property
+    def n_outputs(self) -> int:  # type: ignore[override]
+        return self.n_targets
+
+    @property
+    def label_columns(self) -> int:  # type: ignore[override]
+        return self.n_targets
+
+    def _grad_hess(self, y, raw, w):
+        g, h = self.base._grad_hess(y, raw, None if w is None else w[:, None])
+        # a weighted hessian may be the weight column alone (squared error): one per target
+        return (g if g.shape == raw.shape else np.broadcast_to(g, raw.shape).copy(),
+                h if h.shape == raw.shape else np.broadcast_to(h, raw.shape).copy())
+
+    def check_labels(self, y, argument):
+        self.base.check_labels(y, argument)
+
+    def init_score(self, y, weight=None):
+        y = np.asarray(y)
+        return np.concatenate([self.base.init_score(y[:, j], weight)
+                               for j in range(self.n_targets)])
+
+    def loss(self, y, raw):
+        return self.base.loss(y, raw)
+
+    def predict(self, raw):
+        return self.base.predict(raw)
+
+
 
 OBJECTIVES: dict[str, type[Objective]] = {
     cls.name: cls
@@ -744,7 +805,8 @@ def objective_given(spec, n_outputs: int) -> Objective | None:
 def make_objective(name: str | Callable, **params) -> Objective:
     """An objective by canonical name (see ``OBJECTIVES``) or from a user callable."""
     if callable(name):
-        return CustomObjective(func=name, outputs=int(params.pop("n_outputs", 1)))
+        return CustomObjective(func=name, outputs=int(params.pop("n_outputs", 1)),
+                               labels=int(params.pop("label_columns", 1)))
     try:
         cls = OBJECTIVES[name]
     except KeyError:

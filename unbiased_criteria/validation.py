@@ -32,6 +32,8 @@ def encode_classes(y, classes, argument: str) -> np.ndarray:
     values = y.to_numpy() if isinstance(y, (pd.Series, pd.DataFrame)) else np.asarray(y)
     if values.ndim == 2 and values.shape[1] == 1:
         values = values[:, 0]
+    if values.ndim == 2:  # a multi-label classifier (XGBoost): every column through classes_
+        return encode_classes(values.reshape(-1), classes, argument).reshape(values.shape)
     if values.ndim != 1:
         raise ValueError(f"{argument} must be one-dimensional, got shape {values.shape}")
     index = pd.Index(np.asarray(classes))
@@ -59,19 +61,31 @@ def encode_classes(y, classes, argument: str) -> np.ndarray:
 
 
 def check_labels(y, n_rows: int, argument: str, objective: Objective) -> np.ndarray:
-    """Labels as a new float64 array of length ``n_rows``, in the objective's domain."""
+    """Labels as a new float64 array of length ``n_rows`` (``(n_rows, T)`` for an objective
+    of ``T`` label columns), in the objective's domain."""
     try:
         arr = np.array(y, dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError(f"{argument} must be numeric labels") from None
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        arr = arr[:, 0]
-    if arr.ndim != 1:
-        raise ValueError(f"{argument} must be one-dimensional, got shape {arr.shape}")
-    if arr.size == 0:
-        raise ValueError(f"{argument} is empty")
-    if arr.size != n_rows:
-        raise ValueError(f"{argument} has {arr.size} labels but the data has {n_rows} rows")
+    columns = objective.label_columns
+    if columns > 1:  # a multi-target model: one label column per target
+        if arr.ndim != 2 or arr.shape[1] != columns:
+            raise ValueError(f"{argument} must have shape (n_rows, {columns}) for a model of "
+                             f"{columns} targets, got shape {arr.shape}")
+        if arr.shape[0] == 0:
+            raise ValueError(f"{argument} is empty")
+        if arr.shape[0] != n_rows:
+            raise ValueError(f"{argument} has {arr.shape[0]} rows of labels but the data has "
+                             f"{n_rows} rows")
+    else:
+        if arr.ndim == 2 and arr.shape[1] == 1:
+            arr = arr[:, 0]
+        if arr.ndim != 1:
+            raise ValueError(f"{argument} must be one-dimensional, got shape {arr.shape}")
+        if arr.size == 0:
+            raise ValueError(f"{argument} is empty")
+        if arr.size != n_rows:
+            raise ValueError(f"{argument} has {arr.size} labels but the data has {n_rows} rows")
     if np.isnan(arr).any():
         raise ValueError(f"{argument} contains NaN labels")
     _check_float32_range(arr, argument, "labels")

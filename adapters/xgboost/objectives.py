@@ -165,9 +165,22 @@ def make_objective(spec: str | Callable | Objective, model_ir: Model) -> Objecti
     Objective
     """
     n_outputs = model_ir.forest.n_outputs
+    n_target = int((model_ir.source or {}).get("learner", {})
+                    .get("learner_model_param", {}).get("num_target", 1))
+    if n_target > 1:  # a multi-target model: labels (n, n_target), the loss target by target
+        if callable(spec) and not isinstance(spec, Objective):
+            return _objectives.make_objective(spec, n_outputs=n_target, label_columns=n_target)
+        if isinstance(spec, Objective):
+            return spec
+        return multi_target(_single_objective(spec, model_ir, 1), spec, n_target)
     given = _objectives.objective_given(spec, n_outputs)
     if given is not None:
         return given
+    return _single_objective(spec, model_ir, n_outputs)
+
+
+def _single_objective(spec: str, model_ir: Model, n_outputs: int) -> Objective:
+    """:func:`make_objective` of a name, for ``n_outputs`` outputs."""
     if ":" in spec:
         obj_json = (model_ir.source or {}).get("learner", {}).get("objective", {})
         params = _objective_params(obj_json) if obj_json.get("name") == spec else {}
@@ -184,6 +197,23 @@ def make_objective(spec: str | Callable | Objective, model_ir: Model) -> Objecti
     elif spec == "multiclass_ova":
         params["n_classes"] = n_outputs
     return _objectives.make_objective(spec, **params)
+
+
+def multi_target(objective: Objective | None, name: str, n_target: int) -> Objective | None:
+    """The objective of a model of ``n_target`` label columns: its loss target by target.
+
+    None stays None (a custom objective: ``objective=`` then takes ``(n, n_target)`` labels
+    and raw scores). Losses that do not apply target by target are refused.
+    """
+    if objective is None:
+        return None
+    try:
+        return _objectives.MultiTarget(base=objective, n_targets=n_target)
+    except ValueError:
+        raise UnsupportedModelError(
+            f"multi-target models (num_target={n_target}) with objective {name!r} are not "
+            "supported: its gradients are not computed target by target as they are replayed"
+        ) from None
 
 
 def _custom_objective(obj: Callable, dtrain: xgboost.DMatrix, n_outputs: int) -> Objective:

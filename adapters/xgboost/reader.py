@@ -33,11 +33,12 @@ from unbiased_criteria.adapters.xgboost.layout import (
 from unbiased_criteria.adapters.xgboost.objectives import (
     _core_objective,
     _objective_params,
+    multi_target,
     parse_base_score,
 )
 
 from unbiased_criteria.gains import SplitScore
-from unbiased_criteria.model import Model, UnsupportedModelError
+from unbiased_criteria.model import Model
 from unbiased_criteria.trees import MISSING_NAN, Forest, Tree, make_tree
 
 # training parameters read from save_config(): XGBoost's defaults, aliases
@@ -308,11 +309,12 @@ def parse_model(
     obj_params = _objective_params(obj_json)
     version = compat.model_version(js)
     objective = _core_objective(obj_name, obj_params, max(n_class, 1), version)
-    if n_target > 1:
-        raise UnsupportedModelError(
-            f"multi-target models (num_target={n_target}) are not supported"
-        )
     n_outputs = max(n_class, 1)
+    if n_target > 1:
+        # one tree per target and iteration (tree_info names the target), as for classes;
+        # vector leaves (multi_output_tree) were refused with the trees
+        objective = multi_target(objective, obj_name, n_target)
+        n_outputs = n_target
     params = _train_params(None, train_params)
     if obj_name == "count:poisson" and params["max_delta_step"] == 0:
         # XGBoost's one duplicated parameter: poisson's trees are clipped at the objective's

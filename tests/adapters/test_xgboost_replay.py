@@ -19,7 +19,11 @@ from unbiased_criteria.replay import RowSet, replay  # noqa: E402
 N = 700
 
 
-def data(kind, seed=0, nan=0.0, categorical=False):
+def data(kind, seed=0, nan=0.0, categorical=False, targets=1):
+    if targets > 1:  # one label column per target: the same kind of label, another signal
+        X, y = data(kind, seed, nan, categorical)
+        _, other = data(kind, seed + 100, nan, categorical)
+        return X, np.column_stack([y, other[::-1]] + [y[::-1]] * (targets - 2))
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(N, 5)).astype(np.float32)
     if nan:
@@ -69,15 +73,20 @@ CASES = {
     "categorical": ("reg:squarederror", {"max_cat_to_onehot": 1}, {"categorical": True}),
     "nan": ("binary:logistic", {}, {"nan": 0.15}),
     "parallel": ("reg:squarederror", {"num_parallel_tree": 2}, {}),
+    # multi-target models (one tree per target and iteration), weighted: the weight is the
+    # row's in every target
+    "targets": ("reg:squarederror", {"reg_lambda": 2.0}, {"targets": 2, "weights": True}),
+    "targets_logistic": ("binary:logistic", {}, {"targets": 3, "nan": 0.1}),
 }
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))
 def case(request):
     objective, params, opts = CASES[request.param]
-    X, y = data(objective, nan=opts.get("nan", 0.0), categorical=opts.get("categorical", False))
+    X, y = data(objective, nan=opts.get("nan", 0.0), categorical=opts.get("categorical", False),
+                targets=opts.get("targets", 1))
     Xv, yv = data(objective, seed=1, nan=opts.get("nan", 0.0),
-                  categorical=opts.get("categorical", False))
+                  categorical=opts.get("categorical", False), targets=opts.get("targets", 1))
     w = np.random.default_rng(2).uniform(0.3, 2.0, N) if opts.get("weights") else None
     d = xgb.DMatrix(X, y, weight=w, enable_categorical=True)
     params = {"objective": objective, "max_depth": 5, "eta": 0.3, "nthread": 2, **params}
@@ -164,13 +173,16 @@ def test_alpha_with_max_delta_step():
     assert np.max(np.concatenate(errors)) < 1e-3
 
 
-@pytest.mark.parametrize("name", ["logistic", "softprob", "categorical", "parallel"])
+@pytest.mark.parametrize("name", ["logistic", "softprob", "categorical", "parallel", "targets",
+                                  "targets_logistic"])
 def test_prune_end_to_end(name):
     from unbiased_criteria.api import prune_forest
 
     objective, params, opts = CASES[name]
-    X, y = data(objective, categorical=opts.get("categorical", False))
-    Xv, yv = data(objective, seed=1, categorical=opts.get("categorical", False))
+    X, y = data(objective, categorical=opts.get("categorical", False),
+                targets=opts.get("targets", 1))
+    Xv, yv = data(objective, seed=1, categorical=opts.get("categorical", False),
+                  targets=opts.get("targets", 1))
     d = xgb.DMatrix(X, y, enable_categorical=True)
     bst = xgb.train({"objective": objective, "max_depth": 6, "nthread": 2, **params}, d, 6)
     before = bst.save_raw("json")

@@ -32,7 +32,9 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
                         "mode (held-out rows split in two halves)")
     p.add_argument("--valid", metavar="FILE", required=True,
                    help="held-out rows the model has not seen (CSV or Parquet)")
-    p.add_argument("--label", metavar="COL", required=True, help="label column")
+    p.add_argument("--label", metavar="COL", required=True, action="append",
+                   help="label column; repeat it for a multi-target model, one per target in "
+                        "the model's order (--label y1 --label y2)")
     p.add_argument("--weight", metavar="COL", help="row weight column (in every data file)")
     p.add_argument("--objective", metavar="NAME",
                    help="objective name, required for models trained with a custom objective")

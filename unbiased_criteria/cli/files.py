@@ -218,8 +218,9 @@ def weight_values(column: pd.Series, option: str, path: str) -> np.ndarray:
     return w
 
 
-def prepare_data(frame: pd.DataFrame, schema: Schema, label: str, weight: str | None,
-                 option: str, path: str) -> tuple[pd.DataFrame, np.ndarray, np.ndarray | None]:
+def prepare_data(frame: pd.DataFrame, schema: Schema, label: str | list[str],
+                 weight: str | None, option: str, path: str
+                 ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray | None]:
     """Split a data file into features (in the model's order and types), labels and weights.
 
     Parameters
@@ -228,8 +229,10 @@ def prepare_data(frame: pd.DataFrame, schema: Schema, label: str, weight: str | 
         As read by :func:`read_table`; not modified.
     schema : Schema
         :func:`model_schema` of the model.
-    label, weight : str
-        Column names (``weight`` optional).
+    label : str or list of str
+        Label column(s): several for a multi-target model (labels ``(n, T)``).
+    weight : str or None
+        Weight column.
     option, path : str
         The option and file name, for error messages.
 
@@ -246,21 +249,30 @@ def prepare_data(frame: pd.DataFrame, schema: Schema, label: str, weight: str | 
     InputError
         Missing label, weight or feature columns, missing labels, text in a numeric feature.
     """
-    for kind, col in (("label", label), ("weight", weight)):
+    labels = [label] if isinstance(label, str) else list(label)
+    for kind, col in [("label", c) for c in labels] + [("weight", weight)]:
         if col is not None and col not in frame.columns:
             raise InputError(
                 f"{option} {path}: no {kind} column {col!r} (columns: {short(list(frame))})"
             )
-    y = frame[label]
-    text_labels = _is_text(y) or isinstance(y.dtype, pd.CategoricalDtype)
-    if text_labels and not schema.text_labels:
-        raise InputError(f"{option} {path}: label column {label!r} must hold numbers")
-    missing = np.flatnonzero(y.isna().to_numpy())
-    if missing.size:
-        raise InputError(f"{option} {path}: label column {label!r} has {missing.size} missing "
-                         f"value(s), the first in data row {missing[0] + 1}")
+    if len(set(labels)) < len(labels) or weight in labels:
+        named = ", ".join(map(repr, labels)) + ("" if weight is None else f", weight {weight!r}")
+        raise InputError(f"{option} {path}: a column is named twice among the label and "
+                         f"weight columns ({named})")
+    text_labels = False
+    for col in labels:
+        y = frame[col]
+        text = _is_text(y) or isinstance(y.dtype, pd.CategoricalDtype)
+        if text and (not schema.text_labels or len(labels) > 1):
+            raise InputError(f"{option} {path}: label column {col!r} must hold numbers")
+        text_labels = text_labels or text
+        missing = np.flatnonzero(y.isna().to_numpy())
+        if missing.size:
+            raise InputError(f"{option} {path}: label column {col!r} has {missing.size} "
+                             f"missing value(s), the first in data row {missing[0] + 1}")
+    y = frame[labels[0]] if len(labels) == 1 else frame[labels]
     w = None if weight is None else weight_values(frame[weight], option, path)
-    rest = frame.drop(columns=[c for c in (label, weight) if c is not None])
+    rest = frame.drop(columns=[c for c in (*labels, weight) if c is not None])
     X = rest[_match_columns(rest, schema, option, path)].copy()
     for i, column in enumerate(X.columns):
         s = X[column]

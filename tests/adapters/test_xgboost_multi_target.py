@@ -1,0 +1,126 @@
+"""XGBoost multi-target models (one tree per target and iteration, labels ``(n, T)``): the
+loss applied target by target; its oracles are in test_xgboost_replay (``targets`` cases)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+xgb = pytest.importorskip("xgboost")
+pytest.importorskip("sklearn")
+
+from unbiased_criteria.adapters import xgboost as ax  # noqa: E402
+
+import unbiased_criteria as uc  # noqa: E402
+from unbiased_criteria.model import UnsupportedModelError  # noqa: E402
+
+N = 1200
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(2 * N, 4))
+    Y = np.column_stack([X[:, 0] + rng.normal(size=2 * N),
+                         2.0 + X[:, 1] + rng.normal(size=2 * N)])
+    return X[:N], Y[:N], X[N:], Y[N:]
+
+
+def fit(X, Y, objective="reg:squarederror", rounds=6):
+    return xgb.train({"objective": objective, "max_depth": 3, "nthread": 1},
+                     xgb.DMatrix(X, Y), rounds)
+
+
+def test_labels_must_have_one_column_per_target(data):
+    X, Y, Xv, Yv = data
+    bst = fit(X, Y)
+    for bad in (Y[:, 0], np.column_stack([Y, Y[:, :1]])):
+        with pytest.raises(ValueError, match=r"y_train must have shape \(n_rows, 2\) for a "
+                                             r"model of 2 targets"):
+            uc.unbiased_importance(bst, X, bad, Xv, Yv)
+    with pytest.raises(ValueError, match="y_valid must be one-dimensional"):
+        uc.unbiased_importance(fit(X, Y[:, 0]), X, Y[:, 0], Xv, Yv)
+
+
+def test_objective_given_by_name_or_callable_is_applied_target_by_target(data):
+    X, Y, Xv, Yv = data
+    bst = fit(X, Y)
+    want = uc.unbiased_importance(bst, X, Y, Xv, Yv, random_state=0).splits
+    assert want["tree"].nunique() == 12 and want["unbiased_gain"].abs().sum() > 0
+
+    def squared(y, raw, weight):
+        assert y.shape == raw.shape == (N, 2)
+        return raw - y, np.ones_like(raw)
+
+    for objective in ("reg:squarederror", "squared_error"):
+        got = uc.unbiased_importance(bst, X, Y, Xv, Yv, random_state=0,
+                                     objective=objective).splits
+        pd.testing.assert_frame_equal(got, want)
+    # the callable's float64 residuals against XGBoost's float32 ones: within rounding
+    got = uc.unbiased_importance(bst, X, Y, Xv, Yv, random_state=0, objective=squared).splits
+    pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-5, atol=1e-5)
+
+
+def test_multi_label_classifier_reads_its_labels_through_classes(data):
+    X, Y, Xv, Yv = data
+    labels, labels_v = (Y > 1.0).astype(int), (Yv > 1.0).astype(int)
+    clf = xgb.XGBClassifier(n_estimators=5, max_depth=3, n_jobs=1).fit(X, labels)
+    got = uc.unbiased_importance(clf, X, labels, Xv, labels_v, random_state=0).splits
+    booster = uc.unbiased_importance(clf.get_booster(), X, labels, Xv, labels_v,
+                                     random_state=0).splits
+    pd.testing.assert_frame_equal(got, booster)
+    rel = np.abs(got["biased_gain"] - got["host_gain"]) / got["host_gain"].abs()
+    assert np.median(rel) <= 1e-6
+    with pytest.raises(ValueError, match="labels the classifier was not fitted on"):
+        uc.unbiased_importance(clf, X, labels + 1, Xv, labels_v)
+
+
+def test_losses_that_are_not_target_by_target_are_refused(data):
+    X, Y, Xv, Yv = data
+    bst = fit(X, Y, "reg:absoluteerror", rounds=2)
+    with pytest.raises(UnsupportedModelError, match=r"multi-target models \(num_target=2\) "
+                                                    "with objective 'reg:absoluteerror'"):
+        uc.unbiased_importance(bst, X, Y, Xv, Yv)
+    # and the hooks train one target
+    with pytest.raises(UnsupportedModelError, match="multi-target training is not supported"):
+        ax.train({"max_depth": 2}, xgb.DMatrix(X, Y), 2)
+
+
+def test_selector_takes_several_label_columns(data):
+    X, Y, Xv, Yv = data
+    X_all = np.vstack([X, Xv])
+    Y_all = np.vstack([Y, Yv])
+    noise = np.random.default_rng(1).normal(size=(2 * N, 3))
+    selector = uc.UnbiasedSelector(xgb.XGBRegressor(n_estimators=20, max_depth=3, n_jobs=1),
+                                   cv=3, random_state=0)
+    selector.fit(np.hstack([X_all[:, :2], noise]), Y_all)
+    # each target's signal feature is kept, the noise is not
+    np.testing.assert_array_equal(selector.get_support(), [True, True, False, False, False])
+
+
+def test_command_line_takes_one_label_option_per_target(data, tmp_path, capsys):
+    from unbiased_criteria.cli import main
+
+    X, Y, Xv, Yv = data
+    X = pd.DataFrame(X, columns=[f"f{i}" for i in range(4)])  # named: t2 is not a feature
+    bst = fit(X, Y)
+    bst.save_model(tmp_path / "m.json")
+    for name, (rows, labels) in {"train": (X.to_numpy(), Y), "valid": (Xv, Yv)}.items():
+        frame = pd.DataFrame(rows, columns=[f"f{i}" for i in range(4)])
+        frame.assign(t1=labels[:, 0], t2=labels[:, 1]).to_csv(tmp_path / f"{name}.csv",
+                                                               index=False)
+    common = ["importance", str(tmp_path / "m.json"), "--train", str(tmp_path / "train.csv"),
+              "--valid", str(tmp_path / "valid.csv"), "--format", "csv", "--seed", "0"]
+    assert main([*common, "--label", "t1", "--label", "t2"]) == 0
+    got = pd.read_csv(io.StringIO(capsys.readouterr().out), index_col=0)
+    want = uc.unbiased_importance(bst, X, Y, pd.DataFrame(Xv, columns=X.columns), Yv,
+                                  random_state=0).to_frame()
+    np.testing.assert_allclose(got["unbiased_gain"], want["unbiased_gain"], rtol=1e-9)
+    # one label for two targets, or a label named twice: one line each
+    assert main([*common, "--label", "t1"]) == 2
+    assert "must have shape (n_rows, 2) for a model of 2 targets" in capsys.readouterr().err
+    assert main([*common, "--label", "t1", "--label", "t1"]) == 2
+    assert "a column is named twice" in capsys.readouterr().err
