@@ -581,3 +581,30 @@ def test_read_labels_leaves_custom_objectives_their_labels():
                 Float64Objective()):
         got = obj.read_labels(y, w)
         assert got[0] is y and got[1] is w
+
+
+def test_multi_target_applies_the_loss_column_by_column():
+    from unbiased_criteria.objectives import MultiTarget
+
+    rng = np.random.default_rng(3)
+    y = rng.normal(size=(50, 3))
+    raw = rng.normal(size=(50, 3))
+    w = rng.uniform(0.5, 2.0, 50)
+    for name, yy in (("squared_error", y), ("binary_logistic", (y > 0).astype(float))):
+        base = make_objective(name, precision="float32")
+        multi = MultiTarget(base=base, n_targets=3)
+        assert multi.n_outputs == multi.label_columns == 3
+        assert multi.precision == "float32"
+        for weight in (None, w):
+            g, h = multi.grad_hess(yy, raw, weight)
+            assert g.shape == h.shape == (50, 3) and g.dtype == np.float32
+            for j in range(3):  # each column is the single-output loss, bit for bit
+                gj, hj = base.grad_hess(yy[:, j], raw[:, j], weight)
+                np.testing.assert_array_equal(g[:, j], gj)
+                np.testing.assert_array_equal(h[:, j], hj)
+        np.testing.assert_array_equal(
+            multi.init_score(yy, w), [base.init_score(yy[:, j], w)[0] for j in range(3)])
+    with pytest.raises(ValueError, match="cannot be applied target by target"):
+        MultiTarget(base=make_objective("absolute_error"), n_targets=2)
+    with pytest.raises(ValueError, match="n_targets must be at least 2"):
+        MultiTarget(base=make_objective("squared_error"), n_targets=1)
