@@ -55,7 +55,9 @@ class XGBGrower:
         self.data = [dtrain, *evals]
         self.train_params = _train_params(json.loads(self.booster.save_config()), None)
         js = json.loads(self.booster.save_raw("json"))
-        self.n_outputs = max(int(js["learner"]["learner_model_param"].get("num_class", 0)), 1)
+        lmp = js["learner"]["learner_model_param"]
+        # classes or targets (a multi-target DMatrix): one tree per output and iteration
+        self.n_outputs = max(int(lmp.get("num_class", 0)), int(lmp.get("num_target", 1)), 1)
         #: eta as XGBoost multiplies leaf weights by it (float32), for the next iteration
         self.shrinkage = float(np.float32(self.train_params["eta"]))
         self._shrinkages: list[float] = []  # the eta each grown iteration was shrunk by

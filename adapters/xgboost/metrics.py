@@ -64,11 +64,16 @@ def _predict_transform(objective: str, raw: np.ndarray) -> np.ndarray:
 
 
 def _weighted_mean(rows: np.ndarray, w: np.ndarray | None) -> float:
-    """XGBoost's reduction: float32 ``row * weight``, sums in double, ``sum / sum(w)``."""
+    """XGBoost's reduction: float32 ``row * weight``, sums in double, ``sum / sum(w)``.
+
+    Rows ``(n, T)`` (a multi-target model) pool every target, each weighted by its row's
+    weight, as XGBoost's elementwise metrics do."""
     if w is None:
         total, wsum = float(np.sum(rows, dtype=np.float64)), float(rows.size)
     else:
         w32 = np.asarray(w, dtype=np.float32)
+        if rows.ndim == 2:
+            w32 = np.broadcast_to(w32[:, None], rows.shape)
         total = float(np.sum(rows * w32, dtype=np.float64))
         wsum = float(np.sum(w32, dtype=np.float64))
     return total if wsum == 0 else total / wsum
@@ -141,8 +146,11 @@ def _maximize(name: str, maximize: bool | None) -> bool:
 
 
 def _xgb_metric(spec: str, objective: str, n_outputs: int, params: Mapping[str, Any],
-                maximize: bool | None) -> Metric:
+                maximize: bool | None, targets: bool = False) -> Metric:
     """XGBoost's metric ``spec`` (``"rmse"``, ``"error@0.7"``...) on the core's raw scores.
+
+    ``targets``: the ``n_outputs`` are the targets of a multi-target model (labels ``(n, T)``,
+    elementwise metrics pooled over every target), not classes.
 
     The core calls ``func(y, raw, weight, objective)``; the predictions are the link of the
     ``params`` objective (``objective``) as XGBoost's ``EvalTransform`` gives them, also with a
@@ -176,7 +184,8 @@ def _xgb_metric(spec: str, objective: str, n_outputs: int, params: Mapping[str, 
             f"supported: {list(_SUPPORTED_METRICS)}"
         )
     multiclass = base in _MULTICLASS_METRICS
-    if multiclass != (n_outputs > 1) or (base == "auc" and n_outputs > 1):
+    classes = n_outputs > 1 and not targets
+    if multiclass != classes or (base == "auc" and n_outputs > 1):
         raise ValueError(
             f"params['eval_metric']: metric {spec!r} does not fit objective {objective!r} "
             f"with {n_outputs} output(s)"

@@ -216,7 +216,8 @@ def multi_target(objective: Objective | None, name: str, n_target: int) -> Objec
         ) from None
 
 
-def _custom_objective(obj: Callable, dtrain: xgboost.DMatrix, n_outputs: int) -> Objective:
+def _custom_objective(obj: Callable, dtrain: xgboost.DMatrix, n_outputs: int,
+                      label_columns: int = 1) -> Objective:
     """XGBoost's ``obj(preds, dtrain) -> (grad, hess)`` as the core's ``f(y, raw, weight)``.
 
     ``preds`` are float32 margins ``(n,)`` or ``(n, K)``; flat results are row-major, as
@@ -234,4 +235,4 @@ def _custom_objective(obj: Callable, dtrain: xgboost.DMatrix, n_outputs: int) ->
                 )
         return grad, hess
 
-    return _objectives.make_objective(func, n_outputs=n_outputs)
+    return _objectives.make_objective(func, n_outputs=n_outputs, label_columns=label_columns)

@@ -133,16 +133,14 @@ def _host_seed(params: Mapping[str, Any]) -> Any:
 
 
 def _labels(dmat: xgboost.DMatrix, argument: str) -> np.ndarray:
+    """The labels, ``(n,)`` or ``(n, T)`` for a multi-target DMatrix."""
     y = np.asarray(dmat.get_label())
     n = int(dmat.num_row())
     if y.size == 0:
         raise ValueError(f"{argument} has no labels: build it with xgboost.DMatrix(X, label=y)")
-    if y.size != n:
-        raise UnsupportedModelError(
-            f"{argument} has {y.size} labels for {n} rows: multi-target training is not "
-            "supported"
-        )
-    return y
+    if y.shape[0] != n or y.ndim > 2:
+        raise ValueError(f"{argument} has labels of shape {y.shape} for {n} rows")
+    return y[:, 0] if y.ndim == 2 and y.shape[1] == 1 else y
 
 
 def _weights(dmat: xgboost.DMatrix) -> np.ndarray | None:
@@ -440,10 +438,12 @@ def run_training(
     K = grower.n_outputs
     template = json.loads(grower.booster.save_raw("json"))
     model_ir = parse_model(template, grower.train_params)
-    objective = model_ir.objective if obj is None else _custom_objective(obj, dtrain, K)
-    y = check_labels(y, y.size, "dtrain's labels", objective)
+    targets = y.shape[1] if y.ndim == 2 else 1  # a multi-target model: labels (n, T)
+    objective = model_ir.objective if obj is None \
+        else _custom_objective(obj, dtrain, K, label_columns=targets)
+    y = check_labels(y, y.shape[0], "dtrain's labels", objective)
     for i, (labels, (_, set_name)) in enumerate(zip(eval_y, evals)):
-        check_labels(labels, labels.size, f"evals[{i}] ({set_name!r}) labels", objective)
+        check_labels(labels, labels.shape[0], f"evals[{i}] ({set_name!r}) labels", objective)
 
     metric_names = params.get("eval_metric")
     if metric_names is None:
@@ -454,7 +454,8 @@ def run_training(
             metric_names = [] if off else [f"tweedie-nloglik@{rho:g}"]
     elif isinstance(metric_names, str):
         metric_names = [metric_names]
-    metrics = [_xgb_metric(m, name, K, params, maximize) for m in metric_names]
+    metrics = [_xgb_metric(m, name, K, params, maximize, targets=targets > 1)
+               for m in metric_names]
     if early_stopping_rounds and not (metrics or custom_metric):
         raise ValueError("early_stopping_rounds needs a metric: the objective has no default "
                          "one and params has no eval_metric")

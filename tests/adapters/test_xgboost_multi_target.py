@@ -84,9 +84,29 @@ def test_losses_that_are_not_target_by_target_are_refused(data):
     with pytest.raises(UnsupportedModelError, match=r"multi-target models \(num_target=2\) "
                                                     "with objective 'reg:absoluteerror'"):
         uc.unbiased_importance(bst, X, Y, Xv, Yv)
-    # and the hooks train one target
-    with pytest.raises(UnsupportedModelError, match="multi-target training is not supported"):
-        ax.train({"max_depth": 2}, xgb.DMatrix(X, Y), 2)
+    # the same in the hook
+    with pytest.raises(UnsupportedModelError, match="'reg:absoluteerror'"):
+        ax.train({"objective": "reg:absoluteerror", "max_depth": 2}, xgb.DMatrix(X, Y), 2,
+                 verbose_eval=False)
+    # metrics that are not elementwise neither (XGBoost refuses AUC on them too)
+    labels = (Y > 1.0).astype(float)
+    with pytest.raises(ValueError, match="metric 'auc' does not fit"):
+        ax.train({"objective": "binary:logistic", "eval_metric": "auc"},
+                 xgb.DMatrix(X, labels), 2, evals=[(xgb.DMatrix(Xv, (Yv > 1.0) * 1.0), "v")],
+                 verbose_eval=False)
+
+
+def test_estimator_trains_on_several_label_columns(data):
+    # the hook's oracles for multi-target models: test_xgboost_train (MODELS "name/T")
+    X, Y, Xv, Yv = data
+    est = ax.UnbiasedXGBRegressor(n_estimators=8, max_depth=3, n_jobs=1, random_state=0)
+    est.fit(X, Y)
+    assert est.predict(Xv).shape == (N, 2)
+    imp = est.feature_importances_
+    assert imp.shape == (4,) and imp[0] > 0 and imp[1] > 0  # each target's signal feature
+    assert abs(imp[2:]).max() < 0.1 * min(imp[0], imp[1])
+    splits = est.training_splits_
+    assert splits["tree"].max() == 15  # 8 rounds x 2 targets
 
 
 def test_selector_takes_several_label_columns(data):

@@ -24,6 +24,12 @@ N, P = 1200, 6
 
 
 def labels(objective, X, rng):
+    """Labels for ``objective``; ``"name/T"`` gives a multi-target model's ``(n, T)`` labels
+    (each target another signal)."""
+    objective, _, targets = objective.partition("/")
+    if targets:
+        columns = [labels(objective, np.roll(X, -j, axis=1), rng) for j in range(int(targets))]
+        return np.column_stack(columns)
     s = X[:, 0] + 0.5 * X[:, 1] ** 2
     noise = rng.normal(size=X.shape[0])
     if objective in ("binary:logistic", "reg:logistic", "binary:logitraw"):
@@ -48,6 +54,7 @@ def dmatrices(objective, *, weights=True, seed=0, n=N):
 
 
 def params_for(objective, **extra):
+    objective = objective.partition("/")[0]  # "name/T": T targets, from the labels
     params = {"objective": objective, "max_depth": 4, "eta": 0.3, "seed": 0, "nthread": 1}
     if objective.startswith("multi:"):
         params["num_class"] = 3
@@ -93,7 +100,12 @@ OFF = {"prune_threshold": None, "holdout_fraction": 0.0}
 # ----------------------------------------------------------------------- oracle: xgb.train
 
 
-@pytest.mark.parametrize("objective", ["reg:squarederror", "binary:logistic", "multi:softprob"])
+# "name/T": a multi-target model of T label columns (one tree per target and iteration)
+MODELS = ["reg:squarederror", "binary:logistic", "multi:softprob", "reg:squarederror/2",
+          "binary:logistic/3"]
+
+
+@pytest.mark.parametrize("objective", MODELS)
 def test_pruning_off_is_xgboost_train(objective):
     dtrain, dvalid = dmatrices(objective)
     params = params_for(objective)
@@ -231,7 +243,7 @@ def test_verbose_eval_prints_like_xgboost(capsys):
 # ------------------------------------------------------------------------ pruning switched on
 
 
-@pytest.fixture(scope="module", params=["reg:squarederror", "binary:logistic", "multi:softprob"])
+@pytest.fixture(scope="module", params=MODELS)
 def pruned(request):
     objective = request.param
     dtrain, dvalid = dmatrices(objective, seed=3)
