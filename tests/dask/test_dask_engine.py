@@ -191,6 +191,12 @@ def test_bad_dask_inputs(client, monkeypatch):
     bad = dd.from_pandas(pd.Series(np.full(600, np.nan)), npartitions=2)
     with pytest.raises(ValueError, match="y_valid contains NaN labels"):
         uc.unbiased_importance(model, dX, dy, dX, bad)
+    # a multi-target model (labels (n, T)) is refused before any work
+    Y = np.column_stack([y, -y])
+    targets = xgboost.train({"max_depth": 2}, xgboost.DMatrix(X, Y), 2)
+    dY = da.from_array(Y, chunks=(300, 2))
+    with pytest.raises(uc.UnsupportedModelError, match="multi-target models .* dask inputs"):
+        uc.unbiased_importance(targets, dX, dY, dX, dY)
 
     def no_client():
         raise ValueError("No clients found")
