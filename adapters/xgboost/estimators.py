@@ -203,15 +203,23 @@ class UnbiasedXGBClassifier(_UnbiasedFit, xgboost.XGBClassifier):
         from sklearn.utils.multiclass import check_classification_targets
         from sklearn.utils.validation import column_or_1d
 
-        y = column_or_1d(y, warn=True)
-        check_classification_targets(y)
-        classes, encoded = np.unique(y, return_inverse=True)
-        if classes.size < 2:
-            raise ValueError(f"the training labels have 1 class ({classes.tolist()}): a "
-                             "classifier needs at least 2")
-        if eval_set is not None:
-            eval_set = [(Xe, _encode_labels(ye, classes, f"eval_set[{i}]"))
-                        for i, (Xe, ye) in enumerate(eval_set)]
+        labels = np.asarray(y)
+        if labels.ndim == 2 and labels.shape[1] > 1:
+            # multi-label, as XGBClassifier: a 0/1 column per label, one logistic target each
+            classes, encoded = np.array([0, 1]), _multi_label(labels, "y")
+            if eval_set is not None:
+                eval_set = [(Xe, _multi_label(ye, f"eval_set[{i}]", labels.shape[1]))
+                            for i, (Xe, ye) in enumerate(eval_set)]
+        else:
+            y = column_or_1d(y, warn=True)
+            check_classification_targets(y)
+            classes, encoded = np.unique(y, return_inverse=True)
+            if classes.size < 2:
+                raise ValueError(f"the training labels have 1 class ({classes.tolist()}): a "
+                                 "classifier needs at least 2")
+            if eval_set is not None:
+                eval_set = [(Xe, _encode_labels(ye, classes, f"eval_set[{i}]"))
+                            for i, (Xe, ye) in enumerate(eval_set)]
         objective = self.objective
         # a refit starts from scratch: XGBoost's fit checks the labels against classes_, which
         # must be 0..K-1 while it runs, not the previous fit's labels
@@ -258,6 +266,21 @@ class UnbiasedXGBClassifier(_UnbiasedFit, xgboost.XGBClassifier):
         if output_margin:
             return out
         return self.classes_[np.asarray(out, dtype=np.int64)]
+
+
+def _multi_label(y: Any, argument: str, columns: int | None = None) -> np.ndarray:
+    """Multi-label targets ``(n, T)`` of 0 and 1 (booleans too), as float; else one error."""
+    y = np.asarray(y)
+    if y.ndim != 2 or (columns is not None and y.shape[1] != columns):
+        raise ValueError(f"{argument} must have shape (n_rows, {columns}) like the training "
+                         f"labels, got shape {y.shape}")
+    try:
+        values = y.astype(np.float64)
+    except (TypeError, ValueError):
+        values = None
+    if values is None or not np.isin(values, (0.0, 1.0)).all():
+        raise ValueError(f"{argument}: multi-label targets must hold 0 and 1 in every column")
+    return values
 
 
 def _encode_labels(y: Any, classes: np.ndarray, argument: str) -> np.ndarray:

@@ -144,3 +144,22 @@ def test_command_line_takes_one_label_option_per_target(data, tmp_path, capsys):
     assert "must have shape (n_rows, 2) for a model of 2 targets" in capsys.readouterr().err
     assert main([*common, "--label", "t1", "--label", "t1"]) == 2
     assert "a column is named twice" in capsys.readouterr().err
+
+
+def test_multi_label_estimator_is_xgbclassifier_without_pruning(data):
+    X, Y, Xv, Yv = data
+    labels, labels_v = (Y > 1.0).astype(int), (Yv > 1.0).astype(int)
+    small = dict(n_estimators=6, max_depth=3, n_jobs=1, random_state=0)
+    off = ax.UnbiasedXGBClassifier(**small, holdout_fraction=0.0, prune_threshold=None)
+    off.fit(X, labels, eval_set=[(Xv, labels_v)], verbose=False)
+    ref = xgb.XGBClassifier(**small).fit(X, labels, eval_set=[(Xv, labels_v)], verbose=False)
+    np.testing.assert_allclose(off.predict_proba(Xv), ref.predict_proba(Xv), rtol=0, atol=5e-7)
+    np.testing.assert_array_equal(off.predict(Xv), ref.predict(Xv))
+    np.testing.assert_allclose(off.evals_result()["validation_0"]["logloss"],
+                               ref.evals_result()["validation_0"]["logloss"], rtol=1e-6)
+    used = ax.UnbiasedXGBClassifier(**small).fit(X, labels)
+    assert used.predict(Xv).shape == (N, 2) and used.feature_importances_.shape == (4,)
+    with pytest.raises(ValueError, match="multi-label targets must hold 0 and 1"):
+        ax.UnbiasedXGBClassifier(**small).fit(X, labels * 2)
+    with pytest.raises(ValueError, match=r"eval_set\[0\] must have shape \(n_rows, 2\)"):
+        ax.UnbiasedXGBClassifier(**small).fit(X, labels, eval_set=[(Xv, labels_v[:, 0])])
