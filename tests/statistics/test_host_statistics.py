@@ -54,6 +54,34 @@ def test_single_tree_null_mean_u_is_zero(host):
 
 
 @pytest.mark.slow
+def test_multi_target_single_round_null_mean_u_is_zero():
+    # an XGBoost multi-target model's first round: one tree per target, each fit on noise
+    # from a constant model, so Theorem 2 holds target by target
+    xgb = pytest.importorskip("xgboost")
+    reps, n = 150, 1000
+    NAMES = [f"f{i}" for i in range(5)]  # XGBoost's names for numpy columns
+    U, B = [], []
+    for r in range(reps):
+        X, y = null_example(n, random_state=2 * r)
+        Xv, yv = null_example(n, random_state=2 * r + 1)
+        other = np.random.default_rng(10_000 + r).standard_normal((2, n))
+        Y, Yv = np.column_stack([y, other[0]]), np.column_stack([yv, other[1]])
+        params = {"objective": "reg:squarederror", "eta": 0.05, "max_depth": 5, "seed": r,
+                  "nthread": 1}
+        model = xgb.train(params, xgb.DMatrix(X, Y), 1)
+        frame = uc.unbiased_importance(model, X, Y, Xv, Yv, random_state=r).to_frame()
+        U.append(frame["unbiased_gain"].reindex(NAMES, fill_value=0.0).to_numpy())
+        B.append(frame["biased_gain"].reindex(NAMES, fill_value=0.0).to_numpy())
+    U, B = np.array(U), np.array(B)
+    assert (B > 0).mean() > 0.5  # the trees split on the noise, most replications
+    se_u = U.std(axis=0, ddof=1) / np.sqrt(reps)
+    se_b = B.std(axis=0, ddof=1) / np.sqrt(reps)
+    assert np.all(se_u > 0)
+    assert np.all(np.abs(U.mean(axis=0)) <= 3 * se_u), (U.mean(axis=0), se_u)
+    assert np.all(B.mean(axis=0) >= 10 * se_b), (B.mean(axis=0), se_b)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("host", HOSTS)
 def test_paper_example_ranks_the_informative_feature_first(host):
     # 60 seeds: at 40, t(X1 - X2) for LightGBM sits at 3.0-3.5 depending on the seed offset
