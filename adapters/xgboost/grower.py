@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import xgboost
 from unbiased_criteria.adapters.xgboost.compat import boost_one_iteration
-from unbiased_criteria.adapters.xgboost.layout import _gbtree, _read_node_map
+from unbiased_criteria.adapters.xgboost.layout import _gbtree, _outputs, _read_node_map
 from unbiased_criteria.adapters.xgboost.reader import _read_tree, _train_params
 
 from unbiased_criteria.trees import HostScores, Tree
@@ -55,9 +55,8 @@ class XGBGrower:
         self.data = [dtrain, *evals]
         self.train_params = _train_params(json.loads(self.booster.save_config()), None)
         js = json.loads(self.booster.save_raw("json"))
-        lmp = js["learner"]["learner_model_param"]
         # classes or targets (a multi-target DMatrix): one tree per output and iteration
-        self.n_outputs = max(int(lmp.get("num_class", 0)), int(lmp.get("num_target", 1)), 1)
+        self.n_outputs, _ = _outputs(js["learner"])
         #: eta as XGBoost multiplies leaf weights by it (float32), for the next iteration
         self.shrinkage = float(np.float32(self.train_params["eta"]))
         self._shrinkages: list[float] = []  # the eta each grown iteration was shrunk by

@@ -58,6 +58,14 @@ def _find(tree: Any, key: str) -> Any:
     return None
 
 
+def _outputs(learner: Mapping) -> tuple[int, int]:
+    """``(n_outputs, n_targets)`` of a model JSON's learner: one tree per output and
+    iteration, an output per class (``num_class``) or per target (``num_target``)."""
+    lmp = learner["learner_model_param"]
+    n_target = int(lmp.get("num_target", 1))
+    return max(int(lmp.get("num_class", 0)), n_target, 1), n_target
+
+
 def _gbtree(learner: Mapping) -> tuple[dict, list[float] | None]:
     """The ``gbtree`` model dict and DART's ``weight_drop`` (None for gbtree).
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import xgboost
 from unbiased_criteria.adapters.xgboost import compat
+from unbiased_criteria.adapters.xgboost.layout import _outputs
 
 from unbiased_criteria import objectives as _objectives
 from unbiased_criteria.model import Model, UnsupportedModelError
@@ -165,8 +166,8 @@ def make_objective(spec: str | Callable | Objective, model_ir: Model) -> Objecti
     Objective
     """
     n_outputs = model_ir.forest.n_outputs
-    n_target = int((model_ir.source or {}).get("learner", {})
-                    .get("learner_model_param", {}).get("num_target", 1))
+    learner = (model_ir.source or {}).get("learner")
+    n_target = _outputs(learner)[1] if learner else 1  # dumps: no learner, one target
     if n_target > 1:  # a multi-target model: labels (n, n_target), the loss target by target
         if callable(spec) and not isinstance(spec, Objective):
             return _objectives.make_objective(spec, n_outputs=n_target, label_columns=n_target)

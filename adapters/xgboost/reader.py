@@ -28,6 +28,7 @@ from unbiased_criteria.adapters.xgboost.layout import (
     _find,
     _gbtree,
     _node_map,
+    _outputs,
     _tree_arrays,
 )
 from unbiased_criteria.adapters.xgboost.objectives import (
@@ -303,18 +304,16 @@ def parse_model(
     model, _ = _gbtree(learner)
     lmp = learner["learner_model_param"]
     n_class = int(lmp.get("num_class", 0))
-    n_target = int(lmp.get("num_target", 1))
+    n_outputs, n_target = _outputs(learner)
     obj_json = learner.get("objective", {"name": "reg:squarederror"})
     obj_name = obj_json["name"]
     obj_params = _objective_params(obj_json)
     version = compat.model_version(js)
     objective = _core_objective(obj_name, obj_params, max(n_class, 1), version)
-    n_outputs = max(n_class, 1)
     if n_target > 1:
         # one tree per target and iteration (tree_info names the target), as for classes;
         # vector leaves (multi_output_tree) were refused with the trees
         objective = multi_target(objective, obj_name, n_target)
-        n_outputs = n_target
     params = _train_params(None, train_params)
     if obj_name == "count:poisson" and params["max_delta_step"] == 0:
         # XGBoost's one duplicated parameter: poisson's trees are clipped at the objective's

@@ -22,6 +22,7 @@ from unbiased_criteria.adapters.xgboost.layout import (
     RULES,
     _booster,
     _gbtree,
+    _outputs,
 )
 from unbiased_criteria.adapters.xgboost.objectives import (
     _format_base_score,
@@ -100,7 +101,7 @@ def model_json(js: Mapping, forest: Forest) -> dict:
     learner = js["learner"]
     model, weights = _gbtree(learner)
     lmp = learner["learner_model_param"]
-    n_outputs = max(int(lmp.get("num_class", 0)), int(lmp.get("num_target", 1)), 1)
+    n_outputs, _ = _outputs(learner)
     num_feature = int(lmp["num_feature"])
     if forest.n_features != num_feature:
         raise ValueError(f"forest has {forest.n_features} features, the model {num_feature}")
