@@ -40,11 +40,6 @@ _MISSING_CODE = {"None": MISSING_NONE, "Zero": MISSING_ZERO, "NaN": MISSING_NAN}
 def _check_supported(dump: dict, source: LightGBMSource, text: str) -> None:
     """Raise UnsupportedModelError for model kinds the IR cannot replay or represent."""
     boosting = source.param("boosting")
-    if dump.get("average_output") or boosting == "rf":
-        raise UnsupportedModelError(
-            "random forest mode (boosting='rf', average_output) is not supported: every tree "
-            "is fit at the init score and the output is averaged"
-        )
     if boosting == "dart":
         raise UnsupportedModelError(
             "DART boosting is not supported: its gradients were computed with random trees "
@@ -255,6 +250,10 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
     _check_supported(dump, source, text)
 
     K = int(dump["num_tree_per_iteration"])
+    # random forest mode: every tree is fit at the init score, which each tree holds (AddBias),
+    # unshrunk; the host averages the trees' outputs (its raw scores sum them)
+    forest_mode = bool(dump.get("average_output")) or source.param("boosting") in (
+        "rf", "random_forest")
     fp = source.float_param
     score = source.split_score()
     warnings = list(replay_warnings(source))
@@ -284,7 +283,7 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
 
     # a learning rate changed during training (lightgbm.reset_parameter) shows in the later
     # trees' shrinkage; the first iteration's, reset to 1 by AddBias, is then not stored
-    scheduled = add_bias and any(
+    scheduled = add_bias and not forest_mode and any(
         not math.isclose(float(info["shrinkage"]), lr, rel_tol=1e-9) for info in infos[K:])
     categorical = categorical_options(dump, source)
     trees = []
@@ -293,13 +292,18 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
         arrays = parse_tree(info, **categorical)
         shrinkage = float(info["shrinkage"])
         bias = 0.0
-        if t < K and add_bias and (shrinkage == 1.0 or arrays["left"][0] < 0):
+        if forest_mode:
+            if add_bias:
+                bias = _data_free_bias(arrays, score.l2) if exact_bias else math.nan
+                any_bias = True
+        elif t < K and add_bias and (shrinkage == 1.0 or arrays["left"][0] < 0):
             bias = _data_free_bias(arrays, score.l2) if exact_bias else math.nan
             shrinkage = math.nan if scheduled else lr if lr > 0 else shrinkage
             any_bias = True
         trees.append(make_tree(**arrays, shrinkage=shrinkage, bias=bias, rules=RULES))
 
-    forest = make_forest(trees, K, int(dump["max_feature_idx"]) + 1, dump["feature_names"])
+    forest = make_forest(trees, K, int(dump["max_feature_idx"]) + 1, dump["feature_names"],
+                         one_iteration=forest_mode)
     if scheduled and any_bias:
         warnings.append(
             "the learning rate changed during training (its trees' shrinkage differ from "

@@ -129,15 +129,20 @@ def param_value(params: dict[str, Any], name: str, default: Any = None) -> Any:
 
 
 def make_forest(
-    trees: list[Tree], K: int, n_features: int, feature_names: tuple[str, ...]
+    trees: list[Tree], K: int, n_features: int, feature_names: tuple[str, ...],
+    one_iteration: bool = False,
 ) -> Forest:
     """LightGBM's layout in the IR: ``K`` trees per iteration (tree ``t`` is class ``t % K``),
-    base score 0 (the init score is folded into the first trees), float64 scores."""
+    base score 0 (the init score is folded into the first trees), float64 scores.
+
+    ``one_iteration``: random forest mode, where every tree is fit to the gradients at the
+    init score, as the parallel trees of one iteration are."""
     n_trees = len(trees)
+    iteration = np.arange(n_trees, dtype=np.int64) // K
     return Forest(
         trees=tuple(trees),
         tree_class=np.arange(n_trees, dtype=np.int64) % K,
-        tree_iteration=np.arange(n_trees, dtype=np.int64) // K,
+        tree_iteration=np.zeros_like(iteration) if one_iteration else iteration,
         base_score=np.zeros(K),
         n_features=n_features,
         feature_names=tuple(feature_names),

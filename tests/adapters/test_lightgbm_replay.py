@@ -183,3 +183,42 @@ def test_pyarrow_backed_columns_are_read_as_their_numpy_values():
     pd.testing.assert_frame_equal(got, want)
     np.testing.assert_allclose(got["biased_gain"], got["host_gain"], rtol=1e-5)
     pd.testing.assert_frame_equal(arrow, kept)
+
+
+@pytest.mark.parametrize("kind", ["regression", "binary", "multiclass"])
+def test_random_forest_mode_is_replayed_at_the_init_score(kind):
+    # boosting="rf": every tree is fit to the gradients at the init score (each tree holds it,
+    # unshrunk) and the host averages them. feature_fraction alone (no bagging) keeps the
+    # host's gains and hessians on all rows: the oracle
+    from unbiased_criteria.api import prune_forest
+
+    X, signal, rng = make_data()
+    y = labels(kind, signal, rng)
+    Xv, signal_v, rng_v = make_data(seed=8)
+    yv = labels(kind, signal_v, rng_v)
+    p = {**BASE, "objective": kind, "boosting": "rf", "feature_fraction": 0.7}
+    if kind == "multiclass":
+        p["num_class"] = 3
+    model = lightgbm.train(p, lightgbm.Dataset(X, y, categorical_feature=[2, 3]), 12)
+    read = adapter.read_model(model)
+    assert read.warnings == ()
+    assert (read.forest.tree_iteration == 0).all()
+    assert all(t.shrinkage == 1.0 for t in read.forest.trees)
+    # every tree holds the init score, which the leaves alone give
+    init = read.objective.init_score(y)
+    bias = np.array([t.bias for t in read.forest.trees])
+    np.testing.assert_allclose(bias, init[read.forest.tree_class], rtol=1e-6)
+    splits = uc.unbiased_importance(model, X, y, Xv, yv, random_state=0).splits
+    rel = np.abs(splits["biased_gain"] - splits["host_gain"]) / np.abs(splits["host_gain"])
+    assert len(splits) > 50 and np.median(rel) <= 1e-6 and rel.max() <= 1e-4
+    np.testing.assert_allclose(splits["sum_hessian"], splits["host_hessian"], rtol=1e-5)
+    raw = model.predict(X, raw_score=True).reshape(N, -1)  # the sum of the trees
+    np.testing.assert_allclose(read.forest.raw_score(X), raw, rtol=0, atol=1e-9)
+    # pruning: nothing at -inf; else a smaller forest whose host predictions are the replay's
+    same = uc.prune(model, X, y, Xv, yv, threshold=-np.inf, random_state=0)
+    np.testing.assert_array_equal(same.predict(Xv), model.predict(Xv))
+    result = prune_forest(model, X, y, Xv, yv, random_state=0)
+    assert result.leaves_after < result.leaves_before
+    pruned = uc.prune(model, X, y, Xv, yv, random_state=0)
+    np.testing.assert_allclose(pruned.predict(X, raw_score=True).reshape(N, -1),
+                               result.replay.raw_train, rtol=0, atol=1e-9)
