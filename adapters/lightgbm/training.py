@@ -71,7 +71,11 @@ def _resolve_params(params, num_boost_round):
         raise ValueError(f"num_boost_round must be a positive integer, got {rounds!r}")
     boosting = str(param_value(params, "boosting", "gbdt")).lower()
     if boosting in ("rf", "random_forest", "dart"):
-        raise UnsupportedModelError(f"boosting={boosting!r} is not supported: use 'gbdt'")
+        # a forest's trees are all fit at the init score: nothing for a round-by-round hook
+        # to drive (its trained models are read post-hoc: uc.prune)
+        raise UnsupportedModelError(f"boosting={boosting!r} is not supported by the training "
+                                    "hook: use 'gbdt' (a trained random forest can be pruned "
+                                    "with unbiased_criteria.prune)")
     if str(param_value(params, "linear_tree", False)).lower() in ("1", "true"):
         raise UnsupportedModelError("linear_tree=True is not supported: leaves hold models")
     return params, name, fobj, int(rounds)

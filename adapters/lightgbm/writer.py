@@ -196,7 +196,7 @@ def write_model(
     lightgbm.Booster or LGBMModel
         A Booster built from the new text model, or a copy of the estimator holding it.
     """
-    model_ir = read_model(model)  # also refuses DART, rf and linear trees
+    model_ir = read_model(model)  # also refuses DART and linear trees
     source = model_ir.source
     if forest.n_features != model_ir.forest.n_features:
         raise ValueError(

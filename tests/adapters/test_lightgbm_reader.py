@@ -408,7 +408,6 @@ def test_first_trees_node_stats_and_gain(kind, params, weighted):
     "params,match",
     [
         ({"boosting": "dart"}, "DART"),
-        ({"boosting": "rf", "bagging_fraction": 0.5, "bagging_freq": 1}, "random forest"),
         ({"linear_tree": True}, "linear trees"),
         ({"objective": "regression", "reg_sqrt": True}, "reg_sqrt"),
     ],

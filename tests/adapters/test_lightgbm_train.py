@@ -289,6 +289,10 @@ def test_bad_input_gives_one_clear_error():
         adapter.train({"objective": "regresion"}, lightgbm.Dataset(X, y))
     with pytest.raises(UnsupportedModelError, match="renews its leaf values"):
         adapter.train({"objective": "quantile"}, lightgbm.Dataset(X, y))
+    for boosting in ("rf", "dart"):  # a trained forest is pruned post-hoc instead
+        with pytest.raises(UnsupportedModelError, match=f"boosting='{boosting}' is not "
+                                                        "supported by the training hook"):
+            adapter.train({**BASE, "boosting": boosting}, lightgbm.Dataset(X, y))
     for bad in (-0.1, 1.0):
         with pytest.raises(ValueError, match=r"holdout_fraction must be in \[0, 1\)"):
             adapter.train(BASE, lightgbm.Dataset(X, y), holdout_fraction=bad)
