@@ -32,6 +32,16 @@ def train(host: str, X, y, rounds: int, seed: int):
     return xgb.train(params, xgb.DMatrix(X, y, enable_categorical=True), rounds)
 
 
+def assert_null(U: np.ndarray, B: np.ndarray) -> None:
+    """Replications (rows) x features: every feature's mean U within 3 standard errors of 0,
+    its mean B at least 10 above."""
+    se_u = U.std(axis=0, ddof=1) / np.sqrt(U.shape[0])
+    se_b = B.std(axis=0, ddof=1) / np.sqrt(B.shape[0])
+    assert np.all(se_u > 0)
+    assert np.all(np.abs(U.mean(axis=0)) <= 3 * se_u), (U.mean(axis=0), se_u)
+    assert np.all(B.mean(axis=0) >= 10 * se_b), (B.mean(axis=0), se_b)
+
+
 def paired_t(a: np.ndarray) -> float:
     return float(a.mean() / (a.std(ddof=1) / np.sqrt(a.size)))
 
@@ -48,11 +58,7 @@ def test_single_tree_null_mean_u_is_zero(host):
         frame = uc.unbiased_importance(model, X, y, Xv, yv, random_state=r).to_frame()
         U.append(frame["unbiased_gain"].to_numpy())
         B.append(frame["biased_gain"].to_numpy())
-    U, B = np.array(U), np.array(B)
-    se_u = U.std(axis=0, ddof=1) / np.sqrt(reps)
-    se_b = B.std(axis=0, ddof=1) / np.sqrt(reps)
-    assert np.all(np.abs(U.mean(axis=0)) <= 3 * se_u), (U.mean(axis=0), se_u)
-    assert np.all(B.mean(axis=0) >= 10 * se_b), (B.mean(axis=0), se_b)
+    assert_null(np.array(U), np.array(B))
 
 
 @pytest.mark.slow
@@ -75,12 +81,7 @@ def test_random_forest_null_mean_u_is_zero():
         names = [f"Column_{i}" for i in range(5)]
         U.append(frame["unbiased_gain"].reindex(names, fill_value=0.0).to_numpy())
         B.append(frame["biased_gain"].reindex(names, fill_value=0.0).to_numpy())
-    U, B = np.array(U), np.array(B)
-    se_u = U.std(axis=0, ddof=1) / np.sqrt(reps)
-    se_b = B.std(axis=0, ddof=1) / np.sqrt(reps)
-    assert np.all(se_u > 0)
-    assert np.all(np.abs(U.mean(axis=0)) <= 3 * se_u), (U.mean(axis=0), se_u)
-    assert np.all(B.mean(axis=0) >= 10 * se_b), (B.mean(axis=0), se_b)
+    assert_null(np.array(U), np.array(B))
 
 
 @pytest.mark.slow
@@ -104,11 +105,7 @@ def test_multi_target_single_round_null_mean_u_is_zero():
         B.append(frame["biased_gain"].reindex(NAMES, fill_value=0.0).to_numpy())
     U, B = np.array(U), np.array(B)
     assert (B > 0).mean() > 0.5  # the trees split on the noise, most replications
-    se_u = U.std(axis=0, ddof=1) / np.sqrt(reps)
-    se_b = B.std(axis=0, ddof=1) / np.sqrt(reps)
-    assert np.all(se_u > 0)
-    assert np.all(np.abs(U.mean(axis=0)) <= 3 * se_u), (U.mean(axis=0), se_u)
-    assert np.all(B.mean(axis=0) >= 10 * se_b), (B.mean(axis=0), se_b)
+    assert_null(U, B)
 
 
 @pytest.mark.slow
