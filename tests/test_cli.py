@@ -37,7 +37,7 @@ XGB_FLAGS = ["--param", "eta=0.1", "--param", "lambda=2"]
 IMPORTANCE = {  # name: (model, data suffix, format, extra options)
     "lgb-csv-table": ("lgb.txt", "csv", "table", ["--seed", "7", "--n-jobs", "1"]),
     "lgb-parquet-json": ("lgb.txt", "parquet", "json", ["--n-draws", "3", "--weight", "w"]),
-    "xgbjson-parquet-csv": ("xgb.json", "parquet", "csv", XGB_FLAGS),
+    "xgbjson-parquet-csv": ("xgb.json", "parquet", "csv", [*XGB_FLAGS, "--n-jobs", "-1"]),
     "xgbubj-csv-json": ("xgb.ubj", "csv", "json", [*XGB_FLAGS, "--weight", "w", "--seed", "3"]),
 }
 PRUNE = {  # name: (model, output, extra options)

@@ -65,11 +65,23 @@ def test_prune_does_not_depend_on_threads_or_chunks(host, data):
     np.testing.assert_array_equal(preds[0], preds[2])
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
-def test_n_jobs_must_be_a_positive_integer(data, bad):
+@pytest.mark.parametrize("bad", [0, 1.5, True, "2"])
+def test_n_jobs_must_be_a_nonzero_integer(data, bad):
     X, y, Xv, yv = data
     model = _model("lightgbm", X, y)
-    with pytest.raises(ValueError, match="n_jobs must be a positive integer"):
+    with pytest.raises(ValueError, match="n_jobs must be a positive integer, a negative one"):
         uc.unbiased_importance(model, X, y, Xv, yv, n_jobs=bad)
-    with pytest.raises(ValueError, match="n_jobs must be a positive integer"):
+    with pytest.raises(ValueError, match="n_jobs must be a positive integer, a negative one"):
         uc.prune(model, X, y, Xv, yv, n_jobs=bad)
+
+
+def test_negative_n_jobs_count_back_from_all_cores(data, monkeypatch):
+    from unbiased_criteria import parallel
+
+    monkeypatch.setattr(parallel, "_cores", lambda: 8)
+    assert [parallel.resolve_n_jobs(j) for j in (None, -1, -2, -8, -50, 3)] == [8, 8, 7, 1, 1, 3]
+    X, y, Xv, yv = data  # as the hosts and scikit-learn read it: the same report
+    model = _model("lightgbm", X, y)
+    want = uc.unbiased_importance(model, X, y, Xv, yv, random_state=2).splits
+    got = uc.unbiased_importance(model, X, y, Xv, yv, random_state=2, n_jobs=-1).splits
+    pd.testing.assert_frame_equal(got, want)

@@ -18,17 +18,24 @@ from typing import Any
 __all__ = ["resolve_n_jobs", "OrderedPool"]
 
 
+def _cores() -> int:
+    """Cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def resolve_n_jobs(n_jobs: int | None) -> int:
-    """Threads to use: ``None`` = every core this process may run on (as the hosts do)."""
+    """Threads to use: ``None`` or ``-1`` = every core this process may run on (as the hosts
+    do); a negative ``n_jobs`` leaves ``-n_jobs - 1`` cores free, as scikit-learn and joblib
+    read it (at least one thread)."""
     if n_jobs is None:
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # pragma: no cover - not on Linux
-            return max(1, os.cpu_count() or 1)
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs < 1:
-        raise ValueError(f"n_jobs must be a positive integer or None (all cores), got "
-                         f"{n_jobs!r}")
-    return int(n_jobs)
+        return _cores()
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0:
+        raise ValueError(f"n_jobs must be a positive integer, a negative one (-1: all cores, "
+                         f"-2: all but one) or None (all cores), got {n_jobs!r}")
+    return int(n_jobs) if n_jobs > 0 else max(1, _cores() + 1 + int(n_jobs))
 
 
 class OrderedPool:

@@ -48,9 +48,9 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
                         "lambda, alpha, max_delta_step); repeatable")
     p.add_argument("--seed", type=int, default=0, metavar="S",
                    help="random seed of the draws (default 0)")
-    p.add_argument("--n-jobs", type=positive_int, default=None, metavar="N",
-                   help="threads (default: every core, as the hosts); results do not "
-                        "depend on it")
+    p.add_argument("--n-jobs", type=thread_count, default=None, metavar="N",
+                   help="threads (default: every core, as the hosts; -1 too, -2 all but "
+                        "one); results do not depend on it")
     p.add_argument("--progress", action="store_true", help="progress bar on stderr")
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                    help="show tracebacks")
@@ -61,6 +61,14 @@ def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def thread_count(text: str) -> int:
+    """argparse type: a thread count, negative counting back from every core (not 0)."""
+    value = int(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must not be 0 (-1: every core)")
     return value
 
 
