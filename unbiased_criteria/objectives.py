@@ -21,8 +21,8 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["Objective", "CustomObjective", "Float64Objective", "MultiTarget", "make_objective",
-           "objective_given", "OBJECTIVES"]
+__all__ = ["Objective", "CustomObjective", "Float64Objective", "MultiTarget", "Quantiles",
+           "make_objective", "objective_given", "OBJECTIVES"]
 
 Precision = Literal["float64", "float32"]
 
@@ -777,6 +777,60 @@ class MultiTarget(Objective):
 
     def predict(self, raw):
         return self.base.predict(raw)
+
+
+@dataclass(frozen=True)
+class Quantiles(Objective):
+    """Several quantile losses on the same labels, one output each (XGBoost's
+    ``reg:quantileerror`` with a list of ``quantile_alpha``): labels ``(n,)``, raw scores
+    ``(n, len(bases))``, output ``j`` scored by ``bases[j]`` (each with its own scale in
+    each iteration when the losses are scaled).
+    """
+
+    bases: tuple[Objective, ...] = ()
+
+    def __post_init__(self):
+        if len(self.bases) < 2 or any(b.n_outputs != 1 or b.name != self.bases[0].name
+                                      for b in self.bases):
+            raise ValueError("Quantiles needs at least two one-output losses of one kind")
+        object.__setattr__(self, "precision", self.bases[0].precision)
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        alphas = ", ".join(f"{getattr(b, 'alpha', '?'):g}" for b in self.bases)
+        return f"{self.bases[0].name} ({alphas})"
+
+    @property
+    def n_outputs(self) -> int:  # type: ignore[override]
+        return len(self.bases)
+
+    @property
+    def renews_leaves(self) -> bool:  # type: ignore[override]
+        return self.bases[0].renews_leaves
+
+    @property
+    def iteration_scaled(self) -> bool:  # type: ignore[override]
+        return self.bases[0].iteration_scaled
+
+    def at_iteration(self, y, raw, weight=None):
+        raw = np.asarray(raw)
+        return replace(self, bases=tuple(b.at_iteration(y, raw[:, j], weight)
+                                         for j, b in enumerate(self.bases)))
+
+    def _grad_hess(self, y, raw, w):
+        # one column per loss (a handful): each is its own function of the same labels
+        parts = [b._grad_hess(y, raw[:, j], w) for j, b in enumerate(self.bases)]
+        return (np.column_stack([g for g, _ in parts]), np.column_stack([h for _, h in parts]))
+
+    def check_labels(self, y, argument):
+        self.bases[0].check_labels(y, argument)
+
+    def init_score(self, y, weight=None):
+        return np.concatenate([b.init_score(y, weight) for b in self.bases])
+
+    def loss(self, y, raw):
+        raw = np.asarray(raw)
+        return np.column_stack([b.loss(y, raw[:, j]) for j, b in enumerate(self.bases)])
 
 
 

@@ -79,16 +79,16 @@ class _UnbiasedFit(TrainingImportance):
         return {*super()._wrapper_params(), *_UNBIASED_PARAMS}
 
     def _more_tags(self) -> dict[str, bool]:
-        # train() refuses several targets (XGBoost's estimators accept them); scikit-learn
-        # < 1.6 reads these, XGBoost's __sklearn_tags__ copies them for 1.6+
-        return {**host_more_tags(self, _UnbiasedFit), "multioutput": False,
-                "multilabel": False}
+        # several targets and labels are trained as XGBoost's estimators train them;
+        # scikit-learn < 1.6 reads these, XGBoost's __sklearn_tags__ copies them for 1.6+
+        return {**host_more_tags(self, _UnbiasedFit), "multioutput": True,
+                "multilabel": True}
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = False
+        tags.target_tags.multi_output = True
         if tags.classifier_tags is not None:
-            tags.classifier_tags.multi_label = False
+            tags.classifier_tags.multi_label = True
         return tags
 
 

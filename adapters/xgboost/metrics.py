@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from scipy.special import gammaln
+from unbiased_criteria.adapters.xgboost import compat
 from unbiased_criteria.adapters.xgboost.objectives import _LOG_LINK, _LOGIT_LINK, expf
 
 from unbiased_criteria.metrics import METRICS, Metric
@@ -53,6 +54,10 @@ def _eval_transform(objective: str, raw: np.ndarray) -> np.ndarray:
         return expf(raw)
     if objective in ("multi:softprob", "multi:softmax"):
         return _softmax32(raw)
+    if objective == "reg:quantileerror" and raw.ndim == 2 and raw.shape[1] > 1 \
+            and compat.model_version() >= compat.SMOOTH_L1_FROM:
+        # from XGBoost 3.4 a row's quantiles (alphas ascending) are sorted: they do not cross
+        return np.sort(raw, axis=1)
     return raw
 
 
@@ -79,7 +84,8 @@ def _weighted_mean(rows: np.ndarray, w: np.ndarray | None) -> float:
     return total if wsum == 0 else total / wsum
 
 
-def _metric_rows(name: str, param: float | None, y: np.ndarray, p: np.ndarray) -> np.ndarray:
+def _metric_rows(name: str, param: float | np.ndarray | None, y: np.ndarray, p: np.ndarray
+                 ) -> np.ndarray:
     """Per-row float32 values of XGBoost's elementwise metric ``name`` (see metric/*.cu)."""
     one = np.float32(1)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -118,10 +124,10 @@ def _metric_rows(name: str, param: float | None, y: np.ndarray, p: np.ndarray) -
             a = y * np.exp((one - rho) * np.log(p)) / (one - rho)
             b = np.exp((np.float32(2) - rho) * np.log(p)) / (np.float32(2) - rho)
             return -a + b
-        if name == "quantile":  # pinball loss at quantile_alpha
-            d = y - p
+        if name == "quantile":  # pinball loss at quantile_alpha (one per output)
+            d = (y[:, None] if p.ndim == 2 and y.ndim == 1 else y) - p
             sign = (d >= np.float32(0)).astype(np.float32)
-            a = np.float32(param)
+            a = np.asarray(param, dtype=np.float32)
             return a * sign * d - (one - a) * (one - sign) * d
         if name == "mlogloss":
             pk = p[np.arange(y.size), y.astype(np.int64)]
@@ -159,7 +165,7 @@ def _xgb_metric(spec: str, objective: str, n_outputs: int, params: Mapping[str, 
     if not isinstance(spec, str):
         raise TypeError(f"params['eval_metric'] must hold metric names, got {spec!r}")
     base, _, arg = spec.partition("@")
-    param: float | None = None
+    param: float | np.ndarray | None = None
     name = spec
     if base == "error":
         param = float(np.float32(arg)) if arg else 0.5
@@ -174,10 +180,11 @@ def _xgb_metric(spec: str, objective: str, n_outputs: int, params: Mapping[str, 
         param = float(params.get("huber_slope", 1.0))
     elif base == "quantile":
         alpha = np.atleast_1d(json.loads(str(params.get("quantile_alpha", "0.5"))))
-        if alpha.size != 1:
-            raise ValueError("params['eval_metric']: metric 'quantile' is supported with one "
-                             "quantile_alpha")
-        param = float(np.float32(alpha[0]))
+        if alpha.size != max(n_outputs, 1) and alpha.size != 1:
+            raise ValueError(f"params['eval_metric']: metric 'quantile' needs one "
+                             f"quantile_alpha per output, got {alpha.size} for {n_outputs}")
+        # several: one per output, pooled over rows and outputs as XGBoost's metric does
+        param = float(np.float32(alpha[0])) if alpha.size == 1 else alpha.astype(np.float32)
     elif arg or base not in (*_ELEMENTWISE, *_MULTICLASS_METRICS, "auc"):
         raise ValueError(
             f"params['eval_metric']: metric {spec!r} is not supported by the training hook; "

@@ -139,12 +139,12 @@ def _core_objective(name: str, params: Mapping[str, str], n_outputs: int,
         return make("smooth_absolute_error" if smooth else "absolute_error", **f32)
     if name == "reg:quantileerror":
         alpha = np.atleast_1d(json.loads(params.get("quantile_alpha", "0.5")))
-        if alpha.size != 1:
-            raise UnsupportedModelError(
-                f"reg:quantileerror with several quantiles ({alpha.tolist()}) is not "
-                "supported: train one model per quantile"
-            )
-        return make("smooth_quantile" if smooth else "quantile", alpha=float(alpha[0]), **f32)
+        kind = "smooth_quantile" if smooth else "quantile"
+        if alpha.size == 1:
+            return make(kind, alpha=float(alpha[0]), **f32)
+        # one output per quantile, on the same labels (num_target = the number of alphas)
+        return _objectives.Quantiles(bases=tuple(make(kind, alpha=float(a), **f32)
+                                                 for a in alpha))
     return None
 
 
@@ -173,7 +173,9 @@ def make_objective(spec: str | Callable | Objective, model_ir: Model) -> Objecti
             return _objectives.make_objective(spec, n_outputs=n_target, label_columns=n_target)
         if isinstance(spec, Objective):
             return spec
-        return multi_target(_single_objective(spec, model_ir, 1), spec, n_target)
+        single = _single_objective(spec, model_ir, 1)
+        # several quantiles already give one output per target
+        return single if single.n_outputs == n_target else multi_target(single, spec, n_target)
     given = _objectives.objective_given(spec, n_outputs)
     if given is not None:
         return given
@@ -206,8 +208,12 @@ def multi_target(objective: Objective | None, name: str, n_target: int) -> Objec
     None stays None (a custom objective: ``objective=`` then takes ``(n, n_target)`` labels
     and raw scores). Losses that do not apply target by target are refused.
     """
-    if objective is None:
-        return None
+    if objective is None or objective.n_outputs == n_target:  # None, or several quantiles
+        return objective
+    if objective.n_outputs > 1:
+        raise UnsupportedModelError(
+            f"objective {name!r} gives {objective.n_outputs} outputs but the model has "
+            f"{n_target} targets: several quantiles are supported with one label column")
     try:
         return _objectives.MultiTarget(base=objective, n_targets=n_target)
     except ValueError:

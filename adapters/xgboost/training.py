@@ -439,6 +439,9 @@ def run_training(
     template = json.loads(grower.booster.save_raw("json"))
     model_ir = parse_model(template, grower.train_params)
     targets = y.shape[1] if y.ndim == 2 else 1  # a multi-target model: labels (n, T)
+    # outputs that are not classes: label columns, or one quantile each (labels (n,))
+    per_target = K > 1 and not int(template["learner"]["learner_model_param"]
+                                   .get("num_class", 0))
     objective = model_ir.objective if obj is None \
         else _custom_objective(obj, dtrain, K, label_columns=targets)
     y = check_labels(y, y.shape[0], "dtrain's labels", objective)
@@ -454,7 +457,7 @@ def run_training(
             metric_names = [] if off else [f"tweedie-nloglik@{rho:g}"]
     elif isinstance(metric_names, str):
         metric_names = [metric_names]
-    metrics = [_xgb_metric(m, name, K, params, maximize, targets=targets > 1)
+    metrics = [_xgb_metric(m, name, K, params, maximize, targets=per_target)
                for m in metric_names]
     if early_stopping_rounds and not (metrics or custom_metric):
         raise ValueError("early_stopping_rounds needs a metric: the objective has no default "

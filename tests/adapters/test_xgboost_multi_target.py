@@ -163,3 +163,51 @@ def test_multi_label_estimator_is_xgbclassifier_without_pruning(data):
         ax.UnbiasedXGBClassifier(**small).fit(X, labels * 2)
     with pytest.raises(ValueError, match=r"eval_set\[0\] must have shape \(n_rows, 2\)"):
         ax.UnbiasedXGBClassifier(**small).fit(X, labels, eval_set=[(Xv, labels_v[:, 0])])
+
+
+def test_several_quantiles_match_the_host():
+    # reg:quantileerror with a list of quantile_alpha: one output per alpha on one label
+    # column; XGBoost 3.4 smooths each output's loss at its own scale in each iteration
+    from unbiased_criteria.adapters.xgboost import compat
+
+    from unbiased_criteria.replay import RowSet, replay
+
+    smooth = compat.model_version() >= compat.SMOOTH_L1_FROM
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(2 * N, 4))
+    y = X[:, 0] + rng.normal(size=2 * N) * (1.0 + np.abs(X[:, 1]))
+    w = rng.uniform(0.5, 2.0, 2 * N)
+    params = {"objective": "reg:quantileerror", "quantile_alpha": [0.1, 0.5, 0.9],
+              "max_depth": 3, "nthread": 1}
+    dtrain = xgb.DMatrix(X[:N], y[:N], weight=w[:N])
+    bst = xgb.train(params, dtrain, 8)
+    read = ax.read_model(bst)
+    assert read.forest.n_outputs == 3 and read.objective.n_outputs == 3
+    assert read.objective.iteration_scaled is smooth
+    splits = uc.unbiased_importance(bst, X[:N], y[:N], X[N:], y[N:], train_weight=w[:N],
+                                    random_state=0).splits
+    rel = np.abs(splits["biased_gain"] - splits["host_gain"]) / splits["host_gain"].abs()
+    assert len(splits) > 50 and np.median(rel) <= 1e-6 and rel.max() <= 1e-4
+    np.testing.assert_allclose(splits["sum_hessian"], splits["host_hessian"], rtol=1e-5)
+    router = ax.make_router(bst, read, X[:N], "X_train")
+    result = replay(read, read.objective, train=RowSet(router, y[:N], w[:N]))
+    np.testing.assert_allclose(result.raw_train, bst.predict(dtrain, output_margin=True),
+                               rtol=0, atol=1e-6)
+    if not smooth:  # XGBoost before 3.4 renews quantile leaves: importance only
+        with pytest.raises(ValueError, match="pruning .* models is not supported"):
+            uc.prune(bst, X[:N], y[:N], X[N:], y[N:])
+        return
+    same = uc.prune(bst, X[:N], y[:N], X[N:], y[N:], train_weight=w[:N],
+                    threshold=-np.inf, refit_leaves=True)
+    np.testing.assert_allclose(same.predict(dtrain, output_margin=True),
+                               bst.predict(dtrain, output_margin=True), rtol=0, atol=1e-6)
+    # the hook: pruning off and nothing held out is xgb.train, its quantile metric too (the
+    # predictions sorted per row, as XGBoost 3.4 sorts its quantiles)
+    dvalid = xgb.DMatrix(X[N:], y[N:])
+    logs: list[dict] = [{}, {}]
+    ref = xgb.train(params, dtrain, 8, evals=[(dvalid, "v")], evals_result=logs[0],
+                    verbose_eval=False)
+    got = ax.train(params, dtrain, 8, evals=[(dvalid, "v")], evals_result=logs[1],
+                   verbose_eval=False, prune_threshold=None, holdout_fraction=0.0)
+    np.testing.assert_allclose(got.predict(dvalid), ref.predict(dvalid), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(logs[1]["v"]["quantile"], logs[0]["v"]["quantile"], rtol=1e-6)

@@ -355,7 +355,6 @@ def test_objective_mapping(objective, params, name, attrs):
         ({"booster": "dart", "rate_drop": 0.5, "skip_drop": 0.0}, "DART"),
         ({"objective": "rank:pairwise"}, "rank:pairwise"),
         ({"objective": "survival:cox"}, "survival:cox"),
-        ({"objective": "reg:quantileerror", "quantile_alpha": [0.2, 0.8]}, "several"),
         ({"multi_strategy": "multi_output_tree", "objective": "multi:softprob",
           "num_class": 3}, "multi-output"),
         # multi-target models are read (test_xgboost_multi_target), not with every loss
