@@ -72,20 +72,16 @@ def check_labels(y, n_rows: int, argument: str, objective: Objective) -> np.ndar
         if arr.ndim != 2 or arr.shape[1] != columns:
             raise ValueError(f"{argument} must have shape (n_rows, {columns}) for a model of "
                              f"{columns} targets, got shape {arr.shape}")
-        if arr.shape[0] == 0:
-            raise ValueError(f"{argument} is empty")
-        if arr.shape[0] != n_rows:
-            raise ValueError(f"{argument} has {arr.shape[0]} rows of labels but the data has "
-                             f"{n_rows} rows")
     else:
         if arr.ndim == 2 and arr.shape[1] == 1:
             arr = arr[:, 0]
         if arr.ndim != 1:
             raise ValueError(f"{argument} must be one-dimensional, got shape {arr.shape}")
-        if arr.size == 0:
-            raise ValueError(f"{argument} is empty")
-        if arr.size != n_rows:
-            raise ValueError(f"{argument} has {arr.size} labels but the data has {n_rows} rows")
+    if arr.size == 0:
+        raise ValueError(f"{argument} is empty")
+    if arr.shape[0] != n_rows:
+        what = "labels" if arr.ndim == 1 else "rows of labels"
+        raise ValueError(f"{argument} has {arr.shape[0]} {what} but the data has {n_rows} rows")
     if np.isnan(arr).any():
         raise ValueError(f"{argument} contains NaN labels")
     _check_float32_range(arr, argument, "labels")

@@ -292,14 +292,13 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
         arrays = parse_tree(info, **categorical)
         shrinkage = float(info["shrinkage"])
         bias = 0.0
-        if forest_mode:
-            if add_bias:
-                bias = _data_free_bias(arrays, score.l2) if exact_bias else math.nan
-                any_bias = True
-        elif t < K and add_bias and (shrinkage == 1.0 or arrays["left"][0] < 0):
+        # the trees holding the init score: every tree of a forest, else the first iteration's
+        holds_init = forest_mode or (t < K and (shrinkage == 1.0 or arrays["left"][0] < 0))
+        if add_bias and holds_init:
             bias = _data_free_bias(arrays, score.l2) if exact_bias else math.nan
-            shrinkage = math.nan if scheduled else lr if lr > 0 else shrinkage
             any_bias = True
+            if not forest_mode:  # AddBias reset the first iteration's shrinkage to 1
+                shrinkage = math.nan if scheduled else lr if lr > 0 else shrinkage
         trees.append(make_tree(**arrays, shrinkage=shrinkage, bias=bias, rules=RULES))
 
     forest = make_forest(trees, K, int(dump["max_feature_idx"]) + 1, dump["feature_names"],

@@ -29,6 +29,9 @@ _DEFAULT_METRIC = {
 #: prefixes of metrics XGBoost maximises when early stopping is not told (callback.py)
 _MAXIMIZE_PREFIXES = ("auc", "aucpr", "pre", "pre@", "map", "ndcg", "auc@", "aucpr@", "map@",
                       "ndcg@")
+#: from XGBoost 3.4 a row's quantiles (alphas ascending) are sorted so that they do not cross
+#: (its PredTransform, which its metrics see); the hook trains with the installed version
+_SORTED_QUANTILES = compat.model_version() >= compat.SMOOTH_L1_FROM
 _LOG_EPS = np.float32(1e-16)  # XGBoost's clamp in logloss, mlogloss and poisson-nloglik
 _RT_EPS = np.float32(1e-6)  # kRtEps in gamma-deviance
 
@@ -55,8 +58,7 @@ def _eval_transform(objective: str, raw: np.ndarray) -> np.ndarray:
     if objective in ("multi:softprob", "multi:softmax"):
         return _softmax32(raw)
     if objective == "reg:quantileerror" and raw.ndim == 2 and raw.shape[1] > 1 \
-            and compat.model_version() >= compat.SMOOTH_L1_FROM:
-        # from XGBoost 3.4 a row's quantiles (alphas ascending) are sorted: they do not cross
+            and _SORTED_QUANTILES:
         return np.sort(raw, axis=1)
     return raw
 

@@ -173,9 +173,7 @@ def make_objective(spec: str | Callable | Objective, model_ir: Model) -> Objecti
             return _objectives.make_objective(spec, n_outputs=n_target, label_columns=n_target)
         if isinstance(spec, Objective):
             return spec
-        single = _single_objective(spec, model_ir, 1)
-        # several quantiles already give one output per target
-        return single if single.n_outputs == n_target else multi_target(single, spec, n_target)
+        return multi_target(_single_objective(spec, model_ir, 1), spec, n_target)
     given = _objectives.objective_given(spec, n_outputs)
     if given is not None:
         return given

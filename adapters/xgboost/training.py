@@ -21,7 +21,7 @@ from unbiased_criteria.adapters._record import attach_record
 from unbiased_criteria.adapters.xgboost import compat
 from unbiased_criteria.adapters.xgboost.compat import stored_categories
 from unbiased_criteria.adapters.xgboost.grower import XGBGrower
-from unbiased_criteria.adapters.xgboost.layout import _gbtree
+from unbiased_criteria.adapters.xgboost.layout import _gbtree, _outputs
 from unbiased_criteria.adapters.xgboost.metrics import (
     _DEFAULT_METRIC,
     _maximize,
@@ -439,9 +439,8 @@ def run_training(
     template = json.loads(grower.booster.save_raw("json"))
     model_ir = parse_model(template, grower.train_params)
     targets = y.shape[1] if y.ndim == 2 else 1  # a multi-target model: labels (n, T)
-    # outputs that are not classes: label columns, or one quantile each (labels (n,))
-    per_target = K > 1 and not int(template["learner"]["learner_model_param"]
-                                   .get("num_class", 0))
+    # outputs that are targets, not classes: label columns, or one quantile each
+    per_target = _outputs(template["learner"])[1] > 1
     objective = model_ir.objective if obj is None \
         else _custom_objective(obj, dtrain, K, label_columns=targets)
     y = check_labels(y, y.shape[0], "dtrain's labels", objective)
