@@ -204,10 +204,6 @@ def _read(model, objective, host_params, needed_for: str):
         )
     else:
         obj = read.objective
-    if obj.label_columns > 1:
-        raise UnsupportedModelError(
-            f"multi-target models ({obj.label_columns} label columns) are not supported with "
-            "dask inputs: compute the rows into memory")
     if obj.iteration_scaled:
         raise UnsupportedModelError(
             f"objective {obj.name!r} is not supported with dask inputs: each iteration's "

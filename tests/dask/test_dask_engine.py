@@ -191,12 +191,12 @@ def test_bad_dask_inputs(client, monkeypatch):
     bad = dd.from_pandas(pd.Series(np.full(600, np.nan)), npartitions=2)
     with pytest.raises(ValueError, match="y_valid contains NaN labels"):
         uc.unbiased_importance(model, dX, dy, dX, bad)
-    # a multi-target model (labels (n, T)) is refused before any work
+    # a multi-target model's labels need one column per target, in every partition
     Y = np.column_stack([y, -y])
     targets = xgboost.train({"max_depth": 2}, xgboost.DMatrix(X, Y), 2)
     dY = da.from_array(Y, chunks=(300, 2))
-    with pytest.raises(uc.UnsupportedModelError, match="multi-target models .* dask inputs"):
-        uc.unbiased_importance(targets, dX, dY, dX, dY)
+    with pytest.raises(ValueError, match=r"y_valid must have shape \(n_rows, 2\)"):
+        uc.unbiased_importance(targets, dX, dY, dX, dy)
 
     def no_client():
         raise ValueError("No clients found")
@@ -204,6 +204,37 @@ def test_bad_dask_inputs(client, monkeypatch):
     monkeypatch.setattr(distributed, "get_client", no_client)
     with pytest.raises(ValueError, match="distributed.Client"):
         uc.unbiased_importance(model, dX, dy, dX, dy)
+
+
+def test_xgboost_multi_target_model(client):
+    """Labels (n, T), one tree per target: the sums, B and k are the in-memory ones, with
+    the labels as a dask Array or a two-column DataFrame; refit at -inf is the in-memory
+    refit; the validation-only mode runs."""
+    X, y, w = _data(3000, 18)
+    Xv, yv, wv = _data(2000, 19)
+    Y = pd.DataFrame({"a": (y > 0).astype(float), "b": (X["f1"] > 0.3).astype(float)})
+    Yv = pd.DataFrame({"a": (yv > 0).astype(float), "b": (Xv["f1"] > 0.3).astype(float)})
+    model = xgboost.train({"max_depth": 3, "objective": "binary:logistic", "nthread": 1},
+                          xgboost.DMatrix(X, Y, weight=w), num_boost_round=4)
+    mem = uc.unbiased_importance(model, X, Y, Xv, Yv, train_weight=w, valid_weight=wv)
+    dYv = da.from_array(Yv.to_numpy(), chunks=(700, 1))  # column chunks: rechunked by rows
+    dsk = uc.unbiased_importance(model, *_dask(3, X, Y, w)[:2], _dask(2, Xv)[0], dYv.rechunk(
+        {0: 1000}), train_weight=_dask(3, w)[0], valid_weight=_dask(2, wv)[0])
+    _assert_same_splits(mem, dsk)
+    assert set(dsk.splits["class"]) == {0, 1} and dsk.splits["usable"].any()
+    X2, Y2 = _data(2000, 20)[0], Y.iloc[:2000].reset_index(drop=True)
+    pruned = uc.prune(model, *_dask(2, X2, Y2), *_dask(2, Xv, Yv), threshold=-np.inf,
+                      refit_leaves=True)
+    same = uc.prune(model, X2, Y2, Xv, Yv, threshold=-np.inf, refit_leaves=True)
+    d = xgboost.DMatrix(Xv)
+    np.testing.assert_allclose(pruned.predict(d, output_margin=True),
+                               same.predict(d, output_margin=True), rtol=0, atol=1e-6)
+    assert not np.allclose(pruned.predict(d), model.predict(d))
+    halves = uc.unbiased_importance(model, None, None, *_dask(3, Xv, Yv))
+    np.testing.assert_allclose(halves.splits["biased_gain"],
+                               uc.unbiased_importance(model, None, None, Xv, Yv)
+                               .splits["biased_gain"], rtol=1e-9, atol=0)
+    assert (halves.splits.loc[halves.splits["node"] == 0, "n_train"] == 1000).all()
 
 
 def test_progress_shows_dask_progress(client, capsys):
