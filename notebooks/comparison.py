@@ -192,8 +192,11 @@ def xgboost_refresh_gain(model, X_valid, y_valid) -> pd.Series:
 
 def library_gain_on_heldout(model, X_valid, y_valid, seed: int) -> pd.Series:
     """The biased gain B of every split recomputed on the held-out rows (refresh's quantity)."""
-    report = uc.unbiased_importance(model, X_valid, y_valid, X_valid, y_valid,
-                                    random_state=seed)
+    with warnings.catch_warnings():  # "X_valid holds the same rows as X_train": wanted here
+        warnings.filterwarnings("ignore", message="X_valid holds the same rows",
+                                category=UserWarning)
+        report = uc.unbiased_importance(model, X_valid, y_valid, X_valid, y_valid,
+                                        random_state=seed)
     return report.to_frame()["biased_gain"]
 
 

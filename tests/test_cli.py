@@ -59,6 +59,12 @@ ERRORS = {  # name: (arguments, expected part of the message)
     "missing-model-file": (["importance", "absent.txt", "--valid", "valid.csv", "--label",
                             "y"], "model absent.txt: no such file"),
 }
+SAME_ROWS = {  # the held-out rows are the training rows: the same file, or the same rows
+    "importance": ["importance", "lgb.txt", "--train", "valid.csv", "--valid", "valid.csv",
+                   "--label", "y", "--weight", "w"],
+    "prune": ["prune", "xgb.json", "--train", "valid.csv", "--valid", "valid.parquet",
+              "--label", "y", "--weight", "w", "--output", "p.txt", *XGB_FLAGS],
+}
 COMMANDS = {
     **{f"importance-{k}": ["importance", m, "--train", f"train.{d}", "--valid", f"valid.{d}",
                            "--label", "y", "--format", f, *x]
@@ -68,6 +74,7 @@ COMMANDS = {
     **{f"prune-{k}": ["prune", m, "--train", "train.parquet", "--valid", "valid.csv",
                       "--label", "y", "--output", o, *x] for k, (m, o, x) in PRUNE.items()},
     **{f"error-{k}": a for k, (a, _) in ERRORS.items()},
+    **{f"same-rows-{k}": a for k, a in SAME_ROWS.items()},
     "debug": ["--debug", "importance", "absent.txt", "--valid", "valid.csv", "--label", "y"],
 }
 
@@ -248,6 +255,16 @@ def test_user_errors_are_one_line_without_traceback(files, results, name):
     assert lines[0].startswith("unbiased-criteria: error: ")
     assert message in lines[0]
     assert "Traceback" not in res.stderr
+    assert not (files["dir"] / "p.txt").exists()
+
+
+@pytest.mark.parametrize("name", SAME_ROWS)
+def test_held_out_rows_that_are_the_training_rows_are_refused(files, results, name):
+    res = results[f"same-rows-{name}"]
+    assert res.returncode == 2 and res.stdout == ""
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("unbiased-criteria: error: --valid holds the same rows as --train")
+    assert "leave out --train" in last and "Traceback" not in res.stderr
     assert not (files["dir"] / "p.txt").exists()
 
 

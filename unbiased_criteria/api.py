@@ -31,7 +31,14 @@ from .parallel import OrderedPool, resolve_n_jobs
 from .pruning import prune_tree
 from .replay import ReplayResult, RowSet, TreeStep, replay, resolve_bias
 from .report import ImportanceReport
-from .validation import check_labels, check_pair, check_weight, encode_classes
+from .validation import (
+    check_labels,
+    check_pair,
+    check_weight,
+    encode_classes,
+    same_rows,
+    training_rows_held_out,
+)
 
 __all__ = ["unbiased_importance", "prune", "adapter_for"]
 
@@ -197,6 +204,8 @@ def _prepare(
         if X_train is not None
         else None
     )
+    if train is not None and same_rows(X_train, train.y, X_valid, valid.y):
+        training_rows_held_out(needed_for, stacklevel=3 + extra_frames)
     read = resolve_bias(read, bias_objective(read, obj),
                         None if train is None else train.y,
                         None if train is None else train.weight)

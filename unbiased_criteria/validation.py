@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -12,8 +13,12 @@ from .objectives import Objective
 
 __all__ = [
     "encode_classes", "check_labels", "check_weight", "check_pair", "check_matrix",
-    "check_column_names",
+    "check_column_names", "same_rows",
+    "training_rows_held_out",
 ]
+
+#: rows compared by :func:`check_held_out_rows`
+_PROBE_ROWS = 32
 
 
 def check_pair(X, y, x_name: str, y_name: str) -> None:
@@ -154,3 +159,59 @@ def check_column_names(columns, expected, argument: str, shown=None) -> None:
             f"{argument}'s column names do not match the model's feature names (in order): "
             f"column {i} is {name!r}, the model's is {expected[i]!r}"
         )
+
+
+def _rows_at(X: Any, idx: np.ndarray) -> Any:
+    if isinstance(X, pd.DataFrame):
+        return X.iloc[idx].reset_index(drop=True)
+    if sparse.issparse(X):
+        return sparse.csr_matrix(X)[idx].toarray()
+    return np.asarray(X)[idx]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):
+        return (isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame)
+                and a.columns.equals(b.columns) and a.equals(b))
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    if a.dtype.kind in "fc" and b.dtype.kind in "fc":
+        return bool(np.array_equal(a, b, equal_nan=True))
+    return bool(np.array_equal(a, b))
+
+
+def same_rows(X_train: Any, y_train: np.ndarray, X_valid: Any, y_valid: np.ndarray) -> bool:
+    """Whether the held-out rows are the training rows.
+
+    ``U`` is unbiased only because its ratios come from rows that did not choose the
+    splits; on the training rows it is the biased gain again, and nothing in the numbers
+    says so. True for the same object, arrays sharing memory, or tables of the same shape
+    whose labels and :data:`_PROBE_ROWS` evenly spaced rows are equal (distinct samples of
+    real data agree on so many rows only when every row is the same). Held-out rows that
+    overlap the training rows in part are not detected.
+    """
+    if X_valid is X_train:
+        return True
+    if isinstance(X_train, np.ndarray) and isinstance(X_valid, np.ndarray) \
+            and X_train.shape == X_valid.shape and np.shares_memory(X_train, X_valid):
+        return True
+    if X_train.shape != X_valid.shape or not _same(y_train, y_valid):
+        return False
+    n = X_valid.shape[0]
+    idx = np.unique(np.linspace(0, n - 1, min(n, _PROBE_ROWS)).astype(np.intp))
+    return _same(_rows_at(X_train, idx), _rows_at(X_valid, idx))
+
+
+def training_rows_held_out(needed_for: str, stacklevel: int) -> None:
+    """What :func:`same_rows` being true means: ``prune`` refuses (every split would score
+    above 0 and be kept), importance warns (``biased_gain`` on given rows is a quantity of
+    its own, e.g. the gain on held-out rows when both are held-out rows)."""
+    message = ("X_valid holds the same rows as X_train: the unbiased gain needs held-out rows "
+               "that did not train the model (on the training rows it is the biased gain "
+               "again)")
+    if needed_for == "prune":
+        raise ValueError(f"{message}; pass other rows, or X_train=None, y_train=None to "
+                         "score the held-out rows alone")
+    warnings.warn(f"{message}: unbiased_gain is not unbiased here; biased_gain is the gain "
+                  "on these rows", UserWarning, stacklevel=stacklevel + 1)

@@ -55,7 +55,12 @@ from unbiased_criteria.progress import progress_bar
 from unbiased_criteria.pruning import prune_tree
 from unbiased_criteria.replay import resolve_bias
 from unbiased_criteria.report import ImportanceReport
-from unbiased_criteria.validation import check_labels, check_weight, encode_classes
+from unbiased_criteria.validation import (
+    check_labels,
+    check_weight,
+    encode_classes,
+    training_rows_held_out,
+)
 
 __all__ = ["unbiased_importance", "prune", "uses_dask"]
 
@@ -188,6 +193,13 @@ class _Rows:
         return stats[0].result()
 
 
+def _same_collection(a, b) -> bool:
+    """The same dask collection (one graph): dask names a collection by its graph's token."""
+    from dask.base import tokenize
+
+    return a is b or tokenize(a) == tokenize(b)
+
+
 def _read(model, objective, host_params, needed_for: str):
     if isinstance(model, Dump) or isinstance(model, dict | str | list):
         raise ValueError("dumped models are not supported with dask inputs: pass the host's "
@@ -235,6 +247,9 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
         raise ValueError("train_weight was given without X_train")
     host_model = unwrap_model(model)
     adapter, read, obj = _read(host_model, objective, host_params, needed_for)
+    if X_train is not None and _same_collection(X_train, X_valid) \
+            and _same_collection(y_train, y_valid):
+        training_rows_held_out(needed_for, stacklevel=4)
     classes = getattr(host_model, "classes_", None)
     if read.bias_from_labels and y_train is not None:
         # the init score is a function of all training labels (LightGBM's boost_from_average):

@@ -178,8 +178,9 @@ def test_pyarrow_backed_columns_are_read_as_their_numpy_values():
     kept = arrow.copy()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        got = uc.unbiased_importance(model, arrow, y, arrow, y, random_state=0).splits
-    want = uc.unbiased_importance(model, X, y, X, y, random_state=0).splits
+        got = uc.unbiased_importance(model, arrow, y, arrow.iloc[::-1], y[::-1],
+                                     random_state=0).splits
+    want = uc.unbiased_importance(model, X, y, X.iloc[::-1], y[::-1], random_state=0).splits
     pd.testing.assert_frame_equal(got, want)
     np.testing.assert_allclose(got["biased_gain"], got["host_gain"], rtol=1e-5)
     pd.testing.assert_frame_equal(arrow, kept)

@@ -495,4 +495,5 @@ def test_objective_given_silences_the_readers_request_for_it():
         uc.unbiased_importance(bst, X, y, X, y, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        uc.unbiased_importance(bst, X, y, X, y, objective=logistic, random_state=0)
+        uc.unbiased_importance(bst, X[:200], y[:200], X[200:], y[200:],
+                               objective=logistic, random_state=0)

@@ -6,6 +6,8 @@ loaders and predictions, and Monte Carlo for U where the draws legitimately diff
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -237,10 +239,27 @@ def test_xgboost_multi_target_model(client):
     assert (halves.splits.loc[halves.splits["node"] == 0, "n_train"] == 1000).all()
 
 
+def test_the_training_collection_as_held_out_rows_is_warned_or_refused(client):
+    X, y, _ = _data(600, 21)
+    Xv, yv, _ = _data(600, 22)
+    model = lightgbm.LGBMRegressor(n_estimators=2, num_leaves=4, verbose=-1).fit(X, y)
+    same = "X_valid holds the same rows as X_train"
+    dX, dy = _dask(2, X, y)
+    with pytest.warns(UserWarning, match=same) as caught:
+        uc.unbiased_importance(model, dX, dy, *_dask(2, X, y))  # the same graph, rebuilt
+    assert caught[0].filename == __file__
+    with pytest.raises(ValueError, match=same):
+        uc.prune(model, dX, dy, dX, dy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        uc.unbiased_importance(model, dX, dy, *_dask(2, Xv, yv))
+
+
 def test_progress_shows_dask_progress(client, capsys):
     X, y, _ = _data(600, 12)
+    Xv, yv, _ = _data(600, 23)
     model = lightgbm.LGBMRegressor(n_estimators=2, num_leaves=4, verbose=-1).fit(X, y)
-    uc.unbiased_importance(model, *_dask(2, X, y), *_dask(2, X, y), progress=True)
+    uc.unbiased_importance(model, *_dask(2, X, y), *_dask(2, Xv, yv), progress=True)
     assert "Completed" in capsys.readouterr().out
 
 

@@ -19,6 +19,7 @@ from .. import model_files
 from ..errors import InputError
 from ..files import write_atomic
 from ..model_files import ModelFile
+from ..validation import same_rows
 from .files import load_model, model_schema, prepare_data, read_table
 from .output import check_target, format_frame, save_plot, write_output
 
@@ -61,6 +62,11 @@ def load_inputs(args) -> Inputs:
                              args.weight, "--train", args.train)
     valid = prepare_data(read_table(args.valid, "--valid"), schema, args.label, args.weight,
                          "--valid", args.valid)
+    if train[0] is not None and same_rows(train[0], train[1], valid[0], valid[1]):
+        raise InputError(
+            "--valid holds the same rows as --train: the unbiased gain needs held-out rows "
+            "that did not train the model; pass other rows, or leave out --train to score "
+            "the held-out rows alone")
     return Inputs(Path(args.model), mf, *train, *valid)
 
 

@@ -1,0 +1,85 @@
+"""Held-out rows that are the training rows: U would be the biased gain again, silently.
+
+``unbiased_importance`` warns (its ``biased_gain`` on given rows is a quantity of its own);
+``prune`` refuses (every split would score above 0 and be kept).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import sparse
+
+import unbiased_criteria as uc
+from unbiased_criteria.datasets import paper_example
+from unbiased_criteria.validation import same_rows
+
+lgb = pytest.importorskip("lightgbm")
+xgb = pytest.importorskip("xgboost")
+
+SAME = "X_valid holds the same rows as X_train"
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = paper_example(1500, random_state=0)
+    Xv, yv = paper_example(1500, random_state=1)
+    return X, y, Xv, yv
+
+
+@pytest.fixture(scope="module", params=["lightgbm", "xgboost"])
+def model(request, data):
+    X, y, _, _ = data
+    if request.param == "lightgbm":
+        return lgb.train({"objective": "regression", "verbose": -1, "num_threads": 1},
+                         lgb.Dataset(X, y), 20)
+    return xgb.train({"max_depth": 3, "nthread": 1}, xgb.DMatrix(X, y, enable_categorical=True),
+                     20)
+
+
+def test_the_training_rows_as_held_out_rows_are_warned_or_refused(model, data):
+    X, y, Xv, yv = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # other rows: nothing to say
+        fair = uc.unbiased_importance(model, X, y, Xv, yv, random_state=0).to_frame()
+    for X2, y2 in [(X, y), (X.copy(), np.array(y, copy=True))]:  # the object, a copy
+        with pytest.warns(UserWarning, match=SAME) as caught:
+            report = uc.unbiased_importance(model, X, y, X2, y2, random_state=0)
+        same = [w for w in caught if SAME in str(w.message)]
+        assert len(same) == 1 and same[0].filename == __file__
+        # what the warning is about: on its own rows the noise X3 gets about its biased
+        # gain back, several standard errors above 0; on other rows a small part of it
+        own = report.to_frame().loc["X3"]
+        assert own["unbiased_gain"] > max(0.8 * own["biased_gain"], 5 * own["std_error"])
+        assert fair.loc["X3", "unbiased_gain"] < 0.2 * own["biased_gain"]
+        with pytest.raises(ValueError, match=SAME + ".*X_train=None"):
+            uc.prune(model, X, y, X2, y2, random_state=0)
+
+
+def test_same_rows_is_exact_where_it_can_be():
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(200, 3))
+    y = rng.normal(size=200)
+    assert same_rows(A, y, A, y)
+    assert same_rows(A, y, A[::-1], y[::-1])  # a view of the same rows, in another order
+    assert same_rows(A, y, A.copy(), y.copy())
+    frame = pd.DataFrame(A, columns=list("abc"))
+    assert same_rows(frame, y, frame.copy(), y)
+    assert same_rows(sparse.csr_matrix(A), y, sparse.csr_matrix(A), y)
+    # other rows, or the same features of other rows, or the same rows with other labels
+    B = rng.normal(size=(200, 3))
+    assert not same_rows(A, y, B, y)
+    assert not same_rows(A, y, A.copy(), y[::-1])
+    assert not same_rows(A[:100], y[:100], A[100:], y[100:])
+    assert not same_rows(frame, y, frame.iloc[::-1], y[::-1])  # not detected: documented
+    nan = A.copy()
+    nan[::7, 0] = np.nan
+    assert same_rows(nan, y, nan.copy(), y)  # missing values compare equal
+    # binary features and labels: 32 probe rows agree by chance with probability 2**-128
+    bits = rng.integers(0, 2, size=(200, 3)).astype(float)
+    labels = rng.integers(0, 2, size=200).astype(float)
+    other = rng.integers(0, 2, size=(200, 3)).astype(float)
+    assert not same_rows(bits, labels, other, labels)
