@@ -235,17 +235,22 @@ def test_training_report_without_any_split_has_zero_std_error_not_nan(host):
     assert run(prune_threshold=None, holdout_fraction=0.0).to_frame()["std_error"].isna().all()
 
 
-def test_more_jackknife_blocks_than_held_out_rows_is_warned(xgb_categorical):
-    """With fewer held-out rows than ``n_blocks`` some blocks are empty, yet count as degrees
-    of freedom in the standard errors and select(): said, with the n_blocks that avoids it."""
+def test_more_jackknife_blocks_than_held_out_rows_uses_a_block_per_row(xgb_categorical):
+    """With fewer held-out rows than ``n_blocks`` some blocks would be empty: their replicate
+    is the full estimate, which shrinks the variance and adds degrees of freedom that are
+    not there. The blocks become one per row, said, and the report is the one asked for
+    with that many blocks."""
     import warnings
 
     bst, X, y, Xv, yv = xgb_categorical
-    with pytest.warns(UserWarning, match=r"n_blocks=20 but X_valid has 12 rows: 8 jackknife "
-                                         r"blocks are empty.*pass n_blocks <= 12"):
-        uc.unbiased_importance(bst, X, y, Xv[:12], yv[:12], random_state=0, min_k=1)
+    with pytest.warns(UserWarning, match=r"n_blocks=20 but X_valid has 12 rows: the standard "
+                                         r"errors use 12 jackknife blocks of one row each"):
+        got = uc.unbiased_importance(bst, X, y, Xv[:12], yv[:12], random_state=0, min_k=1)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        uc.unbiased_importance(bst, X, y, Xv[:12], yv[:12], random_state=0, min_k=1,
-                               n_blocks=12)
-    assert not any("jackknife blocks are empty" in str(w.message) for w in seen)
+        want = uc.unbiased_importance(bst, X, y, Xv[:12], yv[:12], random_state=0, min_k=1,
+                                      n_blocks=12)
+    assert not any("jackknife blocks" in str(w.message) for w in seen)
+    pd.testing.assert_frame_equal(got.to_frame(), want.to_frame())
+    pd.testing.assert_frame_equal(got.splits, want.splits)
+    assert np.isfinite(got.to_frame()["std_error"]).all()

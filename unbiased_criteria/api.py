@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
@@ -396,13 +396,14 @@ def unbiased_importance(
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
                     objective, memory_budget, host_params=host_params)
     n_valid = prep.valid.n_rows
-    if 2 <= n_valid < options.n_blocks:  # blocks of one row, and empty ones
+    if 2 <= n_valid < options.n_blocks:
+        # an empty block's replicate is the full estimate: it would shrink the jackknife
+        # variance and add a degree of freedom it does not have
         warnings.warn(
-            f"n_blocks={options.n_blocks} but X_valid has {n_valid} rows: "
-            f"{options.n_blocks - n_valid} jackknife blocks are empty and still count as "
-            f"degrees of freedom ({options.n_blocks - 1} instead of {n_valid - 1}), which "
-            f"makes select() slightly liberal; pass n_blocks <= {n_valid}",
+            f"n_blocks={options.n_blocks} but X_valid has {n_valid} rows: the standard "
+            f"errors use {n_valid} jackknife blocks of one row each",
             UserWarning, stacklevel=2)
+        options = replace(options, n_blocks=n_valid)
     forest = prep.model.forest
     # visitors see the held-out rows in one random order (the k-draws' ranking), so the
     # halves and blocks, drawn on the rows' own order, are permuted alike
