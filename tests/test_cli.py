@@ -58,6 +58,9 @@ ERRORS = {  # name: (arguments, expected part of the message)
                            "y"], "--valid absent.parquet: no such file"),
     "missing-model-file": (["importance", "absent.txt", "--valid", "valid.csv", "--label",
                             "y"], "model absent.txt: no such file"),
+    "negative-weight": (["importance", "lgb.txt", "--valid", "negative_w.csv", "--label", "y",
+                         "--weight", "w"], "--valid negative_w.csv: weight column 'w' must be "
+                        "finite and non-negative: 1 value(s) are not, the first -1 in data row 4"),
 }
 SAME_ROWS = {  # the held-out rows are the training rows: the same file, or the same rows
     "importance": ["importance", "lgb.txt", "--train", "valid.csv", "--valid", "valid.csv",
@@ -124,6 +127,8 @@ def files(tmp_path_factory):
     pd.DataFrame({"A": [1.0, 2.0], "B": [3.0, 4.0], "y": [0.0, 1.0]}).to_csv(
         d / "other.csv", index=False)
     (d / "config.json").write_text('{"learning_rate": 0.1}')
+    valid.assign(w=np.where(np.arange(len(valid)) == 3, -1.0, valid["w"])).to_csv(
+        d / "negative_w.csv", index=False)
     return {"dir": d, "models": models, "train": train, "valid": valid}
 
 
@@ -266,6 +271,38 @@ def test_held_out_rows_that_are_the_training_rows_are_refused(files, results, na
     assert last.startswith("unbiased-criteria: error: --valid holds the same rows as --train")
     assert "leave out --train" in last and "Traceback" not in res.stderr
     assert not (files["dir"] / "p.txt").exists()
+
+
+def test_categories_the_model_never_saw(files):
+    """LightGBM (and HistGradientBoosting) predict an unseen category as a missing value:
+    warned, and the report is the API's on the frame with those values missing. XGBoost
+    refuses them, as the API does. A column none of whose values is a category (text
+    where the model has other names) is an error, not a column of missing values."""
+    d, valid = files["dir"], files["valid"]
+    some = valid.copy()
+    some["X2"] = some["X2"].astype(object)
+    some.loc[:9, "X2"] = "z"
+    some.to_csv(d / "unseen.csv", index=False)
+    none = valid.assign(X2="c" + valid["X2"].astype(str))
+    none.to_csv(d / "renamed.csv", index=False)
+    common = ["--label", "y", "--format", "csv"]
+    res = run(["importance", "lgb.txt", "--valid", "unseen.csv", *common], d)
+    assert res.returncode == 0, res.stderr
+    assert re.search(r"warning: --valid unseen\.csv: 10 value\(s\) of column 'X2' are not "
+                     r"among the categories .*\('z'; .*read as missing values", res.stderr)
+    X = valid[FEATURES].copy()
+    X.loc[:9, "X2"] = np.nan
+    expected = uc.unbiased_importance(files["models"]["lgb.txt"], None, None, X,
+                                      valid["y"], random_state=0).to_frame()
+    np.testing.assert_allclose(parse(res.stdout, "csv")["unbiased_gain"],
+                               expected["unbiased_gain"], rtol=1e-9, atol=1e-9)
+    res = run(["importance", "xgb.json", "--valid", "unseen.csv", *common, *XGB_FLAGS], d)
+    assert res.returncode == 2 and res.stdout == ""
+    assert "XGBoost refuses categories it never saw" in res.stderr
+    res = run(["importance", "lgb.txt", "--valid", "renamed.csv", *common], d)
+    assert res.returncode == 2 and res.stdout == ""
+    assert "1000 value(s) of column 'X2'" in res.stderr
+    assert "none of the column's values is one" in res.stderr
 
 
 def test_debug_shows_the_traceback(results):

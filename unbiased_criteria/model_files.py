@@ -123,6 +123,9 @@ class Schema:
     text_labels : bool
         The model encodes its labels itself, text included (a scikit-learn classifier's
         ``classes_``); otherwise labels must be numbers.
+    unseen_as_missing : bool
+        The host predicts a category it never saw as a missing value (LightGBM and
+        HistGradientBoosting do); False: it refuses such a value (XGBoost).
     """
 
     n_features: int
@@ -130,6 +133,7 @@ class Schema:
     categorical: dict[int, list | None]
     stored_name: Callable[[str], str] | None = field(default=None, repr=False)
     text_labels: bool = False
+    unseen_as_missing: bool = True
 
 
 def host_adapter(host: str) -> ModuleType:

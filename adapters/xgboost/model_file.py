@@ -97,7 +97,8 @@ def _dump_schema(dump: Dump) -> Schema:
 
     names, categorical = dump_schema(dump)
     default = names == [f"f{i}" for i in range(len(names))]
-    return Schema(len(names), None if default else names, {i: None for i in categorical})
+    return Schema(len(names), None if default else names, {i: None for i in categorical},
+                  unseen_as_missing=False)
 
 
 def feature_schema(model: xgboost.Booster | Dump) -> Schema:
@@ -111,7 +112,8 @@ def feature_schema(model: xgboost.Booster | Dump) -> Schema:
     cat_index = [i for i, t in enumerate(types) if t == "c"]
     stored = _stored_categories(model, n) if cat_index else []
     categorical = {i: (stored[i] or None) for i in cat_index}
-    return Schema(n, None if not names else [str(s) for s in names], categorical)
+    return Schema(n, None if not names else [str(s) for s in names], categorical,
+                  unseen_as_missing=False)
 
 
 def set_training_params(model: xgboost.Booster | Dump, params: dict[str, str]) -> None:

@@ -185,7 +185,7 @@ def _coerce_like(values: pd.Series, categories: list) -> pd.Series:
 
 
 def _to_category(values: pd.Series, categories: list | None, column: str, option: str,
-                 path: str) -> pd.Series:
+                 path: str, unseen_as_missing: bool = True) -> pd.Series:
     if categories is None:  # the model stores no categories: the data holds integer codes
         if _is_text(values):
             raise InputError(
@@ -201,10 +201,23 @@ def _to_category(values: pd.Series, categories: list | None, column: str, option
                          index=values.index, name=values.name)
     coerced = _coerce_like(values, categories)
     known = coerced.isin(categories)
-    unseen = int((coerced.notna() & ~known).sum())
-    if unseen:
-        warn(f"{option} {path}: {unseen} value(s) of column {column!r} are not among the "
-              "categories the model was trained with; they are treated as unseen categories")
+    # a value that does not convert to the categories' type (text for numbers) is unseen too
+    unseen = values.notna().to_numpy() & ~known.to_numpy()
+    if unseen.any():
+        def listed(vs, most):
+            vs = [v.item() if isinstance(v, np.generic) else v for v in vs]
+            return ", ".join(map(repr, vs[:most])) + (", ..." if len(vs) > most else "")
+
+        shown, known_shown = listed(pd.unique(values[unseen]), 5), listed(categories, 10)
+        what = (f"{option} {path}: {int(unseen.sum())} value(s) of column {column!r} are not "
+                f"among the categories the model was trained with ({shown}; the model's: "
+                f"{known_shown})")
+        if not unseen_as_missing:
+            raise InputError(f"{what}: XGBoost refuses categories it never saw")
+        if unseen.all():
+            raise InputError(f"{what}: none of the column's values is one (all would be read "
+                             "as missing)")
+        warn(f"{what}; they are read as missing values, as the host predicts them")
     return pd.Series(pd.Categorical(coerced.where(known), categories=categories),
                      index=values.index, name=values.name)
 
@@ -215,6 +228,11 @@ def weight_values(column: pd.Series, option: str, path: str) -> np.ndarray:
     if np.isnan(w).any():
         raise InputError(f"{option} {path}: weight column {column.name!r} has missing or "
                          "non-numeric values")
+    bad = np.flatnonzero(~np.isfinite(w) | (w < 0))
+    if bad.size:
+        raise InputError(f"{option} {path}: weight column {column.name!r} must be finite and "
+                         f"non-negative: {bad.size} value(s) are not, the first "
+                         f"{w[bad[0]]:g} in data row {bad[0] + 1}")
     return w
 
 
@@ -277,7 +295,8 @@ def prepare_data(frame: pd.DataFrame, schema: Schema, label: str | list[str],
     for i, column in enumerate(X.columns):
         s = X[column]
         if i in schema.categorical:
-            X[column] = _to_category(s, schema.categorical[i], column, option, path)
+            X[column] = _to_category(s, schema.categorical[i], column, option, path,
+                                     schema.unseen_as_missing)
         elif _is_text(s):
             raise InputError(
                 f"{option} {path}: column {column!r} holds text, but the model treats it as "
