@@ -69,6 +69,8 @@ def test_same_rows_is_exact_where_it_can_be():
     frame = pd.DataFrame(A, columns=list("abc"))
     assert same_rows(frame, y, frame.copy(), y)
     assert same_rows(sparse.csr_matrix(A), y, sparse.csr_matrix(A), y)
+    assert same_rows(A.tolist(), y, A.tolist(), y)  # lists of rows, as numpy reads them
+    assert not same_rows(A.tolist(), y, A[::-1].tolist(), y)
     # other rows, or the same features of other rows, or the same rows with other labels
     B = rng.normal(size=(200, 3))
     assert not same_rows(A, y, B, y)

@@ -196,9 +196,9 @@ def same_rows(X_train: Any, y_train: np.ndarray, X_valid: Any, y_valid: np.ndarr
     if isinstance(X_train, np.ndarray) and isinstance(X_valid, np.ndarray) \
             and X_train.shape == X_valid.shape and np.shares_memory(X_train, X_valid):
         return True
-    if X_train.shape != X_valid.shape or not _same(y_train, y_valid):
+    if np.shape(X_train) != np.shape(X_valid) or not _same(y_train, y_valid):
         return False
-    n = X_valid.shape[0]
+    n = np.shape(X_valid)[0]
     idx = np.unique(np.linspace(0, n - 1, min(n, _PROBE_ROWS)).astype(np.intp))
     return _same(_rows_at(X_train, idx), _rows_at(X_valid, idx))
 
