@@ -14,7 +14,9 @@ import pandas as pd
 from unbiased_criteria.adapters._compat import HostVersionError
 from unbiased_criteria.adapters._record import record_of
 
-__all__ = ["with_train", "TrainingImportance", "IMPORTANCE_DOC"]
+from unbiased_criteria.validation import check_weight
+
+__all__ = ["with_train", "TrainingImportance", "IMPORTANCE_DOC", "check_fit_weights"]
 
 #: what ``feature_importances_`` is, for the estimators' docstrings
 IMPORTANCE_DOC = (
@@ -51,6 +53,16 @@ def with_train(func: Callable, replacement: Callable) -> Callable:
                              func.__closure__)
     new.__kwdefaults__ = copy.copy(func.__kwdefaults__)
     return new
+
+
+def check_fit_weights(weight, eval_weights, weight_name: str, eval_name: str) -> None:
+    """``fit``'s sample weights and evaluation weights, finite and non-negative, refused by
+    their argument names before the host sees them (XGBoost would fail deep in C++)."""
+    if weight is not None:
+        check_weight(weight, np.size(weight), weight_name)
+    for i, w in enumerate(eval_weights or ()):
+        if w is not None:
+            check_weight(w, np.size(w), f"{eval_name}[{i}]")
 
 
 class TrainingImportance:

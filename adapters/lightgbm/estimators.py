@@ -8,12 +8,18 @@ unbiased importance gathered during training (every scored split, kept or not).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 import lightgbm
 import numpy as np
-from unbiased_criteria.adapters._estimators import IMPORTANCE_DOC, TrainingImportance, with_train
+from unbiased_criteria.adapters._estimators import (
+    IMPORTANCE_DOC,
+    TrainingImportance,
+    check_fit_weights,
+    with_train,
+)
 from unbiased_criteria.adapters.lightgbm.compat import check_estimator_layout
 from unbiased_criteria.adapters.lightgbm.training import train
 
@@ -36,6 +42,10 @@ class _UnbiasedFit(TrainingImportance, lightgbm.LGBMModel):
     def fit(self, *args: Any, **kwargs: Any):
         if kwargs.get("init_model") is not None:
             raise ValueError("init_model (continued training) is not supported")
+        bound = inspect.signature(lightgbm.LGBMModel.fit).bind(self, *args, **kwargs)
+        check_fit_weights(bound.arguments.get("sample_weight"),
+                          bound.arguments.get("eval_sample_weight"), "sample_weight",
+                          "eval_sample_weight")
         options = {k: getattr(self, k) for k in _UNBIASED_PARAMS}
 
         def unbiased_train(params, train_set, num_boost_round=100, valid_sets=None,

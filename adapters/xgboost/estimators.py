@@ -19,7 +19,12 @@ try:
     from sklearn.exceptions import NotFittedError
 except ImportError:  # XGBoost's estimators cannot even be built without scikit-learn; the
     NotFittedError = None  # adapter's train(), readers and the demo still import this module
-from unbiased_criteria.adapters._estimators import IMPORTANCE_DOC, TrainingImportance, with_train
+from unbiased_criteria.adapters._estimators import (
+    IMPORTANCE_DOC,
+    TrainingImportance,
+    check_fit_weights,
+    with_train,
+)
 from unbiased_criteria.adapters._record import detach_record
 from unbiased_criteria.adapters.xgboost.compat import check_estimator_layout, host_more_tags
 from unbiased_criteria.adapters.xgboost.training import train
@@ -45,6 +50,8 @@ class _UnbiasedFit(TrainingImportance):
     def _fit_unbiased(self, X: Any, y: Any, kwargs: dict[str, Any]):
         if kwargs.get("xgb_model") is not None:
             raise ValueError("xgb_model (continued training) is not supported")
+        check_fit_weights(kwargs.get("sample_weight"), kwargs.get("sample_weight_eval_set"),
+                          "sample_weight", "sample_weight_eval_set")
         options = {k: getattr(self, k) for k in _UNBIASED_PARAMS}
 
         def unbiased_train(params, dtrain, num_boost_round=10, *, evals=None, obj=None,

@@ -166,3 +166,26 @@ def test_pruning_with_nothing_held_out_is_warned_the_same_everywhere(data, entry
     with warnings.catch_warnings():  # asked for on purpose: the host's own model, no warning
         warnings.simplefilter("error")
         fit(holdout_fraction=0.0, prune_threshold=None)
+
+
+@pytest.mark.parametrize("bad", [-1.0, np.nan, np.inf], ids=["negative", "nan", "inf"])
+def test_the_estimators_refuse_bad_sample_weights_by_their_names(data, bad):
+    """XGBoost itself fails in C++ ("Check failed: valid", a stack trace), LightGBM names
+    its Dataset: the estimators name fit's own arguments, before the host sees them."""
+    X, y = data
+    w = np.ones(N)
+    w[7] = bad
+    fits = {
+        "sample_weight": [
+            lambda: UnbiasedLGBMRegressor(n_estimators=2, verbose=-1).fit(X, y, w),
+            lambda: UnbiasedXGBRegressor(n_estimators=2).fit(X, y, sample_weight=w)],
+        r"eval_sample_weight\[1\]": [lambda: UnbiasedLGBMRegressor(n_estimators=2, verbose=-1)
+                                     .fit(X, y, eval_set=[(X, y)] * 2,
+                                          eval_sample_weight=[None, w])],
+        r"sample_weight_eval_set\[0\]": [lambda: UnbiasedXGBRegressor(n_estimators=2).fit(
+            X, y, eval_set=[(X, y)], sample_weight_eval_set=[w], verbose=False)],
+    }
+    for name, calls in fits.items():
+        for call in calls:
+            with pytest.raises(ValueError, match=f"^{name} must be finite and non-negative$"):
+                call()
