@@ -168,8 +168,15 @@ def _prepare(
     model = as_dump(model, host_params)
     adapter = adapter_for(model)
     read = adapter.read_model(model)
+    # a scikit-learn classifier's booster was trained on the indices of its classes_
+    classes = getattr(model, "classes_", None)
+    from_labels = (objective is None and read.objective is None and y_train is not None
+                   and read.objective_from_labels is not None)
     if objective is not None:
         obj = adapter.make_objective(objective, read)
+    elif from_labels:  # LightGBM's is_unbalance: class weights from the label counts
+        labels = y_train if classes is None else encode_classes(y_train, classes, "y_train")
+        obj = read.objective_from_labels(y_train=np.asarray(labels))
     elif read.objective is None:
         why = "".join(f" ({m})" for m in read.warnings)
         raise ValueError(
@@ -184,9 +191,6 @@ def _prepare(
         raise ValueError("X_valid and y_valid are required: held-out rows drive the estimate")
     if X_train is None and train_weight is not None:
         raise ValueError("train_weight was given without X_train")
-
-    # a scikit-learn classifier's booster was trained on the indices of its classes_
-    classes = getattr(model, "classes_", None)
 
     def rows(X, y, w, x_name, y_name, w_name):
         router = adapter.make_router(model, read, X, x_name, memory_budget=memory_budget)
@@ -210,8 +214,9 @@ def _prepare(
                         None if train is None else train.y,
                         None if train is None else train.weight)
     for message in read.warnings:
-        if objective is not None and read.objective is None and "pass objective=" in message:
-            continue  # the reader's reason to ask for objective=, which was given
+        if (objective is not None or from_labels) and read.objective is None \
+                and "pass objective=" in message:
+            continue  # the reader's reason to ask for objective=, which was given or built
         warnings.warn(message, UserWarning, stacklevel=3 + extra_frames)
     read = _leaf_params(read, obj, train, needed_for, extra_frames)
     if read.forest.n_trees == 0:

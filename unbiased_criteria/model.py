@@ -62,6 +62,11 @@ class Model:
         Why recomputed gains will not match the host's (bagging, GOSS...); U stays valid.
     source : Any
         Whatever the adapter's writer needs from the original model.
+    objective_from_labels : callable or None
+        For a model whose loss is a function of its training labels (LightGBM's
+        ``is_unbalance`` class weights come from the label counts), ``objective`` is None
+        and ``objective_from_labels(y_train=labels)`` builds it from the (encoded) training
+        labels.
     """
 
     forest: Forest
@@ -72,6 +77,7 @@ class Model:
     leaf_params_unknown: bool = False
     warnings: tuple[str, ...] = ()
     source: Any = field(default=None, repr=False)
+    objective_from_labels: Callable[..., Objective] | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ hyper-parameters, modes that break replay). Unsupported kinds of model raise
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any
@@ -19,6 +20,7 @@ from unbiased_criteria.adapters.lightgbm.objectives import (
     OBJECTIVE_ALIASES,
     RANKING,
     core_objective,
+    objective_for,
 )
 from unbiased_criteria.adapters.lightgbm.source import (
     RULES,
@@ -258,14 +260,16 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
     score = source.split_score()
     warnings = list(replay_warnings(source))
 
-    objective = None
+    objective = from_labels = None
     if objective_name in ("binary", "multiclassova") and source.flag("is_unbalance"):
         warnings.append(
             "is_unbalance: LightGBM weighted the classes by their counts in the training "
-            "labels, which the model does not store; pass objective= (e.g. "
-            "unbiased_criteria.adapters.lightgbm.make_objective('binary', model_ir, "
-            "y_train=y_train))"
+            "labels, which the model does not store; pass the training rows, whose labels "
+            "give the counts, or pass objective= (e.g. unbiased_criteria.adapters.lightgbm."
+            "make_objective('binary', model_ir, y_train=y_train))"
         )
+        if objective_name == "binary":
+            from_labels = functools.partial(objective_for, "binary", source, K)
     else:
         objective = core_objective(objective_name, source, K)
 
@@ -321,4 +325,5 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
     return Model(
         forest=forest, objective=objective, split_score=score, host="lightgbm",
         bias_from_labels=any_bias, warnings=tuple(warnings), source=source,
+        objective_from_labels=from_labels,
     )

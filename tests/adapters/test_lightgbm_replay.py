@@ -149,17 +149,30 @@ def test_validation_only_mode_uses_the_data_free_init_score():
         uc.unbiased_importance(huber, None, None, X[:300], y[:300])
 
 
-def test_is_unbalance_model_needs_an_objective_built_from_the_labels():
+def test_is_unbalance_model_takes_its_objective_from_the_training_labels():
+    """LightGBM's is_unbalance class weights come from the training label counts, which the
+    model does not store: the training rows give them (as they give the init score), or an
+    objective built from the labels; without training rows it is one error saying so."""
+    import pandas as pd
+
     booster, X, y, _ = fit("binary", {"is_unbalance": True}, False, True)
     read = adapter.read_model(booster)
     objective = adapter.make_objective("binary", read, y_train=y)
+    assert objective.pos_weight * objective.neg_weight > 1.05  # the counts weigh the classes
     with warnings.catch_warnings():  # the objective asked for is given: no warning asks again
         warnings.simplefilter("error")
         report = uc.unbiased_importance(booster, X, y, X[:200], y[:200], objective=objective)
+        built = uc.unbiased_importance(booster, X, y, X[:200], y[:200])
     s = report.splits
     np.testing.assert_allclose(s["biased_gain"], s["host_gain"], rtol=1e-6)
+    pd.testing.assert_frame_equal(built.splits, s)
+    pruned = uc.prune(booster, X, y, X[:200], y[:200], threshold=-np.inf)
+    np.testing.assert_allclose(pruned.predict(X, raw_score=True),
+                               booster.predict(X, raw_score=True), rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="y_train=y_train"):
         uc.unbiased_importance(booster, X, y, X[:200], y[:200], objective="binary")
+    with pytest.raises(ValueError, match="pass the training rows, whose labels give the counts"):
+        uc.unbiased_importance(booster, None, None, X[:200], y[:200])
 
 
 def test_pyarrow_backed_columns_are_read_as_their_numpy_values():
