@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from unbiased_criteria.api import DEFAULT_MEMORY_BUDGET, adapter_for
 from unbiased_criteria.cross_fit import CrossFittedReport, _fold_rows, cross_fit_folds
+from unbiased_criteria.significance import CORRECTIONS
 
 __all__ = ["cross_fitted_importance", "UnbiasedSelector"]
 
@@ -146,7 +147,9 @@ class UnbiasedSelector(SelectorMixin, BaseEstimator):
 
     * with ``threshold`` set: the features whose mean unbiased gain is above it;
     * otherwise, with ``alpha`` set (default 0.05): those significantly above 0, one-sided at
-      level ``alpha`` (:meth:`CrossFittedReport.select`, no correction for several features);
+      level ``alpha`` (:meth:`CrossFittedReport.select`), with ``correction`` for testing
+      many features (None: none; ``"holm"``: family-wise error; ``"fdr_bh"``: false
+      discovery rate, each at ``alpha``);
     * with both None: every feature;
 
     and then, with ``max_features`` set, at most that many of them, the largest first (as
@@ -160,6 +163,9 @@ class UnbiasedSelector(SelectorMixin, BaseEstimator):
         Cloned for every fold; never fitted itself.
     cv : int or scikit-learn splitter, default 5
     alpha : float or None, default 0.05
+    correction : {None, "holm", "fdr_bh"}, default None
+        Multiple-testing correction of the ``alpha`` test
+        (:func:`unbiased_criteria.significance.significant`).
     max_features : int or None
     threshold : float or None
     iterations : int, "best" or None
@@ -181,12 +187,14 @@ class UnbiasedSelector(SelectorMixin, BaseEstimator):
     """
 
     def __init__(self, estimator, *, cv=5, alpha: float | None = 0.05,
-                 max_features: int | None = None, threshold: float | None = None,
-                 iterations: int | str | None = None, n_draws: int = 1, min_k: int = 5,
+                 correction: str | None = None, max_features: int | None = None,
+                 threshold: float | None = None, iterations: int | str | None = None,
+                 n_draws: int = 1, min_k: int = 5,
                  n_blocks: int = 20, random_state=None, n_jobs: int | None = None):
         self.estimator = estimator
         self.cv = cv
         self.alpha = alpha
+        self.correction = correction
         self.max_features = max_features
         self.threshold = threshold
         self.iterations = iterations
@@ -200,6 +208,9 @@ class UnbiasedSelector(SelectorMixin, BaseEstimator):
         if self.alpha is not None and (not isinstance(self.alpha, numbers.Real)
                                        or not 0 < self.alpha < 1):
             raise ValueError(f"alpha: expected a number in (0, 1) or None, got {self.alpha!r}")
+        if self.correction not in CORRECTIONS:
+            raise ValueError(f"correction: expected None, 'holm' or 'fdr_bh', got "
+                             f"{self.correction!r}")
         if self.max_features is not None and (
                 isinstance(self.max_features, bool)
                 or not isinstance(self.max_features, numbers.Integral) or self.max_features < 0):
@@ -254,7 +265,7 @@ class UnbiasedSelector(SelectorMixin, BaseEstimator):
                 )
                 keep = np.zeros(gain.size, dtype=bool)
             else:
-                keep = frame.index.isin(report.select(self.alpha))
+                keep = frame.index.isin(report.select(self.alpha, self.correction))
         else:
             keep = np.ones(gain.size, dtype=bool)
         if self.max_features is not None and keep.sum() > self.max_features:

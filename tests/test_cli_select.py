@@ -140,3 +140,36 @@ def test_host_estimator_defaults_yield_to_params():
     assert isinstance(est, xgboost.XGBClassifier) and est.enable_categorical is False
     with pytest.raises(InputError, match="task"):
         model_files.host_estimator("xgboost", "ranking", {})
+
+
+def test_correction_goes_to_the_selector_and_to_importance(data_file, tmp_path, capsys):
+    """--correction holm/fdr_bh is the selector's correction= (same selected column), and
+    the importance command's select(); without --alpha it is an error."""
+    code, out, err = run(["select", data_file, "--label", "y", "--host", "lightgbm", "--cv",
+                          "3", "--param", "n_estimators=15", "--correction", "holm",
+                          "--format", "csv", *DROP], capsys)
+    assert code == 0, err
+    got = pd.read_csv(io.StringIO(out), index_col="feature")
+    selector = uc.UnbiasedSelector(lightgbm.LGBMRegressor(n_estimators=15, verbose=-1), cv=3,
+                                   correction="holm").fit(
+        features(data_file), pd.read_csv(data_file)["y"].to_numpy())
+    assert list(got["selected"]) == list(selector.importances_.loc[got.index, "selected"])
+    assert got["selected"].any()
+    with pytest.raises(ValueError, match="correction: expected None, 'holm' or 'fdr_bh'"):
+        uc.UnbiasedSelector(lightgbm.LGBMRegressor(), correction="bonferroni").fit(
+            features(data_file), pd.read_csv(data_file)["y"].to_numpy())
+
+    X, y = paper_example(600, random_state=1, effect=0.5)
+    model = lightgbm.LGBMRegressor(n_estimators=10, verbose=-1).fit(X, y)
+    model.booster_.save_model(tmp_path / "m.txt")
+    Xv, yv = paper_example(600, random_state=2, effect=0.5)
+    Xv.assign(y=yv).to_csv(tmp_path / "v.csv", index=False)
+    base = ["importance", tmp_path / "m.txt", "--valid", tmp_path / "v.csv", "--label", "y",
+            "--format", "csv"]
+    code, out, err = run([*base, "--alpha", "0.05", "--correction", "fdr_bh"], capsys)
+    assert code == 0, err
+    got = pd.read_csv(io.StringIO(out), index_col="feature")
+    report = uc.unbiased_importance(model.booster_, None, None, Xv, yv)
+    assert set(got.index[got["selected"]]) == set(report.select(0.05, "fdr_bh"))
+    code, out, err = run([*base, "--correction", "holm"], capsys)
+    assert code == 2 and "--correction corrects the --alpha test: give --alpha too" in err

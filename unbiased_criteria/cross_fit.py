@@ -19,6 +19,7 @@ import pandas as pd
 from .api import DEFAULT_MEMORY_BUDGET, adapter_for, unbiased_importance
 from .progress import progress_bar
 from .report import _SUMMED, ImportanceReport
+from .significance import check_selection, significant
 
 __all__ = ["CrossFittedReport", "cross_fit_folds"]
 
@@ -137,17 +138,15 @@ class CrossFittedReport(ImportanceReport):
         """Standard error of each feature's mean over folds (:meth:`std_error_parts`)."""
         return self.std_error_parts()["std_error"].rename("std_error")
 
-    def select(self, alpha: float = 0.05) -> list[str]:
+    def select(self, alpha: float = 0.05, correction: str | None = None) -> list[str]:
         """Features whose mean unbiased importance over folds is significantly above 0.
 
         One-sided test of each feature at level ``alpha``: ``unbiased_gain / std_error``
-        against Student's t with the degrees of freedom of :meth:`std_error_parts`. No
-        correction for testing several features.
+        against Student's t with the degrees of freedom of :meth:`std_error_parts`;
+        ``correction`` as in :meth:`ImportanceReport.select` (None, ``"holm"``,
+        ``"fdr_bh"``).
         """
-        from scipy.stats import t as student_t
-
-        if not isinstance(alpha, int | float | np.floating) or not 0 < alpha < 1:
-            raise ValueError(f"alpha: expected a number in (0, 1), got {alpha!r}")
+        check_selection(alpha, correction)
         if len(self.splits) == 0:
             raise ValueError("select() has nothing to test: no fold's model has a split")
         if not self.splits["usable"].any():
@@ -160,10 +159,9 @@ class CrossFittedReport(ImportanceReport):
         if parts["std_error"].isna().all():
             raise ValueError("select() needs standard errors: n_blocks >= 2 or two folds")
         mean = self.fold_frame().mean(axis=0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = mean.to_numpy() / parts["std_error"].to_numpy()
-            crit = student_t.ppf(1 - alpha, parts["dof"].to_numpy())
-        return [name for name, keep in zip(self.feature_names, z > crit) if keep]
+        keep = significant(mean.to_numpy(), parts["std_error"].to_numpy(),
+                           parts["dof"].to_numpy(), alpha, correction)
+        return [name for name, k in zip(self.feature_names, keep) if k]
 
     def to_frame(self) -> pd.DataFrame:
         """Per feature: the mean over folds of each fold's sums, and their standard error.

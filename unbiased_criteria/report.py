@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .significance import check_selection, significant
+
 __all__ = ["ImportanceReport"]
 
 _SUMMED = ["unbiased_gain", "biased_gain", "host_gain"]
@@ -69,26 +71,24 @@ class ImportanceReport:
             raise ValueError("the jackknife replicates contain NaN or infinite values")
         return pd.Series(se, index=index, name="std_error")
 
-    def select(self, alpha: float = 0.05) -> list[str]:
+    def select(self, alpha: float = 0.05, correction: str | None = None) -> list[str]:
         """Features whose unbiased importance is significantly above 0.
 
         One-sided test of each feature at level ``alpha``: ``unbiased_gain / std_error``
-        against Student's t with ``B - 1`` degrees of freedom (``B`` jackknife blocks). No
-        correction for testing several features.
+        against Student's t with ``B - 1`` degrees of freedom (``B`` jackknife blocks).
+        ``correction`` accounts for testing many features at once: None (no correction),
+        ``"holm"`` (family-wise error <= ``alpha``) or ``"fdr_bh"`` (false discovery rate
+        <= ``alpha``); see :func:`unbiased_criteria.significance.significant`.
         """
-        from scipy.stats import t as student_t
-
         # as CrossFittedReport.select: 1.5 or NaN selected nothing, silently
-        if not isinstance(alpha, int | float | np.floating) or not 0 < alpha < 1:
-            raise ValueError(f"alpha: expected a number in (0, 1), got {alpha!r}")
+        check_selection(alpha, correction)
         refusal = self._select_refusal()
         if refusal is not None:
             raise ValueError(refusal)
         frame = self.to_frame()
-        crit = student_t.ppf(1 - alpha, self.jackknife.shape[1] - 1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = frame["unbiased_gain"] / frame["std_error"]
-        return list(frame.index[(z > crit).to_numpy()])
+        keep = significant(frame["unbiased_gain"], frame["std_error"],
+                           self.jackknife.shape[1] - 1, alpha, correction)
+        return list(frame.index[keep])
 
     def cumulative_importance(self) -> pd.DataFrame:
         """Each feature's unbiased gain summed over trees ``0..t``, one row per tree ``t``.

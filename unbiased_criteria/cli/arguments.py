@@ -134,7 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--splits", action="store_true", help="one row per split, not per feature")
     imp.add_argument("--alpha", type=alpha, metavar="A",
                      help="add a 'selected' column: unbiased gain significantly > 0 at level A "
-                          "(one-sided jackknife t test, no multiplicity correction)")
+                          "(one-sided jackknife t test; see --correction)")
+    imp.add_argument("--correction", choices=("none", "holm", "fdr_bh"), default="none",
+                     help="multiple-testing correction of --alpha: none (default), holm "
+                          "(family-wise error), fdr_bh (false discovery rate)")
     imp.set_defaults(func=cmd_importance)
 
     pr = sub.add_parser(
@@ -173,6 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
     sel.add_argument("--alpha", type=alpha_or_none, default=0.05, metavar="A",
                      help="keep features significantly above 0 at level A (default 0.05); "
                           "'none': no test (with --max-features: the top K)")
+    sel.add_argument("--correction", choices=("none", "holm", "fdr_bh"), default="none",
+                     help="multiple-testing correction of --alpha: none (default), holm "
+                          "(family-wise error), fdr_bh (false discovery rate)")
     sel.add_argument("--max-features", type=positive_int, metavar="K",
                      help="keep at most K features, the largest first")
     sel.add_argument("--threshold", type=float, metavar="T",

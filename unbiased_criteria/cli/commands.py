@@ -83,6 +83,8 @@ def cmd_importance(args) -> int:
 
     if args.splits and args.alpha is not None:
         raise InputError("--alpha applies to the per-feature table, not to --splits")
+    if args.correction != "none" and args.alpha is None:
+        raise InputError("--correction corrects the --alpha test: give --alpha too")
     inputs = {"MODEL": args.model, "--train": args.train, "--valid": args.valid}
     check_target(args.output, "--output", inputs)
     check_target(args.plot, "--plot", inputs)
@@ -96,7 +98,8 @@ def cmd_importance(args) -> int:
     else:
         frame = report.to_frame()
         if args.alpha is not None:
-            frame["selected"] = frame.index.isin(report.select(args.alpha))
+            correction = None if args.correction == "none" else args.correction
+            frame["selected"] = frame.index.isin(report.select(args.alpha, correction))
         text = format_frame(frame, args.format, index=True)
     write_output(text, args.output)
     if args.plot:

@@ -82,6 +82,7 @@ def cmd_select(args) -> int:
     estimator = model_files.host_estimator(args.host, task, params)
     selector = UnbiasedSelector(
         estimator, cv=args.cv, alpha=args.alpha, max_features=args.max_features,
+        correction=None if args.correction == "none" else args.correction,
         threshold=args.threshold, iterations=args.iterations, n_draws=args.n_draws,
         min_k=args.min_k, random_state=args.seed,
     ).fit(frame, labels, sample_weight=weight)
