@@ -139,6 +139,14 @@ def _leaf_params(read: Model, obj: Objective, train: RowSet | None, needed_for: 
     return read
 
 
+def reader_warnings(read: Model, objective_resolved: bool) -> list[str]:
+    """The reader's warnings to show: not its request for ``objective=`` when the objective
+    was given or built from the training labels."""
+    if not objective_resolved or read.objective is not None:
+        return list(read.warnings)
+    return [m for m in read.warnings if "pass objective=" not in m]
+
+
 def bias_objective(read: Model, obj: Objective) -> Objective:
     """The objective that recomputes the init score a LightGBM model folded into its first
     trees: the host computed it with the model's own objective (BoostFromScore), so a callable
@@ -213,10 +221,7 @@ def _prepare(
     read = resolve_bias(read, bias_objective(read, obj),
                         None if train is None else train.y,
                         None if train is None else train.weight)
-    for message in read.warnings:
-        if (objective is not None or from_labels) and read.objective is None \
-                and "pass objective=" in message:
-            continue  # the reader's reason to ask for objective=, which was given or built
+    for message in reader_warnings(read, objective is not None or from_labels):
         warnings.warn(message, UserWarning, stacklevel=3 + extra_frames)
     read = _leaf_params(read, obj, train, needed_for, extra_frames)
     if read.forest.n_trees == 0:

@@ -35,6 +35,7 @@ from unbiased_criteria.api import (
     _warn_unusable,
     adapter_for,
     bias_objective,
+    reader_warnings,
 )
 from unbiased_criteria.dumps import Dump
 from unbiased_criteria.importance import stack_replicates
@@ -200,7 +201,7 @@ def _same_collection(a, b) -> bool:
     return a is b or tokenize(a) == tokenize(b)
 
 
-def _read(model, objective, host_params, needed_for: str):
+def _read(model, objective, host_params, needed_for: str, with_train: bool):
     if isinstance(model, Dump) or isinstance(model, dict | str | list):
         raise ValueError("dumped models are not supported with dask inputs: pass the host's "
                          "model (Booster or estimator)")
@@ -208,20 +209,31 @@ def _read(model, objective, host_params, needed_for: str):
     read = adapter.read_model(model)
     if objective is not None:
         obj = adapter.make_objective(objective, read)
+    elif read.objective is None and read.objective_from_labels is not None and with_train:
+        return adapter, read, None  # built from the training labels (LightGBM is_unbalance)
     elif read.objective is None:
+        why = "".join(f" ({m})" for m in read.warnings)
         raise ValueError(
-            "the model's objective is unknown (a custom objective) or cannot be read from "
-            "the model: pass objective= (a name such as 'binary' or a callable "
+            f"the model's objective is unknown (a custom objective) or cannot be read from "
+            f"the model{why}: pass objective= (a name such as 'binary' or a callable "
             "f(y, raw_score, weight) -> (grad, hess))"
         )
     else:
         obj = read.objective
+    _check_objective(obj)
+    return adapter, read, obj
+
+
+def _check_objective(obj: Objective) -> None:
     if obj.iteration_scaled:
         raise UnsupportedModelError(
             f"objective {obj.name!r} is not supported with dask inputs: each iteration's "
             "gradients depend on a statistic of all training rows, which the partitions would "
             "each take on their own rows; compute the rows into memory"
         )
+
+
+def _check_read(read: Model, needed_for: str, host_params) -> None:
     if read.leaf_params_unknown:
         message = (
             "the model does not store its learning rate and L2 penalty (eta, lambda), and "
@@ -234,7 +246,6 @@ def _read(model, objective, host_params, needed_for: str):
                       stacklevel=4)
     if host_params:
         raise ValueError("host_params is for dumped models only")
-    return adapter, read, obj
 
 
 def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
@@ -246,14 +257,17 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
     if X_train is None and train_weight is not None:
         raise ValueError("train_weight was given without X_train")
     host_model = unwrap_model(model)
-    adapter, read, obj = _read(host_model, objective, host_params, needed_for)
+    adapter, read, obj = _read(host_model, objective, host_params, needed_for,
+                               with_train=y_train is not None)
+    _check_read(read, needed_for, host_params)
     if X_train is not None and _same_collection(X_train, X_valid) \
             and _same_collection(y_train, y_valid):
         training_rows_held_out(needed_for, stacklevel=4)
     classes = getattr(host_model, "classes_", None)
-    if read.bias_from_labels and y_train is not None:
-        # the init score is a function of all training labels (LightGBM's boost_from_average):
-        # the labels (one column), and only they, come to the client
+    from_labels = obj is None
+    if (read.bias_from_labels or from_labels) and y_train is not None:
+        # the init score (LightGBM's boost_from_average) and is_unbalance's class weights are
+        # functions of all training labels: the labels, and only they, come to the client
         import dask
 
         log.info("collecting the training labels for the init score")
@@ -261,12 +275,15 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
         y_all = np.asarray(y_all)
         if classes is not None:
             y_all = encode_classes(y_all, classes, "y_train")
+        if from_labels:
+            obj = read.objective_from_labels(y_train=y_all)
+            _check_objective(obj)
         y_all = check_labels(y_all, y_all.shape[0], "y_train", obj)
         w_all = check_weight(w_all, y_all.shape[0], "train_weight")
         read = resolve_bias(read, bias_objective(read, obj), y_all, w_all)
     else:
         read = resolve_bias(read, obj, None, None)
-    for message in read.warnings:
+    for message in reader_warnings(read, objective is not None or from_labels):
         warnings.warn(message, UserWarning, stacklevel=4)
     if read.forest.n_trees == 0:
         warnings.warn("the model has no trees: there is no split to score", UserWarning,

@@ -239,6 +239,24 @@ def test_xgboost_multi_target_model(client):
     assert (halves.splits.loc[halves.splits["node"] == 0, "n_train"] == 1000).all()
 
 
+def test_is_unbalance_takes_its_class_weights_from_the_training_labels(client):
+    """LightGBM's is_unbalance: the class weights come from the training label counts, which
+    come to the client with the labels for the init score; B as in memory."""
+    X, y, _ = _data(3000, 24, classes=2)
+    Xv, yv, _ = _data(2000, 25, classes=2)
+    y = (y * (X["f3"] > 0.4)).astype(int)  # about a third positive: the weights are not 1
+    model = lightgbm.LGBMClassifier(n_estimators=5, num_leaves=6, is_unbalance=True,
+                                    verbose=-1).fit(X, y)
+    mem = uc.unbiased_importance(model, X, y, Xv, yv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no request for objective=: it was built
+        dsk = uc.unbiased_importance(model, *_dask(3, X, y), *_dask(2, Xv, yv))
+    _assert_same_splits(mem, dsk)
+    np.testing.assert_allclose(dsk.splits["biased_gain"], dsk.splits["host_gain"], rtol=1e-5)
+    with pytest.raises(ValueError, match="is_unbalance.*pass objective="):
+        uc.unbiased_importance(model, None, None, *_dask(2, Xv, yv))
+
+
 def test_the_training_collection_as_held_out_rows_is_warned_or_refused(client):
     X, y, _ = _data(600, 21)
     Xv, yv, _ = _data(600, 22)
