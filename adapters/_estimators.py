@@ -58,11 +58,11 @@ def with_train(func: Callable, replacement: Callable) -> Callable:
 def check_fit_weights(weight, eval_weights, weight_name: str, eval_name: str) -> None:
     """``fit``'s sample weights and evaluation weights, finite and non-negative, refused by
     their argument names before the host sees them (XGBoost would fail deep in C++)."""
-    if weight is not None:
-        check_weight(weight, np.size(weight), weight_name)
-    for i, w in enumerate(eval_weights or ()):
+    for w, name in [(weight, weight_name),
+                    *((w, f"{eval_name}[{i}]") for i, w in enumerate(eval_weights or ()))]:
         if w is not None:
-            check_weight(w, np.size(w), f"{eval_name}[{i}]")
+            w = np.asarray(w)  # array-likes too (scikit-learn's checks pass one)
+            check_weight(w, w.size, name)
 
 
 class TrainingImportance:

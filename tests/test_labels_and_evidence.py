@@ -120,7 +120,7 @@ def test_too_few_held_out_rows_are_said(data):
     # some trees with usable splits, some without: one jackknife row per split
     with pytest.warns(UserWarning, match="splits have fewer than min_k"):
         report = uc.unbiased_importance(model, X, y, Xv[:15], yv[:15], random_state=0)
-    assert report.jackknife.shape == (len(report.splits), 20)
+    assert report.jackknife.shape == (len(report.splits), 15)  # one block per row
     assert np.isfinite(report.to_frame()["std_error"]).all()
     report.select()
     # enough rows: no warning

@@ -389,3 +389,18 @@ def test_transform_keeps_a_dataframe_with_category_columns():
     assert np.isfinite(pipe.predict(X)).all()
     with pytest.raises(ValueError, match="missing:\n- flag"):  # still checked against fit
         sel.transform(X[["cat", "x"]])
+
+
+def test_folds_smaller_than_n_blocks_share_one_block_count():
+    """Every fold's jackknife has the same blocks (the folds' replicates are combined), one
+    held-out row each when the smallest fold has fewer rows than n_blocks: said once."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 3))
+    y = X[:, 0] + rng.normal(size=40)
+    with pytest.warns(UserWarning, match=r"n_blocks=20 but the smallest fold holds 13 "
+                                         r"held-out rows: the standard errors use 13") as record:
+        report = uc.cross_fitted_importance(lgb_regressor(min_child_samples=3), X, y, cv=3,
+                                            min_k=2)
+    assert sum("smallest fold" in str(w.message) for w in record) == 1
+    assert not any("jackknife blocks of one row" in str(w.message) for w in record)
+    assert np.isfinite(report.to_frame()["std_error"]).all()

@@ -339,6 +339,14 @@ def cross_fit_folds(
                         f"sample_weight: every {kind} row of fold {k} has weight 0; shuffle "
                         f"the rows into the folds (e.g. cv=KFold(5, shuffle=True)) or drop "
                         f"the rows of weight 0")
+    smallest = min(held.size for _, held in folds)
+    if isinstance(n_blocks, int | np.integer) and not isinstance(n_blocks, bool) \
+            and 2 <= smallest < n_blocks:
+        # every fold the same blocks (their replicates are combined), none of them empty
+        warnings.warn(f"n_blocks={n_blocks} but the smallest fold holds {smallest} held-out "
+                      f"rows: the standard errors use {smallest} jackknife blocks in every "
+                      "fold", UserWarning, stacklevel=3)
+        n_blocks = smallest
     seeds = _fold_seeds(random_state, len(folds))
     reports: list[ImportanceReport] = []
     tree_iterations: list[np.ndarray] = []
