@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import warnings
 from dataclasses import dataclass, replace
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .dumps import Dump, as_dump
+from .dumps import Dump, as_dump, is_file, recognise_dump
 from .gains import Workspace
 from .importance import (
     GainOptions,
@@ -25,7 +27,7 @@ from .importance import (
 )
 from .leaf_params import LeafParamsError, infer_leaf_params, with_leaf_params
 from .model import Model
-from .model_files import ADAPTERS
+from .model_files import ADAPTERS, load_model_file
 from .objectives import CustomObjective, Objective
 from .parallel import OrderedPool, resolve_n_jobs
 from .pruning import prune_tree
@@ -137,6 +139,20 @@ def _leaf_params(read: Model, obj: Objective, train: RowSet | None, needed_for: 
         UserWarning, stacklevel=4 + extra_frames,
     )
     return read
+
+
+def host_model(model: Any) -> Any:
+    """``model``, or for the path of a model file that is no dump the host model in it
+    (LightGBM text, XGBoost JSON/UBJ), read as the command line reads it (the text checked
+    before the host parses it). Pickles are refused: loading one runs its code."""
+    if not (isinstance(model, str | os.PathLike) and recognise_dump(model) is None
+            and is_file(model)):
+        return model
+    try:
+        data = Path(model).read_bytes()
+    except OSError as err:
+        raise ValueError(f"model {model}: cannot be read: {err.strerror or err}") from None
+    return load_model_file(data, f"model {model}", trusted=False).model  # InputError: a ValueError
 
 
 def reader_warnings(read: Model, objective_resolved: bool) -> list[str]:
@@ -393,6 +409,7 @@ def unbiased_importance(
         counts them), and when a parameter the dump lacks takes the host's default.
     """
     threads = resolve_n_jobs(n_jobs)
+    model = host_model(model)
     engine = _dask_engine(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight)
     if engine is not None:
         return engine.unbiased_importance(
@@ -520,6 +537,7 @@ def prune(
     string or a file. Dask collections run on the current ``distributed`` cluster (README,
     "Dask"); an ``xgboost.dask.train`` result gives the same dict with the pruned Booster.
     """
+    model = host_model(model)
     engine = _dask_engine(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight)
     if engine is not None:
         return engine.prune(

@@ -68,7 +68,7 @@ def _host_of(obj: Any) -> str | None:
     return None
 
 
-def _is_file(path: str | os.PathLike) -> bool:
+def is_file(path: str | os.PathLike) -> bool:
     try:
         return Path(path).is_file()
     except (OSError, ValueError):  # a name too long, a NUL byte: not a file
@@ -83,7 +83,7 @@ def recognise_dump(model: Any) -> str | None:
     text = None
     if isinstance(model, str) and model.lstrip()[:1] in ("{", "["):
         text = model[:4096]
-    elif isinstance(model, (str, os.PathLike)) and _is_file(model):
+    elif isinstance(model, (str, os.PathLike)) and is_file(model):
         with open(model, "rb") as f:
             head = f.read(4096)
         text = head.decode("utf-8", errors="replace")
@@ -152,7 +152,7 @@ def as_dump(model: Any, host_params: Mapping | None = None) -> Any:
         return replace(model, host_params={**model.host_params, **(host_params or {})})
     host = recognise_dump(model)
     if host is None:
-        if isinstance(model, (str, os.PathLike)) and not _is_file(model):
+        if isinstance(model, (str, os.PathLike)) and not is_file(model):
             shown = str(model) if len(str(model)) <= 100 else str(model)[:97] + "..."
             raise ValueError(f"model {shown}: no such file (a model given as a string is a "
                              "dump's JSON or the path of a dump file)")

@@ -53,7 +53,8 @@ def load_model_file(file: ModelBytes) -> ModelFile:
     if not file.trusted:
         raise InputError(
             f"{file.source}: a pickle or joblib file; loading one runs code from the file: "
-            "pass --trust-pickle only if you trust it"
+            "pass --trust-pickle only if you trust it (in Python: load it with joblib.load "
+            "and pass the estimator)"
         )
     try:
         import joblib
