@@ -108,7 +108,7 @@ def test_dask_inputs_refuse_them():
     X, y, _ = data(4, 300)
     bst = xgb.train({"max_depth": 2, "nthread": 1}, xgb.DMatrix(X, y), 2)
     with pytest.raises(UnsupportedModelError, match="smooth_absolute_error.*dask inputs"):
-        _read(bst, "smooth_absolute_error", None, "importance")
+        _read(bst, "smooth_absolute_error", None, "importance", with_train=True)
 
 
 @pytest.mark.parametrize("objective, extra", [("reg:absoluteerror", {}),
