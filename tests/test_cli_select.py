@@ -173,3 +173,11 @@ def test_correction_goes_to_the_selector_and_to_importance(data_file, tmp_path, 
     assert set(got.index[got["selected"]]) == set(report.select(0.05, "fdr_bh"))
     code, out, err = run([*base, "--correction", "holm"], capsys)
     assert code == 2 and "--correction corrects the --alpha test: give --alpha too" in err
+
+
+def test_regression_on_a_text_label_names_the_label(data_file, capsys):
+    code, out, err = run(["select", data_file, "--label", "cls", "--host", "lightgbm",
+                          "--task", "regression", "--drop", "y", "--drop", "w"], capsys)
+    assert code == 2 and out == ""
+    assert "--label cls: --task regression needs numbers, the column holds text (" in err
+    assert "Traceback" not in err

@@ -77,7 +77,15 @@ def cmd_select(args) -> int:
             frame[column] = frame[column].astype("category")
     task = _task(y, args.task, args.label)
     # classes as 0..K-1 in sorted order (XGBoost's classifier accepts nothing else)
-    labels = pd.Categorical(y).codes if task == "classification" else y.to_numpy(np.float64)
+    if task == "classification":
+        labels = pd.Categorical(y).codes
+    else:
+        numbers = pd.to_numeric(y, errors="coerce")
+        if numbers.isna().any():
+            text = short([str(v) for v in pd.unique(y[numbers.isna()])])
+            raise InputError(f"--label {args.label}: --task regression needs numbers, the "
+                             f"column holds text ({text})")
+        labels = numbers.to_numpy(np.float64)
     params = {key: param_value(value) for key, value in args.param}
     estimator = model_files.host_estimator(args.host, task, params)
     selector = UnbiasedSelector(
