@@ -31,6 +31,8 @@ __all__ = [
     "SplitScore",
     "NodeSums",
     "node_sums",
+    "block_node_sums",
+    "leave_one_out",
     "soft_threshold",
     "leaf_weight",
     "node_score",
@@ -110,6 +112,31 @@ def node_sums(tree: Tree, nodes: np.ndarray, g: np.ndarray, h: np.ndarray) -> No
     total = tree.ancestors @ leaf
     return NodeSums(G=np.ascontiguousarray(total[:, 0]), H=np.ascontiguousarray(total[:, 1]),
                     n=np.rint(total[:, 2]).astype(np.int64))
+
+
+def block_node_sums(tree: Tree, nodes: np.ndarray, values: np.ndarray, blocks: np.ndarray,
+                    n_blocks: int) -> np.ndarray:
+    """``(n_nodes, n_blocks)`` sums of ``values`` over each node's rows of each block: one
+    bincount over (leaf, block) cells, one product with the ancestor matrix."""
+    cell = nodes.astype(np.intp) * n_blocks + blocks
+    leaf = np.bincount(cell, weights=values, minlength=tree.n_nodes * n_blocks)
+    return tree.ancestors @ leaf.reshape(tree.n_nodes, n_blocks)
+
+
+def leave_one_out(per_block: np.ndarray) -> np.ndarray:
+    """Sums over every block but one along the last axis: ``out[..., b]`` is the sum of
+    ``per_block[..., c]`` over ``c != b``.
+
+    Added from both ends (the blocks before ``b`` plus those after it), never a total minus
+    block ``b``: when one block holds a huge weight (1e20 on one row) the subtraction would
+    lose every other block to cancellation and leave a replicate of rounding noise.
+    """
+    before = np.cumsum(per_block, axis=-1)
+    after = np.cumsum(per_block[..., ::-1], axis=-1)[..., ::-1]
+    out = np.zeros_like(before)
+    out[..., 1:] += before[..., :-1]
+    out[..., :-1] += after[..., 1:]
+    return out
 
 
 def soft_threshold(G: np.ndarray, l1: float) -> np.ndarray:
@@ -612,6 +639,7 @@ def unbiased_gain(
     shortcut: bool = False,
     blocks: np.ndarray | None = None,
     n_blocks: int = 0,
+    G_blocks: np.ndarray | None = None,
     ranked: bool = False,
     workspace: Workspace | None = None,
 ) -> UnbiasedGain:
@@ -650,6 +678,11 @@ def unbiased_gain(
         leaves a ratio without a row of non-zero hessian, that split's replicate is 0, so
         every replicate is finite and the jackknife keeps its ``n_blocks - 1`` degrees of
         freedom. Unusable splits are 0 in every replicate.
+    G_blocks : array (n_nodes, n_blocks), optional
+        When ``G`` comes from rows that the blocks also divide (the validation-only mode's
+        other half), ``G``'s sums per block: a replicate then leaves block ``b`` out of ``G``
+        as well as of the ratios, as deleting a block of rows must. None: ``G`` is fixed
+        (training rows, which the jackknife of the held-out rows does not resample).
     ranked : bool
         The held-out rows come in a uniformly random order drawn independently of ``tree``
         and of the rows' values (a caller shuffled them once, for all trees): each draw cuts
@@ -699,10 +732,10 @@ def unbiased_gain(
         defined[...] &= ok
         ratio[...] += np.divide(sum_g, sum_h + lam, out=np.zeros_like(sum_g), where=ok)
         if jack:
-            ok = (n_h[:, None] - block_n) > 0
+            out_g, out_h, out_n = (leave_one_out(b) for b in (block_g, block_h, block_n))
+            ok = out_n > 0
             defined_out[...] &= ok
-            ratio_out[...] += np.divide(sum_g[:, None] - block_g, sum_h[:, None] - block_h + lam,
-                                        out=np.zeros_like(block_g), where=ok)
+            ratio_out[...] += np.divide(out_g, out_h + lam, out=np.zeros_like(out_g), where=ok)
 
     if shortcut and h_valid.size and np.all(h_valid == h_valid[0]):
         n_draws = 1
@@ -737,13 +770,14 @@ def unbiased_gain(
             add(sums, got if jack else (None, None, None))
 
     return gain_from_ratios(tree, G, k, n_valid, usable, ratio, defined, n_draws,
-                            ratio_out, defined_out)
+                            ratio_out, defined_out, G_blocks)
 
 
 def gain_from_ratios(
     tree: Tree, G: np.ndarray, k: np.ndarray, n_valid: np.ndarray, usable: np.ndarray,
     ratio: np.ndarray, defined: np.ndarray, n_draws: int,
     ratio_out: np.ndarray | None = None, defined_out: np.ndarray | None = None,
+    G_blocks: np.ndarray | None = None,
 ) -> UnbiasedGain:
     """U of the usable splits from their ratios ``r = sum g' / (sum h' + lam)``, summed over
     the draws: ``U = G_L r_L + G_R r_R - G_I r_I`` (each ``r`` the mean over ``n_draws``).
@@ -753,6 +787,8 @@ def gain_from_ratios(
     denominator non-zero) are ``(3 s,)``; with a jackknife, ``ratio_out`` and ``defined_out``
     are the same with each of the ``n_blocks`` blocks left out, ``(3 s, n_blocks)``. The one
     rule for every way the sums are gathered (in memory, or added over partitions).
+    ``G_blocks`` (``(n_nodes, n_blocks)``, optional): ``G``'s sums per block, when the
+    replicates leave each block out of ``G`` too (:func:`unbiased_gain`).
     ``usable`` is copied, not changed.
     """
     inner = tree.internal_nodes
@@ -761,11 +797,11 @@ def gain_from_ratios(
     gain = np.full(tree.n_nodes, np.nan)
     gain[inner] = 0.0
 
-    def combine(r):  # U from the ratios of (I, L, R); r is (3s,) or (3s, n_blocks)
+    def combine(r, G=G):  # U from the ratios of (I, L, R); r is (3s,) or (3s, n_blocks)
         r_I, r_L, r_R = np.split(r / n_draws, 3)
-        shape = (-1,) + (1,) * (r.ndim - 1)
-        G_I, G_L, G_R = (G[a].reshape(shape) for a in (split, tree.left[split],
-                                                        tree.right[split]))
+        shape = (-1,) + (1,) * (r.ndim - G.ndim)
+        G_I, G_L, G_R = (G[a].reshape(shape + G.shape[1:])
+                         for a in (split, tree.left[split], tree.right[split]))
         return G_L * r_L + G_R * r_R - G_I * r_I
 
     # a ratio over rows whose hessians sum to 0 (e.g. all drawn rows have weight 0) is no
@@ -780,5 +816,6 @@ def gain_from_ratios(
         ok_out = np.logical_and.reduce(np.split(defined_out, 3)) & ok[:, None]
         jackknife = np.full((ratio_out.shape[1], tree.n_nodes), np.nan)
         jackknife[:, inner] = 0.0
-        jackknife[:, split] = np.where(ok_out, combine(ratio_out), 0.0).T
+        G_out = G if G_blocks is None else leave_one_out(G_blocks)
+        jackknife[:, split] = np.where(ok_out, combine(ratio_out, G_out), 0.0).T
     return UnbiasedGain(gain, k, n_valid, usable, jackknife)

@@ -11,6 +11,7 @@ from .gains import (
     SplitScore,
     Workspace,
     biased_gain,
+    block_node_sums,
     node_sums,
     tree_generator,
     unbiased_gain,
@@ -96,6 +97,8 @@ def score_tree(
     (validation-only mode), ``halves`` splits the held-out rows: G from one half, ratios from
     the other, and with ``options.cross_fit`` also the other way round, averaged; a split is
     usable only when both directions are, and U (and its jackknife replicates) is 0 otherwise.
+    Both halves' rows belong to the jackknife's blocks: replicate ``b`` leaves block ``b``'s
+    rows out of G's half as well as out of the ratios' half.
     ``ranked``: the held-out rows come in a uniformly random order independent of the tree
     (``unbiased_gain(ranked=True)``; a half keeps that order, so it stays uniform).
     ``workspace``: row arrays reused from tree to tree (:class:`~unbiased_criteria.gains.
@@ -121,9 +124,12 @@ def score_tree(
 
     def half(g_rows, r_rows):  # G from g_rows, ratios from r_rows
         sums = node_sums(tree, nv[g_rows], gv[g_rows], hv[g_rows])
-        part = None if blocks is None else blocks[r_rows]
+        part = g_blocks = None
+        if blocks is not None:  # a replicate leaves its block out of both halves
+            part = blocks[r_rows]
+            g_blocks = block_node_sums(tree, nv[g_rows], gv[g_rows], blocks[g_rows], n_blocks)
         u = unbiased_gain(tree, sums.G, nv[r_rows], gv[r_rows], hv[r_rows], blocks=part,
-                          n_blocks=n_blocks, **kw)
+                          n_blocks=n_blocks, G_blocks=g_blocks, **kw)
         return sums, u
 
     sums_a, u = half(a, b)

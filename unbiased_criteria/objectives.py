@@ -21,8 +21,10 @@ from typing import Literal
 
 import numpy as np
 
+from .errors import InputError
+
 __all__ = ["Objective", "CustomObjective", "Float64Objective", "MultiTarget", "Quantiles",
-           "make_objective", "objective_given", "OBJECTIVES"]
+           "make_objective", "objective_given", "OBJECTIVES", "NonFiniteGradientError"]
 
 Precision = Literal["float64", "float32"]
 
@@ -47,18 +49,40 @@ def _check_finite(name: str, g: np.ndarray, h: np.ndarray) -> None:
     """Raise ``ValueError`` naming the objective and the first rows whose gradient or hessian
     is NaN or infinite (a NaN would otherwise pass silently into every gain)."""
     # a float64 sum of float32 values cannot overflow: it is finite iff every value is
-    if g.dtype == h.dtype == np.float32 and np.isfinite(g.sum(dtype=np.float64)) \
-            and np.isfinite(h.sum(dtype=np.float64)):
-        return
+    # (inf - inf in the sum is NaN, not finite: the check below names the rows)
+    with np.errstate(invalid="ignore"):
+        if g.dtype == h.dtype == np.float32 and np.isfinite(g.sum(dtype=np.float64)) \
+                and np.isfinite(h.sum(dtype=np.float64)):
+            return
     if np.isfinite(g).all() and np.isfinite(h).all():
         return
     bad = ~(np.isfinite(g) & np.isfinite(h))
     rows = np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1))
-    shown = ", ".join(str(r) for r in rows[:10]) + (", ..." if rows.size > 10 else "")
-    raise ValueError(
-        f"objective {name!r} gives non-finite gradients or hessians on {rows.size} row(s) "
-        f"(rows {shown}); check the labels, weights and raw scores of these rows"
-    )
+    raise NonFiniteGradientError(name, rows)
+
+
+class NonFiniteGradientError(InputError):
+    """An objective's gradient or hessian is NaN or infinite on some rows.
+
+    ``rows`` are positions in the arrays the objective was given; a caller that reordered the
+    rows re-raises with :meth:`renamed`, in the user's row numbers and naming the argument.
+    """
+
+    def __init__(self, objective: str, rows: np.ndarray, what: str = "row(s)") -> None:
+        self.objective, self.rows = objective, np.asarray(rows)
+        shown = ", ".join(str(r) for r in self.rows[:10]) + \
+            (", ..." if self.rows.size > 10 else "")
+        super().__init__(
+            f"objective {objective!r} gives non-finite gradients or hessians on "
+            f"{self.rows.size} {what} (rows {shown}); check the labels, weights and raw "
+            f"scores of these rows"
+        )
+
+    def renamed(self, order: np.ndarray | None, kind: str) -> NonFiniteGradientError:
+        """The same error in the caller's row numbers ``order[rows]`` (sorted), the rows
+        called ``kind`` rows ("training", "held-out")."""
+        rows = self.rows if order is None else np.sort(np.asarray(order)[self.rows])
+        return NonFiniteGradientError(self.objective, rows, f"{kind} row(s)")
 
 
 # LightGBM clamps class frequencies away from 0 and 1 before taking logs, by its kEpsilon:
@@ -130,8 +154,8 @@ class Objective:
             np.asarray(weight, dtype=np.float32).astype(dt, copy=False)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             g, h = self._grad_hess(y, raw, w)
-        g, h = g.astype(np.float32, copy=False), h.astype(np.float32, copy=False)
-        _check_finite(self.name, g, h)
+            g, h = g.astype(np.float32, copy=False), h.astype(np.float32, copy=False)
+        _check_finite(self.name, g, h)  # names the rows whose values overflowed or are NaN
         return g, h
 
     def _grad_hess(self, y, raw, w):
@@ -699,8 +723,8 @@ class Float64Objective(Objective):
                 w = np.asarray(weight, dtype=np.float64)
                 w = w[:, None] if g.ndim == 2 else w
                 g, h = g * w, h * w
-        g, h = g.astype(np.float32), h.astype(np.float32)
-        _check_finite(self.name, g, h)
+            g, h = g.astype(np.float32), h.astype(np.float32)
+        _check_finite(self.name, g, h)  # names the rows whose values overflowed or are NaN
         return g, h
 
     def _unweighted(self, y, raw):

@@ -42,9 +42,11 @@ from .gains import (
     NodeSums,
     UnbiasedGain,
     biased_gain,
+    block_node_sums,
     draw_requests,
     first_k_sums,
     gain_from_ratios,
+    leave_one_out,
     rank_bins,
 )
 from .importance import TreeScores
@@ -185,8 +187,9 @@ def partition_step(
 
     Validation-only mode (``state.half`` set): ``"counts"`` gives ``(2, n_nodes)`` (halves A,
     B); ``"draws"`` gives per tree ``[sums, draws_1, draws_2]``: the halves' ``[G, H, n]``
-    ``(2, 3, n_nodes)`` and the draw sums of direction 1 (ratios from B) and 2 (from A), with
-    ``requests[i]`` a pair of requests.
+    ``(2, 3, n_nodes)``, the draw sums of direction 1 (ratios from B) and 2 (from A), and the
+    halves' G per jackknife block ``(2, n_nodes, n_blocks)``, with ``requests[i]`` a pair of
+    requests.
 
     For ``"sums"`` and ``"draws"`` the scores advance: first the pending tree is added
     (``replaced``: the new tree and old-to-new node map that replace it), then each tree after
@@ -282,7 +285,11 @@ def _halves_sums(tree, nodes, g, h, blocks, half, requests, options: GainOptions
     for m, request in zip((~half, half), requests or (None, None)):
         part = None if blocks is None else blocks[m]
         draws.append(_draw_sums(tree, nodes[m], g[m], h[m], part, request, options, rng=rng))
-    return [sums, *draws]
+    # G's sums per jackknife block in each half (a replicate leaves its block out of G too)
+    g_blocks = (np.zeros((2, tree.n_nodes, 1)) if blocks is None else
+                np.stack([block_node_sums(tree, nodes[m], g[m], blocks[m], options.n_blocks)
+                          for m in (half, ~half)]))
+    return [sums, *draws, g_blocks]
 
 
 def _draw_sums(tree, nodes, g, h, blocks, request, options: GainOptions, index: int = 0,
@@ -364,9 +371,10 @@ def request_allocation(tree: Tree, counts: np.ndarray, node: np.ndarray, k: np.n
 
 def _unbiased(tree: Tree, G: np.ndarray, n_valid: np.ndarray, k: np.ndarray,
               usable: np.ndarray, draws: np.ndarray, options: GainOptions,
-              jack: bool) -> UnbiasedGain:
+              jack: bool, G_blocks: np.ndarray | None = None) -> UnbiasedGain:
     """U from the summed draw sums ``(n_draws, 3, n_requests, n_blocks)``: the ratios over
-    the whole set, then the rule of :func:`~unbiased_criteria.gains.gain_from_ratios`."""
+    the whole set, then the rule of :func:`~unbiased_criteria.gains.gain_from_ratios`
+    (``G_blocks``: G's sums per block, when replicates leave blocks out of G too)."""
     inner = tree.internal_nodes
     if not usable[inner].any():
         gain = np.full(tree.n_nodes, np.nan)
@@ -377,14 +385,15 @@ def _unbiased(tree: Tree, G: np.ndarray, n_valid: np.ndarray, k: np.ndarray,
     ok = n_h > 0
     ratio = np.divide(sum_g, sum_h + lam, out=np.zeros_like(sum_g), where=ok).sum(axis=0)
     ratio_out = defined_out = None
-    if jack:
-        bg, bh, bn = draws[:, 0], draws[:, 1], draws[:, 2]  # (n_draws, n_requests, n_blocks)
-        ok_out = (n_h[..., None] - bn) > 0
-        ratio_out = np.divide(sum_g[..., None] - bg, sum_h[..., None] - bh + lam,
-                              out=np.zeros_like(bg), where=ok_out).sum(axis=0)
+    if jack:  # each block left out, (n_draws, n_requests, n_blocks)
+        out_g, out_h, out_n = (leave_one_out(draws[:, i]) for i in range(3))
+        ok_out = out_n > 0
+        ratio_out = np.divide(out_g, out_h + lam, out=np.zeros_like(out_g),
+                              where=ok_out).sum(axis=0)
         defined_out = ok_out.all(axis=0)
     return gain_from_ratios(tree, G, k, n_valid, usable, ratio, ok.all(axis=0),
-                            options.n_draws, ratio_out, defined_out)
+                            options.n_draws, ratio_out, defined_out,
+                            G_blocks if jack else None)
 
 
 def tree_scores(
@@ -403,20 +412,21 @@ def tree_scores(
 
 def halves_tree_scores(
     tree: Tree, sums: np.ndarray, counts: np.ndarray, requests: tuple, draws: tuple,
-    options: GainOptions, score, jack: bool,
+    g_blocks: np.ndarray, options: GainOptions, score, jack: bool,
 ) -> TreeScores:
     """Validation-only mode, as :func:`~unbiased_criteria.importance.score_tree`: ``G`` from
     half A and ratios from B, and with ``options.cross_fit`` the other way round, averaged
     (usable where both are). ``sums`` ``(2, 3, n_nodes)`` and ``counts`` ``(2, n_nodes)`` of
     halves A and B over the whole set; ``requests`` the ``(k, usable)`` of each direction
-    (:func:`draw_requests`), ``draws`` their summed draw sums."""
+    (:func:`draw_requests`), ``draws`` their summed draw sums; ``g_blocks`` ``(2, n_nodes,
+    n_blocks)`` halves A and B's G per jackknife block."""
     a = NodeSums(sums[0, 0], sums[0, 1], np.rint(sums[0, 2]).astype(np.int64))
     b = NodeSums(sums[1, 0], sums[1, 1], np.rint(sums[1, 2]).astype(np.int64))
     (k1, usable1), (k2, usable2) = requests
-    u = _unbiased(tree, a.G, counts[1], k1, usable1, draws[0], options, jack)
+    u = _unbiased(tree, a.G, counts[1], k1, usable1, draws[0], options, jack, g_blocks[0])
     gain, usable, jackknife = u.gain, u.usable, u.jackknife
     if options.cross_fit:
-        u2 = _unbiased(tree, b.G, counts[0], k2, usable2, draws[1], options, jack)
+        u2 = _unbiased(tree, b.G, counts[0], k2, usable2, draws[1], options, jack, g_blocks[1])
         usable = u.usable & u2.usable
         gain = np.where(usable, (u.gain + u2.gain) / 2.0, np.where(tree.is_leaf, np.nan, 0.0))
         if jackknife is not None:  # (a direction without usable splits has none: U is 0)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .model import Model, Router
-from .objectives import Objective
+from .objectives import NonFiniteGradientError, Objective
 from .progress import progress_bar
 from .trees import Tree
 
@@ -101,6 +101,9 @@ def resolve_bias(model: Model, objective: Objective, y_train, w_train) -> Model:
     return replace(model, forest=forest.with_trees(trees))
 
 
+_KIND = {"train": "training", "valid": "held-out"}
+
+
 def _start_scores(model: Model, n: int) -> np.ndarray:
     f = model.forest
     return np.tile(f.base_score.astype(f.score_dtype), (n, 1))
@@ -119,8 +122,16 @@ def _score_of(objective: Objective, raw: np.ndarray) -> np.ndarray:
     return raw if objective.n_outputs > 1 else raw[:, 0]
 
 
-def _grad_hess(objective: Objective, rows: RowSet, raw: np.ndarray):
-    g, h = objective.grad_hess(rows.y, _score_of(objective, raw), rows.weight)
+def _grad_hess(objective: Objective, rows: RowSet, raw: np.ndarray, kind: str = "",
+               order: np.ndarray | None = None):
+    """Gradients and hessians of ``rows``; a non-finite one is reported in the caller's row
+    numbers (``order``: the rows' positions there) as ``kind`` rows."""
+    try:
+        g, h = objective.grad_hess(rows.y, _score_of(objective, raw), rows.weight)
+    except NonFiniteGradientError as error:
+        if not kind:
+            raise
+        raise error.renamed(order, kind) from None
     return g.reshape(raw.shape[0], -1), h.reshape(raw.shape[0], -1)
 
 
@@ -220,7 +231,8 @@ def replay(
                         sets[scaler].weight
                     ) if objective.iteration_scaled and sets[scaler] else objective
                     grads = {  # the objective copies the scores it is given
-                        k: _grad_hess(step_objective, s, scores[k]) if s else None
+                        k: _grad_hess(step_objective, s, scores[k], _KIND[k],
+                                      valid_order if k == "valid" else None) if s else None
                         for k, s in sets.items()
                     }
                     # trees of one class in one iteration (parallel trees) must not see each other

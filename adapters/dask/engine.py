@@ -341,11 +341,11 @@ def _allocations(tree, counts, options, t, n_parts, halves: bool):
 
 def _scores(tree, info, sums, draws, options, read, jack):
     """A tree's scores from the reduced arrays (``sums`` None: validation-only mode, where
-    ``draws`` holds the halves' sums then each direction's draws)."""
+    ``draws`` holds the halves' sums, each direction's draws, then the halves' G per block)."""
     if sums is None:
         requests, counts = info
         return halves_tree_scores(tree, draws[0], counts, requests, (draws[1], draws[2]),
-                                  options, read.split_score, jack)
+                                  draws[3], options, read.split_score, jack)
     k, usable, n_valid = info
     return tree_scores(tree, sums, n_valid, k, usable, draws, options, read.split_score, jack)
 
