@@ -31,7 +31,7 @@ from typing import Literal
 import numpy as np
 
 from .binning import BinMapper
-from .gains import SplitScore, leaf_weight, node_score
+from .gains import SplitScore, leaf_weight, leave_one_out, node_score
 from .trees import MISSING_NAN, DecisionRules, Tree, make_tree
 
 __all__ = ["RULES", "GrowerParams", "RowSets", "GrownTree", "grow_tree", "feature_major"]
@@ -286,8 +286,8 @@ def _combine(sL, sR, sI, k, GL, GR, GI, params: GrowerParams, blocks=None):
     U = np.where(usable, GL * rL + GR * rR - GI * rI, 0.0)
     if blocks is None:
         return U, usable, None
-    (oL, okL), (oR, okR), (oI, okI) = (ratio(s[:, :, None] - b)
-                                       for s, b in zip((sL, sR, sI), blocks))
+    # the other blocks' sums, not a total minus a block (cancellation: gains.leave_one_out)
+    (oL, okL), (oR, okR), (oI, okI) = (ratio(leave_one_out(b)) for b in blocks)
     ok = usable[:, None] & okL & okR & okI
     jack = GL[:, None] * oL + GR[:, None] * oR - GI * oI
     return U, usable, np.where(ok, jack, 0.0).reshape(q, -1)
