@@ -110,15 +110,16 @@ def test_too_few_held_out_rows_are_said(data):
     X, y, Xv, yv = data
     model = lgb.train({"objective": "regression", "verbose": -1, "num_leaves": 4,
                        "min_data_in_leaf": 5}, lgb.Dataset(X, y), 10)
-    with pytest.warns(UserWarning, match=r"30 of 30 splits have fewer than min_k=5 held-out "
-                                         r"rows in a child \(of 3 held-out rows\).*needs about"):
+    with pytest.warns(UserWarning, match=r"30 of 30 splits have no usable evidence.*30 have "
+                                         r"fewer than min_k=5 held-out rows in a child \(of 3 "
+                                         r"held-out rows\).*needs about"):
         report = uc.unbiased_importance(model, X, y, Xv[:3], yv[:3], random_state=0)
     with pytest.raises(ValueError, match="no split had usable evidence"):
         report.select()
     with pytest.warns(UserWarning, match="30 of 30 splits"):
         uc.prune(model, X, y, Xv[:3], yv[:3], random_state=0)
     # some trees with usable splits, some without: one jackknife row per split
-    with pytest.warns(UserWarning, match="splits have fewer than min_k"):
+    with pytest.warns(UserWarning, match="have fewer than min_k"):
         report = uc.unbiased_importance(model, X, y, Xv[:15], yv[:15], random_state=0)
     assert report.jackknife.shape == (len(report.splits), 15)  # one block per row
     assert np.isfinite(report.to_frame()["std_error"]).all()
@@ -127,6 +128,30 @@ def test_too_few_held_out_rows_are_said(data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         uc.unbiased_importance(model, X, y, Xv, yv, random_state=0)
+
+
+def test_zero_weight_rows_are_said_not_blamed_on_min_k(data):
+    """All but one held-out row of weight 0: every split lacks evidence because a node's drawn
+    rows have zero hessian; the warning blamed min_k and advised more rows or a smaller
+    min_k, neither of which helps."""
+    X, y, Xv, yv = data
+    model = lgb.train({"objective": "regression", "verbose": -1, "num_leaves": 4},
+                      lgb.Dataset(X, y), 10)
+    w = np.zeros(len(yv))
+    w[0] = 1.0
+    for min_k in (5, 1):
+        with pytest.warns(UserWarning, match=r"splits have no usable evidence") as record:
+            report = uc.unbiased_importance(model, X, y, Xv, yv, valid_weight=w,
+                                            min_k=min_k, random_state=0)
+        message = str(record[0].message)
+        splits = report.splits
+        weightless = int((~splits["usable"] & (splits["k"] >= min_k)).sum())
+        assert weightless > 0 and f"{weightless} have enough held-out rows but only rows " \
+            "of zero hessian (weight 0)" in message
+        few = int((~splits["usable"] & (splits["k"] < min_k)).sum())
+        assert (f"{few} have fewer than min_k" in message) == (few > 0)
+    with pytest.raises(ValueError, match="only rows of weight 0 among a node's drawn rows"):
+        report.select()
 
 
 def test_zero_trees_and_zero_weights(data):

@@ -246,24 +246,35 @@ def _prepare(
     return _Prepared(adapter, read, obj, train, valid)
 
 
-def _warn_unusable(usable: np.ndarray, share: np.ndarray, min_k: int, n_valid: int,
-                   extra_frames: int = 0) -> None:
-    """One warning when most splits had too few held-out rows to give any evidence.
+def _warn_unusable(usable: np.ndarray, k: np.ndarray, share: np.ndarray, min_k: int,
+                   n_valid: int, extra_frames: int = 0) -> None:
+    """One warning when most splits had no usable evidence, saying why.
 
-    ``share`` is each split's smaller child's share of the rows that give G: about
-    ``min_k / share`` held-out rows would put ``min_k`` in that child.
+    ``k`` is each split's draw size: below ``min_k`` the split had too few held-out rows in a
+    child (``share``, the smaller child's share of the rows that give G, says about
+    ``min_k / share`` held-out rows would do); at or above it, every drawn row of a node had a
+    zero hessian (weight 0), and more rows of the same weights would not help.
     """
     bad = ~usable
     if usable.size == 0 or bad.sum() * 2 <= usable.size:
         return
-    s = share[bad]
-    s = s[s > 0]
-    need = (f"; the median such split needs about {int(np.ceil(min_k / np.median(s))):,} "
-            f"held-out rows to reach {min_k} in its smaller child" if s.size else "")
+    few = bad & (k < min_k)
+    weightless = bad & ~few
+    parts = []
+    if few.any():
+        s = share[few]
+        s = s[s > 0]
+        need = (f"; the median such split needs about {int(np.ceil(min_k / np.median(s))):,} "
+                f"held-out rows to reach {min_k} in its smaller child" if s.size else "")
+        parts.append(f"{int(few.sum())} have fewer than min_k={min_k} held-out rows in a child "
+                     f"(of {n_valid:,} held-out rows){need}")
+    if weightless.any():
+        parts.append(f"{int(weightless.sum())} have enough held-out rows but only rows of zero "
+                     f"hessian (weight 0) among a node's drawn rows: give those rows a "
+                     f"positive weight")
     warnings.warn(
-        f"{int(bad.sum())} of {usable.size} splits have fewer than min_k={min_k} held-out "
-        f"rows in a child (of {n_valid:,} held-out rows): their unbiased_gain is 0 and says "
-        f"nothing (usable is False){need}",
+        f"{int(bad.sum())} of {usable.size} splits have no usable evidence (their "
+        f"unbiased_gain is 0 and says nothing; usable is False): " + "; ".join(parts),
         UserWarning, stacklevel=3 + extra_frames,
     )
 
@@ -467,7 +478,8 @@ def unbiased_importance(
         replay(prep.model, prep.objective, train=prep.train, valid=prep.valid, visit=visit,
                progress=progress, valid_order=order, prefetch=threads > 1)
     if records:
-        _warn_unusable(np.concatenate([r["usable"] for r in records]), np.concatenate(shares),
+        _warn_unusable(np.concatenate([r["usable"] for r in records]),
+                       np.concatenate([r["k"] for r in records]), np.concatenate(shares),
                        options.min_k, prep.valid.n_rows)
     jack = stack_replicates(replicates, options.n_blocks)
     report = ImportanceReport(_records_frame(records, forest.feature_names),
@@ -593,6 +605,7 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     halves = holdout_halves(prep.valid.n_rows, options) if prep.train is None else None
     halves = None if halves is None else halves[order]
     usable: list[np.ndarray] = []
+    ks: list[np.ndarray] = []
     shares: list[np.ndarray] = []
     workspace = Workspace()  # row arrays reused from tree to tree, for this call
 
@@ -602,6 +615,7 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
         scores = score_tree(step, prep.model.split_score, options, halves, ranked=True,
                             workspace=workspace)
         usable.append(scores.usable[step.tree.internal_nodes])
+        ks.append(scores.k[step.tree.internal_nodes])
         shares.append(_child_share(step, scores))
         return prune_tree(step.tree, scores, prep.model.split_score, options.prune_threshold,
                           refit_leaves)
@@ -609,8 +623,8 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     result = replay(prep.model, prep.objective, train=prep.train, valid=prep.valid,
                     visit=visit, progress=progress, valid_order=order, prefetch=threads > 1)
     if usable:
-        _warn_unusable(np.concatenate(usable), np.concatenate(shares), options.min_k,
-                       prep.valid.n_rows, extra_frames=extra_frames)
+        _warn_unusable(np.concatenate(usable), np.concatenate(ks), np.concatenate(shares),
+                       options.min_k, prep.valid.n_rows, extra_frames=extra_frames)
     forest = prep.model.forest
     before = sum(t.n_leaves for t in forest.trees)
     after = sum(t.n_leaves for t in result.trees)

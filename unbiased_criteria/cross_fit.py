@@ -151,9 +151,10 @@ class CrossFittedReport(ImportanceReport):
             raise ValueError("select() has nothing to test: no fold's model has a split")
         if not self.splits["usable"].any():
             raise ValueError(
-                "select() has nothing to test: no split had usable evidence (every split has "
-                "fewer than min_k held-out rows in a child, so every unbiased_gain is 0); use "
-                "fewer folds, more rows or a smaller min_k"
+                "select() has nothing to test: no split had usable evidence (every "
+                "unbiased_gain is 0: a split has fewer than min_k held-out rows in a child, "
+                "or only rows of weight 0 among a node's drawn rows); use fewer folds, more "
+                "rows of positive weight or a smaller min_k"
             )
         parts = self.std_error_parts()
         if parts["std_error"].isna().all():

@@ -180,9 +180,10 @@ class ImportanceReport:
         if len(self.splits) == 0:
             return "select() has nothing to test: the model has no splits"
         if "usable" in self.splits and not self.splits["usable"].any():
-            return ("select() has nothing to test: no split had usable evidence (every split "
-                    "has fewer than min_k held-out rows in a child, so every unbiased_gain is "
-                    "0); pass more held-out rows or a smaller min_k")
+            return ("select() has nothing to test: no split had usable evidence (every "
+                    "unbiased_gain is 0: a split has fewer than min_k held-out rows in a "
+                    "child, or only rows of weight 0 among a node's drawn rows); pass more "
+                    "held-out rows of positive weight, or a smaller min_k")
         if not self._has_std_error():
             return "select() needs standard errors: build the report with n_blocks >= 2"
         return None

@@ -407,7 +407,8 @@ def unbiased_importance(
             elif jack:
                 replicates.append(np.zeros((inner.size, options.n_blocks)))
     if records:
-        _warn_unusable(np.concatenate([r["usable"] for r in records]), np.concatenate(shares),
+        _warn_unusable(np.concatenate([r["usable"] for r in records]),
+                       np.concatenate([r["k"] for r in records]), np.concatenate(shares),
                        options.min_k, valid.n_rows)
     report = ImportanceReport(_records_frame(records, forest.feature_names),
                               forest.feature_names, host=read.host,
@@ -454,7 +455,7 @@ def prune(
     forest = read.forest
     chunk = _round_chunk(valid.client, read, train, valid, memory_budget)
     trees = list(forest.trees)
-    usable_all, shares = [], []
+    usable_all, ks, shares = [], [], []
     replaced = None
     counts_of: dict[int, np.ndarray] = {}
     bar = progress_bar(forest.n_trees, progress, "trees")
@@ -477,6 +478,7 @@ def prune(
         if tree.n_leaves > 1:
             scores = _scores(tree, info, sums, draws, options, read, False)
             usable_all.append(scores.usable[tree.internal_nodes])
+            ks.append(scores.k[tree.internal_nodes])
             shares.append(_child_share(_Step(t, tree), scores))
             replaced = prune_tree(tree, scores, read.split_score, options.prune_threshold,
                                   refit_leaves)
@@ -485,8 +487,8 @@ def prune(
         bar.update(1)
     bar.close()
     if usable_all:
-        _warn_unusable(np.concatenate(usable_all), np.concatenate(shares), options.min_k,
-                       valid.n_rows)
+        _warn_unusable(np.concatenate(usable_all), np.concatenate(ks), np.concatenate(shares),
+                       options.min_k, valid.n_rows)
     before = sum(t.n_leaves for t in forest.trees)
     after = sum(t.n_leaves for t in trees)
     log.info("pruning kept %d of %d leaves", after, before)
