@@ -183,5 +183,7 @@ def test_memory_budget_must_be_positive(data, budget):
 def test_threshold_must_be_a_number(data, threshold):
     X, y, Xv, yv = data
     model = lgb.train({"objective": "regression", "verbose": -1}, lgb.Dataset(X, y), 2)
-    with pytest.raises(ValueError, match="threshold must be a number"):
+    with pytest.raises(ValueError, match="threshold must be a number") as error:
         uc.prune(model, X, y, Xv, yv, threshold=threshold)
+    assert "prune_threshold" not in str(error.value)
+    assert "or None" not in str(error.value)  # prune() has no "no pruning" value

@@ -387,7 +387,8 @@ def unbiased_importance(
         Validation-only mode: average both assignments of the halves.
     n_blocks : int
         Blocks of held-out rows for the jackknife standard errors (``report.to_frame()``'s
-        ``std_error``, ``report.select``); 0 or 1 switches them off.
+        ``std_error``, ``report.select``); 0 switches them off (1 is an error: a jackknife
+        needs two blocks). More blocks than held-out rows: one block per row (warned).
     progress : bool
         Show a progress bar over trees.
     memory_budget : int

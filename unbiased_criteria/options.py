@@ -126,9 +126,11 @@ class GainOptions:
             put(field, _check_bool(getattr(self, field), name(field)))
         t = self.prune_threshold
         if t is not None and (not _is_real(t) or math.isnan(t)):
+            # prune() names it "threshold" and has no "no pruning": None is the hooks' option
+            none = "" if "prune_threshold" in names else " or None (no pruning)"
             raise ValueError(
-                f"{name('prune_threshold')} must be a number (-inf keeps every split) or None "
-                f"(no pruning), got {t!r}"
+                f"{name('prune_threshold')} must be a number (-inf keeps every split){none}, "
+                f"got {t!r}"
             )
         put("prune_threshold", None if t is None else float(t))
         f = self.holdout_fraction
