@@ -308,7 +308,8 @@ def test_warnings_name_the_fold():
     X, y = paper_example(100, random_state=0)
     with pytest.warns(UserWarning) as record:
         uc.cross_fitted_importance(lgb_regressor(min_child_samples=3), X, y, cv=2, min_k=30)
-    messages = [str(w.message) for w in record if "splits have no usable evidence" in str(w.message)]
+    messages = [str(w.message) for w in record
+                if "splits have no usable evidence" in str(w.message)]
     assert [m[:11] for m in messages] == ["fold 0 of 2", "fold 1 of 2"], messages
     assert all(w.filename == __file__ for w in record)  # at the caller's line
 

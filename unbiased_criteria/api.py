@@ -566,7 +566,7 @@ def prune(
         cross_fit=cross_fit, progress=progress, memory_budget=memory_budget,
         host_params=host_params, n_jobs=n_jobs, extra_frames=1,
     )
-    return result.adapter.write_model(model, result.forest)
+    return result.write(model)
 
 
 @dataclass(frozen=True)
@@ -576,6 +576,13 @@ class PruneResult:
     replay: ReplayResult
     leaves_before: int
     leaves_after: int
+    #: the penalties the leaves were fit with (inferred where the model did not say)
+    split_score: Any = None
+
+    def write(self, model: Any) -> Any:
+        """The pruned host model: ``model``'s type, the pruned trees, the leaves' penalties
+        kept where the host's format would lose them (an XGBoost model's eta and lambda)."""
+        return self.adapter.write_model(model, self.forest, split_score=self.split_score)
 
 
 def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
@@ -630,5 +637,6 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     before = sum(t.n_leaves for t in forest.trees)
     after = sum(t.n_leaves for t in result.trees)
     log.info("pruning kept %d of %d leaves", after, before)
-    return PruneResult(prep.adapter, forest.with_trees(result.trees), result, before, after)
+    return PruneResult(prep.adapter, forest.with_trees(result.trees), result, before, after,
+                       prep.model.split_score)
 

@@ -9,8 +9,10 @@ An adapter module (``unbiased_criteria.adapters.<host>``) provides
   in chunks of trees.
 * ``make_objective(spec, read) -> Objective``: a host objective name (``"regression"``,
   ``"binary:logistic"``...), a canonical name or a callable, as the core's objective.
-* ``write_model(model, forest) -> model``: a new host model of the same type holding
-  ``forest``'s trees (structurally pruned), leaving ``model`` untouched.
+* ``write_model(model, forest, split_score=None) -> model``: a new host model of the same
+  type holding ``forest``'s trees (structurally pruned), leaving ``model`` untouched;
+  ``split_score``, the penalties the leaves were fit with, is kept where the host's format
+  would not otherwise hold them (XGBoost's eta and lambda), ignored elsewhere.
 """
 
 from __future__ import annotations

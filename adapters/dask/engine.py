@@ -492,7 +492,8 @@ def prune(
     before = sum(t.n_leaves for t in forest.trees)
     after = sum(t.n_leaves for t in trees)
     log.info("pruning kept %d of %d leaves", after, before)
-    pruned = adapter.write_model(unwrap_model(model), forest.with_trees(trees))
+    pruned = adapter.write_model(unwrap_model(model), forest.with_trees(trees),
+                                 split_score=read.split_score)
     if is_xgboost_dask_result(model):
         return {**model, "booster": pruned}
     return pruned

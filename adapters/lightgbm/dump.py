@@ -161,9 +161,10 @@ def dump_tree(tree: Tree) -> dict:
     return nodes[0]
 
 
-def write_model(model: Any, forest: Forest) -> Any:
+def write_model(model: Any, forest: Forest, split_score: Any = None) -> Any:
     """A LightGBM dump of ``forest``'s trees, in the form ``model`` came in: a dict for a
-    dict, a JSON string for a JSON string or a file. Everything else is ``model``'s."""
+    dict, a JSON string for a JSON string or a file. Everything else is ``model``'s
+    (``split_score`` is ignored: a dump keeps its own parameters)."""
     dump = as_dump(model)
     content = copy.deepcopy(dump.content)
     old = content["tree_info"]

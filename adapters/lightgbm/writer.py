@@ -12,6 +12,7 @@ import dataclasses
 import json
 import re
 from collections.abc import Callable
+from typing import Any
 
 import lightgbm
 import numpy as np
@@ -179,7 +180,7 @@ def model_text(source: LightGBMSource, forest: Forest) -> str:
 
 
 def write_model(
-    model: lightgbm.Booster | lightgbm.LGBMModel, forest: Forest
+    model: lightgbm.Booster | lightgbm.LGBMModel, forest: Forest, split_score: Any = None
 ) -> lightgbm.Booster | lightgbm.LGBMModel:
     """A new LightGBM model of the same type as ``model`` holding ``forest``'s trees.
 
@@ -190,6 +191,8 @@ def write_model(
         kept.
     forest : Forest
         IR trees (e.g. pruned by ``trees.collapse_nodes``), in LightGBM's order.
+    split_score : SplitScore, optional
+        Ignored: the model text keeps its own parameters.
 
     Returns
     -------

@@ -100,7 +100,7 @@ def tree_arrays(tree: Tree, index: int, model,
     return nodes, _pack(binned_sets), _pack(raw_sets)
 
 
-def write_model(model, forest: Forest):
+def write_model(model, forest: Forest, split_score=None):
     """A new fitted estimator holding ``forest``'s trees; ``model`` is unchanged.
 
     Parameters
@@ -114,6 +114,8 @@ def write_model(model, forest: Forest):
         per iteration in class order, the template's baseline and features. Every node needs
         its row count (``host_count``) and every numeric threshold must be one of the
         estimator's bin edges (both hold for trees read from it and pruned).
+    split_score : SplitScore, optional
+        Ignored: the estimator keeps its own parameters.
 
     Returns
     -------

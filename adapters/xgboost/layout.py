@@ -29,6 +29,10 @@ _DELETED = 2147483647  # split_indices of a node the prune updater deleted
 _WRITTEN_ATTR = "unbiased_criteria_written"
 #: model attribute set by the writer when trees were shrunk by different etas: their list
 _SHRINKAGE_ATTR = "unbiased_criteria_shrinkage"
+#: model attribute set by the writer: the training parameters the trees' leaves were fit with
+#: (eta, lambda, alpha, max_delta_step, monotone_constraints), as JSON. A Booster loaded from
+#: a file reports XGBoost's defaults, and a written model's leaves cannot tell them
+_PARAMS_ATTR = "unbiased_criteria_params"
 
 
 def _booster(model: Any, argument: str = "model") -> xgboost.Booster:

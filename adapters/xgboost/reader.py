@@ -21,6 +21,7 @@ import xgboost
 from unbiased_criteria.adapters.xgboost import compat
 from unbiased_criteria.adapters.xgboost.layout import (
     _DELETED,
+    _PARAMS_ATTR,
     _SHRINKAGE_ATTR,
     _WRITTEN_ATTR,
     RULES,
@@ -376,7 +377,11 @@ def parse_model(
         weight_float32=True, raw_gradient_score=compat.scores_with_raw_gradient(version),
         monotone=_monotone_constraints(params),
     )
-    unknown = not params_fit and not params_given
+    # a model this library wrote before it stored the leaves' parameters, loaded from a file:
+    # its configuration's defaults say nothing, and its leaves cannot be tested against them
+    attributes = learner.get("attributes", {})
+    unknown = (not params_fit or (_WRITTEN_ATTR in attributes
+                                  and _PARAMS_ATTR not in attributes)) and not params_given
     warnings = list(_warnings(learner, model, params, obj_name, base, params_fit or unknown))
     if slice_note is not None:
         warnings.append(slice_note)
@@ -446,10 +451,27 @@ def read_model(
     # no fallback to XGBoost's default eta and lambda: a Booster whose model JSON could be
     # saved has a configuration, and any failure here is not a model with defaults
     config = json.loads(bst.save_config())
-    train = _train_params(config, params)
+    # the parameters this library's writer stored with the trees, under the user's
+    stored = written_params(js["learner"])
+    train = _train_params(config, {**stored, **(params or {})})
     custom = isinstance(model, xgboost.XGBModel) and callable(getattr(model, "objective", None))
     given = {_ALIASES.get(k, k) for k in (params or {})} & {"eta", "lambda"}
     # a Booster loaded from a file reports XGBoost's defaults: anything else was set
     defaults = all(train[k] == float(np.float32(_DEFAULT_TRAIN[k])) for k in ("eta", "lambda"))
     return parse_model(js, train, custom_objective=custom,
-                       params_given=bool(given) or not defaults)
+                       params_given=bool(given) or bool(stored) or not defaults)
+
+
+def written_params(learner: Mapping) -> dict[str, Any]:
+    """The training parameters this library's writer stored in a model (``lambda``,
+    ``alpha``, ``max_delta_step``, ``monotone_constraints``, and ``eta`` when the trees share
+    one), or {}. ``monotone_constraints`` in XGBoost's own text form."""
+    text = learner.get("attributes", {}).get(_PARAMS_ATTR)
+    if text is None:
+        return {}
+    stored = dict(json.loads(text))
+    if "monotone_constraints" in stored:
+        mono = stored.pop("monotone_constraints")
+        if any(mono):
+            stored["monotone_constraints"] = "(" + ",".join(str(int(c)) for c in mono) + ")"
+    return stored

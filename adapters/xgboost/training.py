@@ -547,7 +547,7 @@ def run_training(
         if key in template["learner"]["learner_model_param"]:
             js["learner"]["learner_model_param"][key] = \
                 template["learner"]["learner_model_param"][key]
-    booster = _load_with_config(model_json(js, forest), grower.booster)
+    booster = _load_with_config(model_json(js, forest, model_ir.split_score), grower.booster)
     if early_stopping_rounds and monitor and result.best_iteration >= 0:
         set_name, metric_name = monitor[0]
         booster.set_attr(best_iteration=str(result.best_iteration),

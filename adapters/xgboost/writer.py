@@ -17,6 +17,7 @@ from collections.abc import Mapping
 import numpy as np
 import xgboost
 from unbiased_criteria.adapters.xgboost.layout import (
+    _PARAMS_ATTR,
     _SHRINKAGE_ATTR,
     _WRITTEN_ATTR,
     RULES,
@@ -30,6 +31,7 @@ from unbiased_criteria.adapters.xgboost.objectives import (
     parse_base_score,
 )
 
+from unbiased_criteria.gains import SplitScore
 from unbiased_criteria.trees import MISSING_NAN, Forest, Tree, collapse_nodes
 
 _NO_PARENT = 2147483647  # parents[root]
@@ -95,8 +97,24 @@ def _write_tree(tree: Tree, index: int, num_feature: int) -> dict:
     }
 
 
-def model_json(js: Mapping, forest: Forest) -> dict:
-    """A copy of model JSON ``js`` holding ``forest``'s trees and base score."""
+def leaf_params(forest: Forest, split_score: SplitScore, n_parallel: int = 1) -> dict:
+    """The training parameters ``forest``'s leaves were fit with, as XGBoost names them:
+    ``lambda``, ``alpha``, ``max_delta_step``, ``monotone_constraints``, and ``eta`` when
+    every tree has the same (times ``n_parallel``: each parallel tree was shrunk by
+    ``eta / num_parallel_tree``)."""
+    out: dict = {"lambda": split_score.l2, "alpha": split_score.l1,
+                 "max_delta_step": split_score.max_delta_step,
+                 "monotone_constraints": list(split_score.monotone)}
+    shrinkage = np.array([t.shrinkage for t in forest.trees])
+    if shrinkage.size and np.ptp(shrinkage) == 0:
+        out["eta"] = float(np.float32(shrinkage[0]) * np.float32(n_parallel))
+    return out
+
+
+def model_json(js: Mapping, forest: Forest, split_score: SplitScore | None = None) -> dict:
+    """A copy of model JSON ``js`` holding ``forest``'s trees and base score; with
+    ``split_score``, the leaves' training parameters as a model attribute (:func:`leaf_params`),
+    which the reader takes over the configuration's."""
     js = copy.deepcopy(dict(js))
     learner = js["learner"]
     model, weights = _gbtree(learner)
@@ -124,6 +142,9 @@ def model_json(js: Mapping, forest: Forest) -> dict:
         attributes[_SHRINKAGE_ATTR] = json.dumps(shrinkage.tolist(), ensure_ascii=False)
     else:
         attributes.pop(_SHRINKAGE_ATTR, None)
+    if split_score is not None:
+        n_parallel = int(model.get("gbtree_model_param", {}).get("num_parallel_tree", 1))
+        attributes[_PARAMS_ATTR] = json.dumps(leaf_params(forest, split_score, n_parallel))
     # keep the original base_score text unless the forest's margin changed
     name = learner.get("objective", {}).get("name", "reg:squarederror")
     text = str(lmp["base_score"])
@@ -137,7 +158,8 @@ def model_json(js: Mapping, forest: Forest) -> dict:
 
 
 def _load_with_config(js: Mapping, template: xgboost.Booster) -> xgboost.Booster:
-    """A Booster loaded from model JSON ``js`` with ``template``'s training configuration."""
+    """A Booster loaded from model JSON ``js`` with ``template``'s training configuration,
+    and the leaves' parameters where the writer stored them (:func:`model_json`)."""
     # XGBoost does not decode \u escapes: feature names must stay UTF-8
     new = xgboost.Booster(
         model_file=bytearray(json.dumps(js, ensure_ascii=False).encode("utf-8"))
@@ -147,10 +169,15 @@ def _load_with_config(js: Mapping, template: xgboost.Booster) -> xgboost.Booster
     config = json.loads(template.save_config())
     config.get("learner", {}).pop("learner_model_param", None)
     new.load_config(json.dumps(config, ensure_ascii=False))
+    stored = js["learner"].get("attributes", {}).get(_PARAMS_ATTR)
+    if stored is not None:  # a template loaded from a file has defaults: the real ones
+        params = {k: v for k, v in json.loads(stored).items() if k != "monotone_constraints"}
+        new.set_param({k: str(v) for k, v in params.items()})
     return new
 
 
-def write_model(model: xgboost.Booster | xgboost.XGBModel, forest: Forest):
+def write_model(model: xgboost.Booster | xgboost.XGBModel, forest: Forest,
+                split_score: SplitScore | None = None):
     """A new model of ``model``'s type holding ``forest``'s trees; ``model`` is unchanged.
 
     Parameters
@@ -163,13 +190,18 @@ def write_model(model: xgboost.Booster | xgboost.XGBModel, forest: Forest):
         :func:`unbiased_criteria.trees.collapse_nodes` give). Trees whose siblings do not have
         consecutive ids are renumbered breadth-first. Internal nodes get ``base_weights =
         value / shrinkage``; NaN statistics are written as 0.
+    split_score : SplitScore, optional
+        The penalties the leaves were fit with (the read model's, inferred where the model
+        did not say): stored in the model with the trees' eta (:func:`leaf_params`) and set
+        on the new Booster, so that the model, saved and loaded again, is read with them.
 
     Returns
     -------
     xgboost.Booster, or a fitted estimator of ``model``'s class
     """
     bst = _booster(model)
-    new = _load_with_config(model_json(json.loads(bst.save_raw("json")), forest), bst)
+    new = _load_with_config(model_json(json.loads(bst.save_raw("json")), forest, split_score),
+                            bst)
     if isinstance(model, xgboost.Booster):
         return new
     # a copy of the estimator (fitted attributes included) around the new Booster

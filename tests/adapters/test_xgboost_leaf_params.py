@@ -121,3 +121,58 @@ def test_command_line_prunes_a_model_file_without_param(data, tmp_path):
     d = xgb.DMatrix(Xv)
     np.testing.assert_allclose(got.predict(d, output_margin=True),
                                expected.predict(d, output_margin=True), atol=1e-5)
+
+
+def _loaded_via_file(bst, tmp_path, suffix):
+    path = tmp_path / f"m.{suffix}"
+    bst.save_model(path)
+    return xgb.Booster(model_file=str(path))
+
+
+@pytest.mark.parametrize("suffix", ["json", "ubj"])
+@pytest.mark.parametrize("source", ["prune", "hook", "prune_of_loaded"])
+def test_a_written_model_saved_and_loaded_is_read_with_its_own_parameters(data, tmp_path,
+                                                                          suffix, source):
+    """The writer marked its models and the reader trusted the configuration: saved and
+    loaded, a pruned or hook-trained model (eta 0.1, lambda 5) was scored with XGBoost's
+    defaults (eta 0.3, lambda 1), without a word. Oracles: the host's loss_changes (B, tree 0)
+    and the live model's own pruning."""
+    X, y, Xv, yv = data
+    params = {"eta": 0.1, "lambda": 5.0}
+    if source == "hook":
+        written = ax.train({"objective": "binary:logistic", "max_depth": 4, "nthread": 1,
+                            **params}, xgb.DMatrix(X, y), 15, random_state=0)
+    else:
+        bst = fit(data, **params)
+        template = loaded(bst) if source == "prune_of_loaded" else bst  # inferred eta, lambda
+        written = uc.prune(template, X, y, Xv, yv, random_state=0)
+    again = _loaded_via_file(written, tmp_path, suffix)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing to warn about: the parameters are known
+        read = ax.read_model(again)
+        report = uc.unbiased_importance(again, X, y, Xv, yv, random_state=0)
+    assert read.split_score.l2 == pytest.approx(5.0, rel=1e-3)
+    assert read.forest.trees[0].shrinkage == pytest.approx(0.1, rel=1e-3)
+    live = uc.unbiased_importance(written, X, y, Xv, yv, random_state=0)
+    pd.testing.assert_frame_equal(report.splits, live.splits)
+    if source != "hook":  # the hook grew its trees on part of the rows: no host oracle
+        tree0 = report.splits[report.splits["tree"] == 0]
+        np.testing.assert_allclose(tree0["biased_gain"], tree0["host_gain"], rtol=1e-4)
+    d = xgb.DMatrix(Xv)
+    a = uc.prune(written, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True, random_state=0)
+    b = uc.prune(again, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True, random_state=0)
+    np.testing.assert_array_equal(a.predict(d, output_margin=True),
+                                  b.predict(d, output_margin=True))
+
+
+def test_a_model_written_without_its_parameters_is_not_read_with_the_defaults(data, tmp_path):
+    """A model written before the parameters were stored (the mark alone), loaded: its
+    defaults say nothing, so eta and lambda are inferred (or pruning refuses), not assumed."""
+    import json
+
+    X, y, Xv, yv = data
+    written = uc.prune(fit(data, eta=0.1, **{"lambda": 5.0}), X, y, Xv, yv, random_state=0)
+    js = json.loads(written.save_raw("json"))
+    del js["learner"]["attributes"]["unbiased_criteria_params"]
+    again = xgb.Booster(model_file=bytearray(json.dumps(js).encode()))
+    assert ax.read_model(again).leaf_params_unknown

@@ -120,7 +120,7 @@ def cmd_prune(args) -> int:
         threshold=args.threshold, refit_leaves=args.refit_leaves,
         train_weight=data.w_train, valid_weight=data.w_valid, **api_options(args),
     )
-    pruned = result.adapter.write_model(data.model.model, result.forest)
+    pruned = result.write(data.model.model)
     blob = model_files.serialise_model(data.model, pruned, output.suffix)
     try:
         # never in place: --output may be the input model, and a kill mid-write must not
