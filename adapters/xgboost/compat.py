@@ -34,6 +34,7 @@ A missing name raises :class:`~unbiased_criteria.adapters._compat.HostVersionErr
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Any
 
 import numpy as np
@@ -41,7 +42,8 @@ import xgboost
 from unbiased_criteria.adapters._compat import HostVersionError, private
 
 __all__ = [
-    "KNOWN_VERSIONS", "HostVersionError", "SMOOTH_L1_FROM", "model_version",
+    "KNOWN_VERSIONS", "HostVersionError", "SMOOTH_L1_FROM", "model_version", "file_version",
+    "FILE_VERSION_ATTR",
     "scores_with_raw_gradient", "BOOST_TAKES_ITERATION", "boost_one_iteration",
     "check_estimator_layout", "host_more_tags", "stored_categories",
 ]
@@ -58,16 +60,78 @@ def _version_tuple(text: str) -> tuple[int, int]:
     return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)
 
 
+#: model attribute: the version a model file recorded, where the installed XGBoost that
+#: loaded it records its own (:func:`file_version`)
+FILE_VERSION_ATTR = "unbiased_criteria_xgboost_version"
+
+
 def model_version(js: dict | None = None) -> tuple[int, int]:
     """(major, minor) of the XGBoost that wrote the model JSON ``js`` (its ``version``).
 
-    A live Booster's JSON carries the installed version; without ``js`` (dumps store none)
-    the installed version is assumed.
+    A live Booster's JSON carries the installed version, also for a model loaded from a file
+    another version wrote: the library's loader keeps the file's as the attribute
+    :data:`FILE_VERSION_ATTR`, which wins. Without ``js`` (dumps store none) the installed
+    version is assumed.
     """
+    stored = ((js or {}).get("learner", {}).get("attributes", {}) or {}).get(FILE_VERSION_ATTR)
+    if stored is not None:
+        return _version_tuple(str(stored))
     version = (js or {}).get("version")
     if isinstance(version, list) and len(version) >= 2:
         return int(version[0]), int(version[1])
     return _version_tuple(VERSION)
+
+
+def file_version(data: bytes) -> tuple[int, ...] | None:
+    """The XGBoost version a JSON or UBJ model file records (its top-level ``version``, the
+    last key XGBoost writes), or None where it cannot be read."""
+    at = data.rfind(b"version")
+    if at < 0:
+        return None
+    tail = data[at + len(b"version"):at + 64]
+    if tail[:1] == b'"':  # JSON: "version":[3,2,0]
+        found = re.match(rb'"\s*:\s*\[\s*(\d+)\s*,\s*(\d+)(?:\s*,\s*(\d+))?', tail)
+        return tuple(int(v) for v in found.groups() if v is not None) if found else None
+    return _ubj_ints(tail)
+
+
+_UBJ_INT = {b"i": (1, True), b"U": (1, False), b"I": (2, True), b"l": (4, True),
+            b"L": (8, True)}
+
+
+def _ubj_ints(tail: bytes) -> tuple[int, ...] | None:
+    """A UBJSON array of integers (``[``, optional ``$`` type and ``#`` count), or None."""
+    def number(pos: int, marker: bytes) -> tuple[int, int] | None:
+        if marker not in _UBJ_INT:
+            return None
+        size, signed = _UBJ_INT[marker]
+        if pos + size > len(tail):
+            return None
+        return int.from_bytes(tail[pos:pos + size], "big", signed=signed), pos + size
+
+    if tail[:1] != b"[":
+        return None
+    pos, typed, count = 1, None, None
+    if tail[pos:pos + 1] == b"$":
+        typed, pos = tail[pos + 1:pos + 2], pos + 2
+    if tail[pos:pos + 1] == b"#":
+        got = number(pos + 2, tail[pos + 1:pos + 2])
+        if got is None:
+            return None
+        count, pos = got
+    values: list[int] = []
+    while (count is None or len(values) < count) and pos < len(tail):
+        if count is None and tail[pos:pos + 1] == b"]":
+            break
+        marker = typed
+        if marker is None:
+            marker, pos = tail[pos:pos + 1], pos + 1
+        got = number(pos, marker)
+        if got is None:
+            return None
+        value, pos = got
+        values.append(value)
+    return tuple(values) if len(values) >= 2 else None
 
 
 def scores_with_raw_gradient(version: tuple[int, int]) -> bool:

@@ -12,7 +12,13 @@ from typing import Any
 
 import pandas as pd
 import xgboost
-from unbiased_criteria.adapters.xgboost.compat import stored_categories
+from unbiased_criteria.adapters.xgboost.compat import (
+    FILE_VERSION_ATTR,
+    VERSION,
+    _version_tuple,
+    file_version,
+    stored_categories,
+)
 
 from unbiased_criteria.dumps import Dump, parse_dump_bytes, recognise_dump_text
 from unbiased_criteria.errors import InputError
@@ -66,6 +72,10 @@ def load_model_file(file: ModelBytes) -> ModelFile:
         except xgboost.core.XGBoostError as err:
             raise InputError(f"{file.source}: not a model file: XGBoost rejects it as "
                              f"{fmt.upper()}: {error_reason(err)}") from None
+    # the Booster records the installed version: keep the one whose rules built the trees
+    written = file_version(file.data)
+    if written is not None and written[:2] != _version_tuple(VERSION):
+        booster.set_attr(**{FILE_VERSION_ATTR: ".".join(str(v) for v in written)})
     return ModelFile(booster, "xgboost", fmt, file.source)
 
 

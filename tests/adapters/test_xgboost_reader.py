@@ -700,3 +700,61 @@ def test_reachable_without_a_walk_only_where_the_walk_reaches_every_node():
             "trees"]:
         assert _every_node_reached(np.array(tree["left_children"]),
                                    np.array(tree["right_children"]))
+
+
+DATA = __import__("pathlib").Path(__file__).parent / "data"
+
+
+def _relabel_version(raw: bytes, fmt: str, minor: int) -> bytes:
+    """``raw`` (a model of the installed XGBoost) as if XGBoost 3.``minor`` had written it."""
+    if fmt == "json":
+        js = json.loads(raw)
+        js["version"] = [3, minor, 0]
+        return json.dumps(js).encode()
+    at = raw.rfind(b"version")
+    head, tail = raw[:at], raw[at:]
+    major, old_minor = (int(v) for v in xgboost.__version__.split(".")[:2])
+    old = b"i" + bytes([major]) + b"i" + bytes([old_minor])
+    assert old in tail
+    return head + tail.replace(old, b"i\x03i" + bytes([minor]), 1)
+
+
+@pytest.mark.parametrize("fmt", ["json", "ubj"])
+def test_a_model_file_is_read_by_the_rules_of_the_version_that_wrote_it(fmt, tmp_path):
+    """XGBoost 3.4 loading a 3.2 file records 3.4 in the Booster's JSON: the file was read by
+    the installed version's rules (B off where alpha and max_delta_step meet). The loader
+    keeps the file's version."""
+    from unbiased_criteria.cli import load_model
+
+    bst = xgb.train({"max_depth": 2, "nthread": 1}, xgb.DMatrix(np.random.default_rng(0)
+                                                                 .normal(size=(50, 2)),
+                                                                 np.arange(50.0)), 2)
+    installed = compat.model_version(None)
+    other = 2 if installed >= (3, 4) else 4  # the other side of the 3.4 rule change
+    path = tmp_path / f"m.{fmt}"
+    path.write_bytes(_relabel_version(bytes(bst.save_raw(fmt)), fmt, other))
+    loaded = load_model(path).model
+    read = ax.read_model(loaded)
+    js = json.loads(loaded.save_raw("json"))
+    assert compat.model_version(js) == (3, other)
+    assert read.split_score.raw_gradient_score == compat.scores_with_raw_gradient((3, other))
+    # a file of the installed version carries no attribute
+    same = tmp_path / f"same.{fmt}"
+    same.write_bytes(bytes(bst.save_raw(fmt)))
+    assert compat.FILE_VERSION_ATTR not in load_model(same).model.attributes()
+
+
+def test_a_3_2_model_file_matches_its_own_loss_changes():
+    """Oracle on any installed version (the CI's 3.4 step is the one that tells): a model
+    XGBoost 3.2 wrote with alpha and max_delta_step, given as a file path."""
+    import unbiased_criteria as uc
+    from unbiased_criteria.cli import load_model
+
+    model = load_model(DATA / "xgboost_3.2_alpha_max_delta_step.json").model
+    model.set_param({"alpha": 3.0, "max_delta_step": 0.2})  # a file does not keep them
+    rng = np.random.default_rng(12)  # the rows the model was trained on
+    X = rng.normal(size=(600, 4)).astype(np.float32)
+    y = X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=600)
+    report = uc.unbiased_importance(model, X, y, X[:300], y[:300], random_state=0)
+    s = report.splits
+    np.testing.assert_allclose(s["biased_gain"], s["host_gain"], rtol=2e-3, atol=1e-5)
