@@ -9,6 +9,7 @@ data, metrics, callbacks) stays XGBoost's.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -241,7 +242,14 @@ class UnbiasedXGBClassifier(_UnbiasedFit, xgboost.XGBClassifier):
         finally:
             self.objective = objective  # XGBClassifier.fit sets multi:softprob
         self._classes = classes
+        _store_classes(self.get_booster(), classes)
         return self
+
+    def load_model(self, fname: Any) -> None:
+        """``XGBClassifier.load_model``, with the labels ``fit`` was given where the model
+        stores them (a model saved by this estimator); else ``classes_`` is ``0..K-1``."""
+        super().load_model(fname)
+        self._classes = _stored_classes(self.get_booster())
 
     def get_xgb_params(self) -> dict[str, Any]:
         """XGBoost's parameters, with the objective the Booster was trained with.
@@ -273,6 +281,31 @@ class UnbiasedXGBClassifier(_UnbiasedFit, xgboost.XGBClassifier):
         if output_margin:
             return out
         return self.classes_[np.asarray(out, dtype=np.int64)]
+
+
+#: Booster attribute: the labels an UnbiasedXGBClassifier was fit with (XGBoost keeps only
+#: their count), so that save_model / load_model keep what predict returns
+_CLASSES_ATTR = "unbiased_criteria_classes"
+
+
+def _store_classes(booster: xgboost.Booster, classes: np.ndarray) -> None:
+    """Keep ``classes`` in ``booster`` (JSON with their dtype); labels JSON cannot hold
+    (e.g. arbitrary objects) are not kept, and a loaded model says so."""
+    try:
+        text = json.dumps({"dtype": classes.dtype.str, "values": classes.tolist()})
+    except (TypeError, ValueError):
+        text = None
+    booster.set_attr(**{_CLASSES_ATTR: text})  # None removes an earlier fit's
+
+
+def _stored_classes(booster: xgboost.Booster) -> np.ndarray | None:
+    text = booster.attr(_CLASSES_ATTR)
+    if text is None:
+        return None
+    stored = json.loads(text)
+    dtype = np.dtype(stored["dtype"])
+    # object labels come back as the JSON values; anything else in its own dtype
+    return np.asarray(stored["values"], dtype=None if dtype.kind == "O" else dtype)
 
 
 def _multi_label(y: Any, argument: str, columns: int | None = None) -> np.ndarray:

@@ -163,6 +163,31 @@ def test_pickle_keeps_the_unbiased_importance():
         _ = refitted.feature_importances_
 
 
+@pytest.mark.parametrize("labels", [np.array(["hi", "lo", "mid"]), np.array([-3, 7, 10]),
+                                    np.array([1.0, 2.0, 4.0]), np.array([False, True])])
+def test_classifier_save_and_load_keep_the_labels(tmp_path, labels):
+    """XGBoost keeps only the number of classes: loaded, a fresh estimator predicted codes
+    0..K-1 and a fitted one the labels of its own earlier fit."""
+    X, _ = make_data(300, seed=6)
+    code = np.digitize(X[:, 0], [0.0, 1.0])[: len(X)] % labels.size
+    y = labels[code]
+    model = ax.UnbiasedXGBClassifier(**SMALL).fit(X, y)
+    path = tmp_path / "model.json"
+    model.save_model(path)
+    fresh = ax.UnbiasedXGBClassifier()
+    fresh.load_model(path)
+    other = ax.UnbiasedXGBClassifier(**SMALL).fit(X, np.array(["a", "b", "c", "d"])[code])
+    other.load_model(path)
+    for loaded in (fresh, other):
+        np.testing.assert_array_equal(loaded.classes_, model.classes_)
+        assert loaded.classes_.dtype == model.classes_.dtype
+        np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    # a model XGBoost saved (no labels stored): the codes, not a stale fit's labels
+    plain = xgboost.XGBClassifier(n_estimators=2).fit(X, code)
+    other.load_model(plain.get_booster().save_raw("json"))
+    np.testing.assert_array_equal(other.classes_, np.arange(code.max() + 1))
+
+
 def test_training_views_take_the_estimator_as_lightgbms_do():
     """training_report / training_splits / training_record of a fitted estimator: LightGBM's
     take the estimator; XGBoost's raised KeyError "booster was not returned by train"."""
