@@ -55,14 +55,33 @@ def with_train(func: Callable, replacement: Callable) -> Callable:
     return new
 
 
-def check_fit_weights(weight, eval_weights, weight_name: str, eval_name: str) -> None:
-    """``fit``'s sample weights and evaluation weights, finite and non-negative, refused by
-    their argument names before the host sees them (XGBoost would fail deep in C++)."""
-    for w, name in [(weight, weight_name),
-                    *((w, f"{eval_name}[{i}]") for i, w in enumerate(eval_weights or ()))]:
+def _n_rows(X) -> int | None:
+    """Rows of a fit input (array, frame, sparse matrix, list), or None if it cannot tell."""
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) >= 1:
+        return int(shape[0])
+    try:
+        return len(X)
+    except TypeError:
+        return None
+
+
+def check_fit_weights(weight, eval_weights, weight_name: str, eval_name: str, X=None,
+                      eval_set=None) -> None:
+    """``fit``'s sample weights and evaluation weights, finite, non-negative and one per row
+    of ``X`` / of each ``eval_set`` pair's X, refused by their argument names before the host
+    sees them (XGBoost would fail deep in C++)."""
+    eval_X = [pair[0] if isinstance(pair, (tuple, list)) and len(pair) == 2 else None
+              for pair in (eval_set or ())]
+    for w, name, data in [
+        (weight, weight_name, X),
+        *((w, f"{eval_name}[{i}]", eval_X[i] if i < len(eval_X) else None)
+          for i, w in enumerate(eval_weights or ())),
+    ]:
         if w is not None:
             w = np.asarray(w)  # array-likes too (scikit-learn's checks pass one)
-            check_weight(w, w.size, name)
+            rows = _n_rows(data) if data is not None else None
+            check_weight(w, w.size if rows is None else rows, name)
 
 
 class TrainingImportance:

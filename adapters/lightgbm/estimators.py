@@ -45,7 +45,8 @@ class _UnbiasedFit(TrainingImportance, lightgbm.LGBMModel):
         bound = inspect.signature(lightgbm.LGBMModel.fit).bind(self, *args, **kwargs)
         check_fit_weights(bound.arguments.get("sample_weight"),
                           bound.arguments.get("eval_sample_weight"), "sample_weight",
-                          "eval_sample_weight")
+                          "eval_sample_weight", bound.arguments.get("X"),
+                          bound.arguments.get("eval_set"))
         options = {k: getattr(self, k) for k in _UNBIASED_PARAMS}
 
         def unbiased_train(params, train_set, num_boost_round=100, valid_sets=None,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import xgboost
 
 try:
@@ -52,7 +53,7 @@ class _UnbiasedFit(TrainingImportance):
         if kwargs.get("xgb_model") is not None:
             raise ValueError("xgb_model (continued training) is not supported")
         check_fit_weights(kwargs.get("sample_weight"), kwargs.get("sample_weight_eval_set"),
-                          "sample_weight", "sample_weight_eval_set")
+                          "sample_weight", "sample_weight_eval_set", X, kwargs.get("eval_set"))
         options = {k: getattr(self, k) for k in _UNBIASED_PARAMS}
 
         def unbiased_train(params, dtrain, num_boost_round=10, *, evals=None, obj=None,
@@ -220,11 +221,16 @@ class UnbiasedXGBClassifier(_UnbiasedFit, xgboost.XGBClassifier):
                             for i, (Xe, ye) in enumerate(eval_set)]
         else:
             y = column_or_1d(y, warn=True)
+            if y.size == 0:
+                raise ValueError("y has no rows: a classifier needs labels of 2 classes")
+            if y.dtype.kind == "O" and pd.isna(y).any():  # np.unique cannot order None
+                raise ValueError(f"y contains {int(pd.isna(y).sum())} missing label(s) (None "
+                                 "or NaN): a classifier needs a label on every row")
             check_classification_targets(y)
             classes, encoded = np.unique(y, return_inverse=True)
             if classes.size < 2:
-                raise ValueError(f"the training labels have 1 class ({classes.tolist()}): a "
-                                 "classifier needs at least 2")
+                raise ValueError(f"the training labels have {classes.size} class "
+                                 f"({classes.tolist()}): a classifier needs at least 2")
             if eval_set is not None:
                 eval_set = [(Xe, _encode_labels(ye, classes, f"eval_set[{i}]"))
                             for i, (Xe, ye) in enumerate(eval_set)]

@@ -191,3 +191,39 @@ def test_the_estimators_refuse_bad_sample_weights_by_their_names(data, bad):
         for call in calls:
             with pytest.raises(ValueError, match=f"^{name} must be finite and non-negative$"):
                 call()
+
+
+def test_the_estimators_refuse_weights_of_another_length_by_their_names(data):
+    """XGBoost failed in C++ ("Check failed: h_weights.size() == batch.Size()", a stack
+    trace): the weights' count is checked against X's and each eval_set X's rows."""
+    X, y = data
+    short = np.ones(N - 1)
+    fits = {
+        "sample_weight": [
+            lambda: UnbiasedLGBMRegressor(n_estimators=2, verbose=-1).fit(X, y, short),
+            lambda: UnbiasedXGBRegressor(n_estimators=2).fit(X, y, sample_weight=short)],
+        r"eval_sample_weight\[1\]": [lambda: UnbiasedLGBMRegressor(n_estimators=2, verbose=-1)
+                                     .fit(X, y, eval_set=[(X, y)] * 2,
+                                          eval_sample_weight=[None, short])],
+        r"sample_weight_eval_set\[0\]": [lambda: UnbiasedXGBRegressor(n_estimators=2).fit(
+            X, y, eval_set=[(X, y)], sample_weight_eval_set=[short], verbose=False)],
+    }
+    for name, calls in fits.items():
+        for call in calls:
+            with pytest.raises(ValueError, match=f"^{name} has {N - 1} weights but the data "
+                                                 f"has {N} rows$"):
+                call()
+
+
+def test_the_xgboost_classifier_names_missing_labels_and_empty_y(data):
+    from unbiased_criteria.adapters.xgboost import UnbiasedXGBClassifier
+
+    X, _ = data
+    y = np.where(X[:, 0] > 0, "a", "b").astype(object)
+    y[[3, 9]] = None
+    with pytest.raises(ValueError, match=r"^y contains 2 missing label\(s\) \(None or NaN\)"):
+        UnbiasedXGBClassifier(n_estimators=2).fit(X, y)
+    with pytest.raises(ValueError, match="^y has no rows"):
+        UnbiasedXGBClassifier(n_estimators=2).fit(X[:0], y[:0])
+    with pytest.raises(ValueError, match=r"have 1 class \(\['a'\]\)"):
+        UnbiasedXGBClassifier(n_estimators=2).fit(X, np.full(N, "a"))
