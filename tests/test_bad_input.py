@@ -267,3 +267,39 @@ def test_one_huge_held_out_weight_keeps_finite_standard_errors(host, data):
     assert np.isfinite(report.jackknife).all()
     frame = report.to_frame()
     assert np.isfinite(frame["std_error"]).all() and (frame["std_error"] > 0).all()
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_trees_not_grown_on_the_given_training_rows_are_said(host, data, tmp_path):
+    """The first iteration's hessian sums depend on the training rows alone: where they
+    differ from the model's own, biased_gain cannot match host_gain. A model trained with
+    weights not passed, or with a row subsample read from a file (whose parameters are
+    lost), was scored without a word."""
+    import warnings
+
+    X, y, Xv, yv = data
+    w = np.linspace(0.5, 2, len(y))
+    if host == "lightgbm":
+        lgb = pytest.importorskip("lightgbm")
+        weighted = lgb.train({"objective": "regression", "verbose": -1, "num_threads": 1},
+                             lgb.Dataset(X, y, weight=w), 5)
+    else:
+        xgb = pytest.importorskip("xgboost")
+        weighted = xgb.train({"max_depth": 3, "nthread": 1},
+                             xgb.DMatrix(X, y, weight=w, enable_categorical=True), 5)
+    with pytest.warns(UserWarning, match=r"hessian sums differ from the model's own at \d+ "
+                                         r"of the first iteration's \d+ splits"):
+        uc.unbiased_importance(weighted, X, y, Xv, yv, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same model with its weights: nothing to say
+        uc.unbiased_importance(weighted, X, y, Xv, yv, train_weight=w, random_state=0)
+    with pytest.warns(UserWarning, match="hessian sums differ"):
+        uc.prune(weighted, X, y, Xv, yv, random_state=0)
+    if host == "xgboost":  # a row subsample, loaded from a file: its parameters are gone
+        sub = xgb.train({"max_depth": 3, "nthread": 1, "subsample": 0.5, "seed": 1},
+                        xgb.DMatrix(X, y, enable_categorical=True), 3)
+        path = tmp_path / "sub.json"
+        sub.save_model(path)
+        with pytest.warns(UserWarning, match="hessian sums differ") as record:
+            uc.unbiased_importance(str(path), X, y, Xv, yv, random_state=0)
+        assert not any("subsample=" in str(r.message) for r in record)

@@ -202,10 +202,12 @@ def _prepare(
         labels = y_train if classes is None else encode_classes(y_train, classes, "y_train")
         obj = read.objective_from_labels(y_train=np.asarray(labels))
     elif read.objective is None:
-        why = "".join(f" ({m})" for m in read.warnings)
+        # the reader's own reason (an objective the core does not have) says it in full
+        reasons = [m for m in read.warnings if "no equivalent in the core" in m]
         raise ValueError(
+            reasons[0] if reasons else
             "the model's objective is unknown (a custom objective) or cannot be read from "
-            f"the model{why}: pass objective= (a name such as 'binary' or a callable "
+            "the model: pass objective= (a name such as 'binary' or a callable "
             "f(y, raw_score, weight) -> (grad, hess))"
         )
     else:
@@ -277,6 +279,50 @@ def _warn_unusable(usable: np.ndarray, k: np.ndarray, share: np.ndarray, min_k: 
         f"unbiased_gain is 0 and says nothing; usable is False): " + "; ".join(parts),
         UserWarning, stacklevel=3 + extra_frames,
     )
+
+
+def _warn_host_hessian(host: np.ndarray, replayed: np.ndarray, read: Model,
+                       extra_frames: int = 0) -> None:
+    """One warning when the training rows' hessian sums at the first iteration's splits
+    differ from the model's own (``host``: its stored ``sum_hessian`` / ``internal_weight``).
+
+    The trees were then not grown on these rows with these weights: other rows, weights not
+    given, a row subsample or an update the model's file does not record. Skipped where the
+    reader already said why the gains will not match (``read.warnings``).
+    """
+    host, replayed = np.asarray(host, dtype=np.float64), np.asarray(replayed, dtype=np.float64)
+    ok = np.isfinite(host) & (host > 0)
+    if read.warnings or not ok.any():
+        return
+    # float32 sums of float32 hessians: a relative error of 1e-3 is far beyond rounding
+    off = np.abs(replayed[ok] - host[ok]) > 1e-3 * host[ok]
+    if off.any():
+        i = int(np.flatnonzero(off)[0])
+        warnings.warn(
+            f"the training rows' hessian sums differ from the model's own at {int(off.sum())} "
+            f"of the first iteration's {int(ok.sum())} splits (e.g. {replayed[ok][i]:.6g} "
+            f"where the model's is {host[ok][i]:.6g}): its trees were "
+            "not grown on these rows with these weights (other rows, train_weight not given, "
+            "a row subsample such as subsample < 1 or bagging, an update; or a model grown "
+            "by the training hook, whose trees saw each round's fit rows only), so "
+            "biased_gain will not match host_gain (unbiased_gain does not depend on it)",
+            UserWarning, stacklevel=3 + extra_frames,
+        )
+
+
+def _first_trees(forest) -> int:
+    """Trees of the first iteration (trees are iteration-major)."""
+    it = np.asarray(forest.tree_iteration)
+    return int(np.count_nonzero(it == it.min())) if it.size else 0
+
+
+def _first_root(step: TreeStep, scores: TreeScores, n_first: int):
+    """``(host, replayed)`` hessian sums at the splits of a first-iteration tree (both
+    depend on the rows alone there, not on earlier trees), else None."""
+    if step.nodes_train is None or step.tree.n_leaves == 1 or step.index >= n_first:
+        return None
+    inner = step.tree.internal_nodes
+    return step.tree.host_hessian[inner], scores.sums.H[inner]
 
 
 def _child_share(step: TreeStep, scores: TreeScores) -> np.ndarray:
@@ -460,10 +506,16 @@ def unbiased_importance(
         return step, score_tree(step, prep.model.split_score, options, halves, blocks,
                                 ranked=True, workspace=workspace)
 
+    n_first = _first_trees(forest)
+    roots: list[tuple[np.ndarray, np.ndarray]] = []
+
     def collect(result):
         step, scores = result
         records.append(_split_records(step, scores, int(forest.tree_class[step.index])))
         shares.append(_child_share(step, scores))
+        root = _first_root(step, scores, n_first)
+        if root is not None:
+            roots.append(root)
         inner = step.tree.internal_nodes
         if scores.jackknife is not None:
             replicates.append(scores.jackknife[:, inner].T)
@@ -482,6 +534,8 @@ def unbiased_importance(
         _warn_unusable(np.concatenate([r["usable"] for r in records]),
                        np.concatenate([r["k"] for r in records]), np.concatenate(shares),
                        options.min_k, prep.valid.n_rows)
+    if roots:
+        _warn_host_hessian(*map(np.concatenate, zip(*roots)), prep.model)
     jack = stack_replicates(replicates, options.n_blocks)
     report = ImportanceReport(_records_frame(records, forest.feature_names),
                               forest.feature_names, host=prep.model.host, jackknife=jack)
@@ -615,6 +669,8 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     usable: list[np.ndarray] = []
     ks: list[np.ndarray] = []
     shares: list[np.ndarray] = []
+    n_first = _first_trees(prep.model.forest)
+    roots: list[tuple[np.ndarray, np.ndarray]] = []
     workspace = Workspace()  # row arrays reused from tree to tree, for this call
 
     def visit(step: TreeStep):
@@ -625,6 +681,9 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
         usable.append(scores.usable[step.tree.internal_nodes])
         ks.append(scores.k[step.tree.internal_nodes])
         shares.append(_child_share(step, scores))
+        root = _first_root(step, scores, n_first)
+        if root is not None:
+            roots.append(root)
         return prune_tree(step.tree, scores, prep.model.split_score, options.prune_threshold,
                           refit_leaves)
 
@@ -633,6 +692,9 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     if usable:
         _warn_unusable(np.concatenate(usable), np.concatenate(ks), np.concatenate(shares),
                        options.min_k, prep.valid.n_rows, extra_frames=extra_frames)
+    if roots:
+        _warn_host_hessian(*map(np.concatenate, zip(*roots)), prep.model,
+                           extra_frames=extra_frames)
     forest = prep.model.forest
     before = sum(t.n_leaves for t in forest.trees)
     after = sum(t.n_leaves for t in result.trees)

@@ -242,7 +242,8 @@ def read_model(model: Any) -> Model:
         monotone=_monotone_constraints(params, names),
     )
     if objective is None:
-        notes.append(f"objective {obj_name!r} has no equivalent in the core: pass objective=")
+        notes.append(f"objective {obj_name!r} has no equivalent in the core: pass objective= "
+                     "(a callable f(y, raw_score, weight) -> (grad, hess))")
     return Model(forest=forest, objective=objective, split_score=split_score, host="xgboost",
                  leaf_params_unknown=not given and bool(trees), warnings=tuple(notes),
                  source={"n_features_inferred": inferred, "objective": obj_name,

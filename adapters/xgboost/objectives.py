@@ -188,7 +188,8 @@ def _single_objective(spec: str, model_ir: Model, n_outputs: int) -> Objective:
         objective = _core_objective(spec, params, n_outputs,
                                     compat.model_version(model_ir.source))
         if objective is None:
-            raise ValueError(f"XGBoost objective {spec!r} has no equivalent in the core")
+            raise ValueError(f"XGBoost objective {spec!r} has no equivalent in the core: pass "
+                             "objective= a callable f(y, raw_score, weight) -> (grad, hess)")
         return objective
     params: dict[str, Any] = {"precision": "float32"}
     if spec == "binary_logistic":

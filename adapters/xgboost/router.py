@@ -8,6 +8,7 @@ estimator's ``missing``) go where XGBoost sends them, since XGBoost routes.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -73,9 +74,21 @@ def _recode_categories(X: pd.DataFrame, bst: xgboost.Booster, argument: str) -> 
                          f"({', '.join(repr(c) for c in dup[:5])}): XGBoost needs one name "
                          "per feature")
     cat_columns = [c for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)]
+    stored = _stored_categories(bst)
+    plain = [c for c in X.columns if stored and stored.get(str(c)) is not None
+             and c not in cat_columns]
+    if plain:  # XGBoost takes such values as category codes: say so, as it does not
+        c = plain[0]
+        warnings.warn(
+            f"{argument}'s column {c!r} is a categorical feature of the model (categories "
+            f"{stored[str(c)][:5]}{'...' if len(stored[str(c)]) > 5 else ''}) but holds "
+            f"{X[c].dtype} values: they are read as category codes 0..{len(stored[str(c)]) - 1}"
+            ", as XGBoost predicts such a frame; pass the column as a pandas category to "
+            "match its values to the model's categories"
+            + (f" ({len(plain)} such columns)" if len(plain) > 1 else ""),
+            UserWarning, stacklevel=5)
     if not cat_columns:
         return X, True
-    stored = _stored_categories(bst)
     if stored is None:  # cannot recode here: route with the whole model, which recodes
         return X, False
     recoded = {}

@@ -149,6 +149,8 @@ def test_a_written_model_saved_and_loaded_is_read_with_its_own_parameters(data, 
     again = _loaded_via_file(written, tmp_path, suffix)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing to warn about: the parameters are known
+        if source == "hook":  # its trees were grown on part of the rows: said, expected
+            warnings.filterwarnings("ignore", message=".*hessian sums differ")
         read = ax.read_model(again)
         report = uc.unbiased_importance(again, X, y, Xv, yv, random_state=0)
     assert read.split_score.l2 == pytest.approx(5.0, rel=1e-3)

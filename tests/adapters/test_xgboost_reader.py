@@ -758,3 +758,52 @@ def test_a_3_2_model_file_matches_its_own_loss_changes():
     report = uc.unbiased_importance(model, X, y, X[:300], y[:300], random_state=0)
     s = report.splits
     np.testing.assert_allclose(s["biased_gain"], s["host_gain"], rtol=2e-3, atol=1e-5)
+
+
+def test_an_objective_the_core_does_not_have_is_one_clear_error():
+    """binary:hinge: the reader's note was wrapped in a second 'pass objective=' sentence."""
+    import unbiased_criteria as uc
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] > 0).astype(float)
+    bst = xgb.train({"objective": "binary:hinge", "max_depth": 2, "nthread": 1},
+                    xgb.DMatrix(X, y), 3)
+    with pytest.raises(ValueError) as err:
+        uc.unbiased_importance(bst, X, y, X, y)
+    assert str(err.value) == ("objective 'binary:hinge' has no equivalent in the core: pass "
+                              "objective= (a callable f(y, raw_score, weight) -> (grad, hess))")
+    with pytest.raises(ValueError, match="'binary:hinge' has no equivalent in the core: pass"):
+        uc.unbiased_importance(bst, X, y, X[:100], y[:100], objective="binary:hinge")
+    # the callable it asks for works
+    report = uc.unbiased_importance(
+        bst, X, y, X[:100], y[:100],
+        objective=lambda y, raw, w: (raw - y, np.ones_like(raw)))
+    assert len(report.splits) > 0
+
+
+def test_plain_values_in_a_categorical_feature_are_said_to_be_codes():
+    """A model trained on a category column of integers (3, 7, 11, 50, 100), given the
+    column as plain int64: XGBoost (and so the replay) reads the values as category codes,
+    silently; U of that feature changed sign. A warning now says so."""
+    import unbiased_criteria as uc
+
+    if compat._version_tuple(xgboost.__version__) < (3, 1):
+        pytest.skip("the model stores its categories from XGBoost 3.1")
+    rng = np.random.default_rng(0)
+    vals = np.array([3, 7, 11, 50, 100])
+    c = vals[rng.integers(0, 5, 1000)]
+    X = pd.DataFrame({"c": pd.Categorical(c, categories=vals), "x": rng.normal(size=1000)})
+    y = (c == 7) * 1.0 + X["x"].to_numpy() + rng.normal(size=1000)
+    bst = xgb.train({"max_depth": 3, "nthread": 1}, xgb.DMatrix(X[:500], y[:500],
+                                                              enable_categorical=True), 4)
+    plain = X[500:].assign(c=X["c"][500:].astype("int64"))
+    with pytest.warns(UserWarning, match=r"X_valid's column 'c' is a categorical feature of "
+                                         r"the model \(categories \[3, 7, 11, 50, 100\]\) but "
+                                         r"holds int64 values: they are read as category "
+                                         r"codes 0..4"):
+        uc.unbiased_importance(bst, X[:500], y[:500], plain, y[500:])
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the category column itself: nothing to say
+        uc.unbiased_importance(bst, X[:500], y[:500], X[500:], y[500:])
