@@ -37,6 +37,7 @@ from .validation import (
     check_labels,
     check_pair,
     check_weight,
+    class_weights,
     encode_classes,
     same_rows,
     training_rows_held_out,
@@ -178,6 +179,27 @@ def bias_objective(read: Model, obj: Objective) -> Objective:
     return read.objective
 
 
+def _class_weights(read: Model, classes, y_train, y_valid, extra_frames: int
+                   ) -> np.ndarray | None:
+    """Each class's weight where the classifier had a ``class_weight`` (it multiplied its
+    training weights; the held-out rows are weighted alike, so that U measures the loss the
+    model was fit to), else None."""
+    if read.class_weight is None or classes is None:
+        return None
+    labels = y_train
+    if isinstance(read.class_weight, str) and y_train is None:
+        warnings.warn(
+            "class_weight='balanced' takes each class's weight from the training labels' "
+            "counts, and none were given: the held-out labels' counts serve instead",
+            UserWarning, stacklevel=4 + extra_frames)
+        labels = y_valid
+    encoded = None
+    if isinstance(read.class_weight, str):
+        encoded = encode_classes(labels, classes, "y_train" if y_train is not None
+                                 else "y_valid")
+    return class_weights(read.class_weight, classes, encoded)
+
+
 def _prepare(
     model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
     memory_budget, needed_for: str = "importance", host_params=None, extra_frames: int = 0,
@@ -217,6 +239,7 @@ def _prepare(
         raise ValueError("X_valid and y_valid are required: held-out rows drive the estimate")
     if X_train is None and train_weight is not None:
         raise ValueError("train_weight was given without X_train")
+    per_class = _class_weights(read, classes, y_train, y_valid, extra_frames)
 
     def rows(X, y, w, x_name, y_name, w_name):
         router = adapter.make_router(model, read, X, x_name, memory_budget=memory_budget)
@@ -226,6 +249,9 @@ def _prepare(
         weight = check_weight(w, router.n_rows, w_name)
         if weight is not None and not weight.any():
             raise ValueError(f"{w_name} is 0 for every row: those rows carry no evidence")
+        if per_class is not None:  # as the classifier weighted its training rows
+            by_class = per_class[labels.astype(np.int64)]
+            weight = by_class if weight is None else weight * by_class
         return RowSet(router, labels, weight)
 
     valid = rows(X_valid, y_valid, valid_weight, "X_valid", "y_valid", "valid_weight")

@@ -69,6 +69,10 @@ class Model:
         ``is_unbalance`` class weights come from the label counts), ``objective`` is None
         and ``objective_from_labels(y_train=labels)`` builds it from the (encoded) training
         labels.
+    class_weight : dict, "balanced" or None
+        A scikit-learn classifier's ``class_weight`` (keyed by its labels), which multiplied
+        its training weights: the core multiplies the training and held-out rows' weights by
+        it (:func:`unbiased_criteria.validation.class_weights`).
     """
 
     forest: Forest
@@ -80,6 +84,7 @@ class Model:
     warnings: tuple[str, ...] = ()
     source: Any = field(default=None, repr=False)
     objective_from_labels: Callable[..., Objective] | None = field(default=None, repr=False)
+    class_weight: Any = None
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from scipy import sparse
 from .objectives import Objective
 
 __all__ = [
-    "encode_classes", "check_labels", "check_weight", "check_pair", "check_matrix",
-    "check_column_names", "same_rows",
+    "class_weights", "encode_classes", "check_labels", "check_weight", "check_pair",
+    "check_matrix", "check_column_names", "same_rows",
     "training_rows_held_out",
 ]
 
@@ -25,6 +25,26 @@ def check_pair(X, y, x_name: str, y_name: str) -> None:
     """``X`` and ``y`` are given together or not at all."""
     if (X is None) != (y is None):
         raise ValueError(f"pass both {x_name} and {y_name}, or neither")
+
+
+def class_weights(class_weight, classes, y_train: np.ndarray | None) -> np.ndarray:
+    """Each class's weight (indexed as ``classes``) under a classifier's ``class_weight``, as
+    scikit-learn's ``compute_sample_weight`` gives it (LightGBM and HistGradientBoosting
+    multiply their training weights by it): a dict keyed by label (absent labels 1), or
+    ``"balanced"``, ``n / (K * count)`` over the encoded training labels ``y_train``.
+    """
+    classes = np.asarray(classes)
+    if isinstance(class_weight, str):
+        if class_weight != "balanced":
+            raise ValueError(f"class_weight must be a dict, 'balanced' or None, got "
+                             f"{class_weight!r}")
+        counts = np.bincount(np.asarray(y_train, dtype=np.int64), minlength=classes.size)
+        with np.errstate(divide="ignore"):
+            out = y_train.size / (classes.size * counts.astype(np.float64))
+        return np.where(counts > 0, out, 1.0)
+    weights = dict(class_weight)
+    return np.array([float(weights.get(c.item() if hasattr(c, "item") else c, 1.0))
+                     for c in classes])
 
 
 def encode_classes(y, classes, argument: str) -> np.ndarray:

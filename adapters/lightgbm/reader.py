@@ -8,6 +8,7 @@ hyper-parameters, modes that break replay). Unsupported kinds of model raise
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
@@ -227,8 +228,14 @@ def read_model(model: lightgbm.Booster | lightgbm.LGBMModel) -> Model:
     # a Booster built from corrupt text can crash dump_model(): check the text first
     check_model_text(text)
     dump = booster.dump_model(num_iteration=-1)
-    return model_from_dump(dump, parse_parameters(text), text=text,
+    read = model_from_dump(dump, parse_parameters(text), text=text,
                            best_iteration=int(getattr(booster, "best_iteration", 0) or 0))
+    # LGBMClassifier(class_weight=...) multiplied its training weights (the Booster does not
+    # say): the core weights the rows alike
+    class_weight = getattr(model, "class_weight", None)
+    if isinstance(model, lightgbm.LGBMClassifier) and class_weight is not None:
+        read = dataclasses.replace(read, class_weight=class_weight)
+    return read
 
 
 def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",

@@ -103,12 +103,6 @@ def _warnings(model) -> tuple[str, ...]:
                              or not isinstance(mono, dict) and np.any(np.asarray(mono) != 0)):
         out.append("monotonic constraints clip node values: recomputed gains may not match "
                    "the stored ones (the unbiased gain stays valid)")
-    if getattr(model, "class_weight", None) is not None:
-        out.append(
-            "class_weight multiplied the training sample weights: pass train_weight = "
-            "sample_weight * sklearn.utils.class_weight.compute_sample_weight(class_weight, "
-            "y_train) for biased_gain to match the stored gains"
-        )
     if (getattr(model, "do_early_stopping_", False) and model.validation_fraction is not None
             and len(getattr(model, "validation_score_", ())) > 0):
         out.append(
@@ -176,4 +170,18 @@ def read_model(model) -> Model:
         host="sklearn",
         warnings=_warnings(model),
         source=st,
+        # class_weight multiplied the training weights: the core weights the rows alike
+        class_weight=_class_weight(model),
     )
+
+
+def _class_weight(model) -> dict | str | None:
+    """The classifier's ``class_weight`` keyed by its labels: scikit-learn applies a dict to
+    the encoded labels 0..K-1 (``_finalize_sample_weight`` after ``_encode_y``), so its keys
+    are class indices."""
+    class_weight = getattr(model, "class_weight", None)
+    if not isinstance(class_weight, dict):
+        return class_weight
+    classes = np.asarray(model.classes_)
+    return {classes[int(k)].item(): v for k, v in class_weight.items()
+            if 0 <= int(k) < classes.size}
