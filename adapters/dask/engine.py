@@ -30,6 +30,7 @@ from unbiased_criteria.adapters.dask.inputs import (
 
 from unbiased_criteria.api import (
     _child_share,
+    _class_weights,
     _records_frame,
     _split_records,
     _warn_unusable,
@@ -87,6 +88,8 @@ class _Job:
     classes: Any
     options: GainOptions
     memory_budget: int
+    #: each class's weight, where the classifier had a class_weight
+    per_class: np.ndarray | None = None
 
 
 def _client():
@@ -120,6 +123,9 @@ def _start(job: _Job, x, y, w, names, held_out: bool, index: int, offset: int,
         y = encode_classes(y, job.classes, y_name)
     labels = check_labels(y, n, y_name, job.objective)
     weight = check_weight(w, n, w_name)
+    if job.per_class is not None:  # as the classifier weighted its training rows
+        by_class = job.per_class[labels.astype(np.int64)]
+        weight = by_class if weight is None else weight * by_class
     state = start_partition(job.read, labels, weight, held_out=held_out, index=index,
                             offset=offset, options=job.options, half_a=half_a)
     return state, [np.array([n, 0 if weight is None else np.count_nonzero(weight)])]
@@ -264,6 +270,15 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
             and _same_collection(y_train, y_valid):
         training_rows_held_out(needed_for, stacklevel=4)
     classes = getattr(host_model, "classes_", None)
+    per_class = None
+    if read.class_weight is not None and classes is not None:
+        import dask
+
+        # "balanced" needs the labels' counts: the labels, and only they, come to the client
+        balanced = isinstance(read.class_weight, str)
+        yt = np.asarray(dask.compute(y_train)[0]) if balanced and y_train is not None else None
+        yv = np.asarray(dask.compute(y_valid)[0]) if balanced and y_train is None else None
+        per_class = _class_weights(read, classes, yt, yv, extra_frames=1)
     from_labels = obj is None
     if (read.bias_from_labels or from_labels) and y_train is not None:
         # the init score (LightGBM's boost_from_average) and is_unbalance's class weights are
@@ -280,6 +295,9 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
             _check_objective(obj)
         y_all = check_labels(y_all, y_all.shape[0], "y_train", obj)
         w_all = check_weight(w_all, y_all.shape[0], "train_weight")
+        if per_class is not None:
+            by_class = per_class[y_all.astype(np.int64)]
+            w_all = by_class if w_all is None else w_all * by_class
         read = resolve_bias(read, bias_objective(read, obj), y_all, w_all)
     else:
         read = resolve_bias(read, obj, None, None)
@@ -289,7 +307,8 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
         warnings.warn("the model has no trees: there is no split to score", UserWarning,
                       stacklevel=4)
     client = _client()
-    job = _Job(adapter.__name__, host_model, read, obj, classes, options, int(memory_budget))
+    job = _Job(adapter.__name__, host_model, read, obj, classes, options, int(memory_budget),
+               per_class)
     job_future = client.scatter(job, broadcast=True, hash=False)
     valid = _Rows(client, job_future, X_valid, y_valid, valid_weight,
                   ("X_valid", "y_valid", "valid_weight"), held_out=True,

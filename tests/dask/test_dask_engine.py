@@ -257,6 +257,21 @@ def test_is_unbalance_takes_its_class_weights_from_the_training_labels(client):
         uc.unbiased_importance(model, None, None, *_dask(2, Xv, yv))
 
 
+@pytest.mark.parametrize("class_weight", [{1: 4.0}, "balanced"])
+def test_class_weight_as_in_memory(client, class_weight):
+    """LGBMClassifier(class_weight=...) multiplied its training weights: Dask inputs weight the
+    rows as in memory (the init score too), and B is LightGBM's split_gain."""
+    X, y, _ = _data(3000, 26, classes=2)
+    Xv, yv, _ = _data(2000, 27, classes=2)
+    y = (y * (X["f3"] > 0.4)).astype(int)
+    model = lightgbm.LGBMClassifier(n_estimators=5, num_leaves=6, class_weight=class_weight,
+                                    verbose=-1).fit(X, y)
+    mem = uc.unbiased_importance(model, X, y, Xv, yv)
+    dsk = uc.unbiased_importance(model, *_dask(3, X, y), *_dask(2, Xv, yv))
+    _assert_same_splits(mem, dsk)
+    np.testing.assert_allclose(dsk.splits["biased_gain"], dsk.splits["host_gain"], rtol=1e-5)
+
+
 def test_the_training_collection_as_held_out_rows_is_warned_or_refused(client):
     X, y, _ = _data(600, 21)
     Xv, yv, _ = _data(600, 22)
