@@ -224,10 +224,11 @@ def _prepare(
         labels = y_train if classes is None else encode_classes(y_train, classes, "y_train")
         obj = read.objective_from_labels(y_train=np.asarray(labels))
     elif read.objective is None:
-        # the reader's own reason (an objective the core does not have) says it in full
-        reasons = [m for m in read.warnings if "no equivalent in the core" in m]
+        # the reader's own reasons (an objective the core does not have, is_unbalance
+        # without training labels) say it in full, with what to pass
+        reasons = [m for m in read.warnings if "pass objective=" in m]
         raise ValueError(
-            reasons[0] if reasons else
+            "; ".join(reasons) if reasons else
             "the model's objective is unknown (a custom objective) or cannot be read from "
             "the model: pass objective= (a name such as 'binary' or a callable "
             "f(y, raw_score, weight) -> (grad, hess))"

@@ -97,18 +97,45 @@ def _weighted_mean(y, w):
 
 
 def _weighted_percentile(y, w, q):
-    """LightGBM's weighted percentile (linear interpolation of the weighted CDF)."""
+    """LightGBM's percentile of labels ``y`` (the init score of its L1, quantile and MAPE
+    objectives), rule for rule, in its precisions (labels, weights and alpha in float32).
+
+    Checked against LightGBM 4.7's own init scores (``tests/core/test_objectives.py``), not
+    its source, whose formula differs. Unweighted: linear interpolation between order
+    statistics, counted from the largest. Weighted: the values sorted (stably), the running
+    sum ``cdf`` of their weights, ``t = alpha * cdf[-1]`` and ``pos`` the first index whose
+    ``cdf`` exceeds ``t`` (at most ``n - 1``); the value at ``pos`` at either end; else, where
+    the weight at ``pos`` is at least 1, ``v[pos-1] + (t - cdf[pos-1]) / w[pos] * (v[pos] -
+    v[pos-1])`` (the difference in float32), and ``v[pos-1]`` where it is below 1.
+    """
+    y = np.asarray(y, dtype=np.float32)
+    q = float(np.float32(q))
+    n = y.size
+    if n <= 1:
+        return float(y[0])
     if w is None:
-        return float(np.percentile(y, q * 100.0))
+        values = np.sort(y)[::-1].astype(np.float64)  # LightGBM counts from the largest
+        float_pos = (n - 1) * (1.0 - q)
+        pos = int(float_pos) + 1
+        if pos < 1:
+            return float(values[0])
+        if pos >= n:
+            return float(values[-1])
+        bias = float_pos - (pos - 1)
+        v1, v2 = values[pos - 1], values[pos]
+        return float(np.float32(v1 - (v1 - v2) * bias))
     order = np.argsort(y, kind="stable")
-    ys, ws = y[order].astype(np.float64), w[order].astype(np.float64)
-    cdf = np.cumsum(ws)
-    pos = q * cdf[-1]
-    i = int(np.searchsorted(cdf, pos))
-    if i == 0 or i >= ys.size:
-        return float(ys[min(i, ys.size - 1)])
-    lo, hi = cdf[i - 1], cdf[i]
-    return float(ys[i - 1] + (ys[i] - ys[i - 1]) * (pos - lo) / max(hi - lo, 1e-300))
+    values = y[order]
+    cdf = np.cumsum(np.asarray(w, dtype=np.float32)[order].astype(np.float64))
+    threshold = cdf[-1] * q
+    pos = min(int(np.searchsorted(cdf, threshold, side="right")), n - 1)
+    if pos == 0 or pos == n - 1:
+        return float(values[pos])
+    v1, v2 = values[pos - 1], values[pos]
+    step = cdf[pos] - cdf[pos - 1]
+    if step >= 1.0:
+        return float(np.float32((threshold - cdf[pos - 1]) / step * float(v2 - v1) + float(v1)))
+    return float(v1)
 
 
 @dataclass(frozen=True)
@@ -635,9 +662,12 @@ class Mape(Objective):
         return self._w(np.sign(raw - y) * lw, w), self._w(np.ones_like(raw), w)
 
     def init_score(self, y, weight=None):
-        y = np.float32(y)
-        lw = 1.0 / np.maximum(1.0, np.abs(y))
-        return np.array([_weighted_percentile(y, lw if weight is None else lw * weight, 0.5)])
+        # LightGBM's label weights, in float32: 1 / max(1, |y|), times the row weight
+        y = np.asarray(y, dtype=np.float32)
+        lw = np.float32(1.0) / np.maximum(np.float32(1.0), np.abs(y))
+        if weight is not None:
+            lw = lw * np.asarray(weight, dtype=np.float32)
+        return np.array([_weighted_percentile(y, lw, 0.5)])
 
 
 @dataclass(frozen=True)
