@@ -179,6 +179,25 @@ def bias_objective(read: Model, obj: Objective) -> Objective:
     return read.objective
 
 
+def _warn_init_score_unseen(read: Model, obj: Objective, train: RowSet | None,
+                            extra_frames: int) -> None:
+    """Warn where the host would have added a non-zero init score to the first trees and
+    they hold none: the model was trained from given scores (LightGBM's Dataset
+    ``init_score``), which it does not keep, so the replay starts from other scores."""
+    if not read.init_score_unseen or train is None or isinstance(obj, CustomObjective):
+        return
+    init = np.atleast_1d(obj.init_score(train.y, train.weight))
+    if np.all(np.abs(init) <= 1e-15):  # LightGBM adds none below its kEpsilon
+        return
+    warnings.warn(
+        f"the model's first trees hold no init score, where training from its labels would "
+        f"have added {float(init.flat[0]):.6g} (boost_from_average): it was trained from "
+        "given scores (a Dataset init_score), which the model does not keep, so the replay "
+        "starts from 0 as its predictions do; its gradients, gains and pruned leaves are "
+        "then not those of its training (the unbiased gain scores the model as it predicts)",
+        UserWarning, stacklevel=4 + extra_frames)
+
+
 def _class_weights(read: Model, classes, y_train, y_valid, extra_frames: int
                    ) -> np.ndarray | None:
     """Each class's weight where the classifier had a ``class_weight`` (it multiplied its
@@ -266,6 +285,7 @@ def _prepare(
     read = resolve_bias(read, bias_objective(read, obj),
                         None if train is None else train.y,
                         None if train is None else train.weight)
+    _warn_init_score_unseen(read, obj, train, extra_frames)
     for message in reader_warnings(read, objective is not None or from_labels):
         warnings.warn(message, UserWarning, stacklevel=3 + extra_frames)
     read = _leaf_params(read, obj, train, needed_for, extra_frames)

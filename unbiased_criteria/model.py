@@ -69,6 +69,11 @@ class Model:
         ``is_unbalance`` class weights come from the label counts), ``objective`` is None
         and ``objective_from_labels(y_train=labels)`` builds it from the (encoded) training
         labels.
+    init_score_unseen : bool
+        The host adds an init score to its first trees unless training started from given
+        scores (LightGBM's ``boost_from_average`` and a Dataset ``init_score``), and these
+        hold none: either the init score was 0, or the model was trained from scores it does
+        not keep. The core tells the two apart from the training labels.
     class_weight : dict, "balanced" or None
         A scikit-learn classifier's ``class_weight`` (keyed by its labels), which multiplied
         its training weights: the core multiplies the training and held-out rows' weights by
@@ -85,6 +90,7 @@ class Model:
     source: Any = field(default=None, repr=False)
     objective_from_labels: Callable[..., Objective] | None = field(default=None, repr=False)
     class_weight: Any = None
+    init_score_unseen: bool = False
 
 
 @dataclass(frozen=True)

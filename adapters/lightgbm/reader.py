@@ -294,8 +294,10 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
 
     # a learning rate changed during training (lightgbm.reset_parameter) shows in the later
     # trees' shrinkage; the first iteration's, reset to 1 by AddBias, is then not stored
+    # trees of one leaf are written with shrinkage 1 whatever the rate: they say nothing
     scheduled = add_bias and not forest_mode and any(
-        not math.isclose(float(info["shrinkage"]), lr, rel_tol=1e-9) for info in infos[K:])
+        not math.isclose(float(info["shrinkage"]), lr, rel_tol=1e-9)
+        for info in infos[K:] if int(info.get("num_leaves", 2)) > 1)
     categorical = categorical_options(dump, source)
     trees = []
     any_bias = False
@@ -333,4 +335,8 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
         forest=forest, objective=objective, split_score=score, host="lightgbm",
         bias_from_labels=any_bias, warnings=tuple(warnings), source=source,
         objective_from_labels=from_labels,
+        # boost_from_average adds the init score unless a Dataset init_score was given (or
+        # it was 0); at learning rate 1 the two kinds of first trees cannot be told apart
+        init_score_unseen=add_bias and not forest_mode and not any_bias and lr != 1.0
+        and bool(infos),
     )

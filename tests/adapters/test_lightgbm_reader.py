@@ -582,3 +582,62 @@ def test_learning_rate_schedule_keeps_the_first_iteration_as_grown():
     first = [t["tree_structure"] for t in (booster.dump_model()["tree_info"][0],
                                           pruned.dump_model()["tree_info"][0])]
     assert first[0] == first[1]
+
+
+def test_single_leaf_trees_do_not_look_like_a_learning_rate_schedule():
+    """LightGBM writes a tree of one leaf with shrinkage 1 whatever the rate (here the trees
+    of a class absent from the labels): read as 'the learning rate changed', which warned and
+    kept the first iteration's trees from pruning."""
+    import warnings
+
+    import unbiased_criteria as uc
+
+    rng = np.random.default_rng(0)
+    X, Xv = rng.normal(size=(1500, 4)), rng.normal(size=(1500, 4))
+    y = np.digitize(X[:, 0] + rng.normal(size=1500), [-1, 0, 1])  # classes 0..3 of 5
+    yv = np.digitize(Xv[:, 0] + rng.normal(size=1500), [-1, 0, 1])
+    model = lightgbm.train({"objective": "multiclass", "num_class": 5, "verbose": -1,
+                            "num_threads": 1, "learning_rate": 0.1}, lightgbm.Dataset(X, y), 4)
+    leaves = [t["num_leaves"] for t in model.dump_model()["tree_info"]]
+    assert leaves[4::5] == [1, 1, 1, 1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        read = adapter.read_model(model)
+        pruned = uc.prune(model, X, y, Xv, yv, random_state=0)
+        kept = uc.prune(model, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True,
+                        random_state=0)
+    assert [t.shrinkage for t in read.forest.trees[:4]] == [0.1] * 4
+    after = [t["num_leaves"] for t in pruned.dump_model()["tree_info"]]
+    assert any(a < b for a, b in zip(after[:4], leaves[:4]))  # the first iteration too
+    np.testing.assert_allclose(kept.predict(Xv, raw_score=True),
+                               model.predict(Xv, raw_score=True), rtol=0, atol=1e-12)
+
+
+def test_a_model_trained_from_a_dataset_init_score_is_said():
+    """A Dataset init_score leaves no trace in the model but the first trees' shrinkage (the
+    learning rate where boost_from_average would have reset it to 1): replayed from 0, its
+    gains were off by up to 100% without a word. Labels whose init score is 0 (a 50/50 binary
+    task) give the same trees without an init_score: no warning there."""
+    import warnings
+
+    import unbiased_criteria as uc
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1000, 4))
+    y = 3 + X[:, 0] + rng.normal(size=1000)
+    params = {"objective": "regression", "verbose": -1, "num_threads": 1}
+    given = lightgbm.train(params, lightgbm.Dataset(X, y, init_score=np.full(1000, 2.5)), 3)
+    assert adapter.read_model(given).init_score_unseen
+    with pytest.warns(UserWarning, match="first trees hold no init score, where training "
+                                         "from its labels would have added 3"):
+        uc.unbiased_importance(given, X, y, X[:300], y[:300])
+    balanced = np.tile([0.0, 1.0], 500)
+    binary = lightgbm.train({**params, "objective": "binary"}, lightgbm.Dataset(X, balanced), 3)
+    assert adapter.read_model(binary).init_score_unseen  # 0: nothing was added
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = uc.unbiased_importance(binary, X, balanced, X[:300], balanced[:300])
+    s = report.splits
+    np.testing.assert_allclose(s["biased_gain"], s["host_gain"], rtol=1e-5)
+    plain = lightgbm.train(params, lightgbm.Dataset(X, y), 3)
+    assert not adapter.read_model(plain).init_score_unseen
