@@ -20,7 +20,11 @@ from unbiased_criteria.adapters.lightgbm.compat import (
     is_constructed,
     unbind_params,
 )
-from unbiased_criteria.adapters.lightgbm.source import LightGBMSource, parse_parameters
+from unbiased_criteria.adapters.lightgbm.source import (
+    LightGBMSource,
+    dump_model,
+    parse_parameters,
+)
 
 from unbiased_criteria import objectives as _objectives
 from unbiased_criteria.validation import check_labels
@@ -191,7 +195,7 @@ def construct(params, name, train_set, valid_sets, valid_names,
         text = template.model_to_string(num_iteration=-1)
         metric_info = [(r.metric_name, bool(r.maximize)) for r in template.eval_train()]
         K = template.num_model_per_iteration()
-        dump = template.dump_model(num_iteration=-1)
+        dump = dump_model(template, num_iteration=-1)
         del template
         train_rows = _row_set(train_set, train_data, train_name, "train_set", K)
         if train_rows.weight is not None and not train_rows.weight.sum() > 0:

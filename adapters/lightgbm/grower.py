@@ -9,7 +9,7 @@ import lightgbm
 import numpy as np
 from unbiased_criteria.adapters.lightgbm.compat import boost_one_iteration, train_scores
 from unbiased_criteria.adapters.lightgbm.reader import parse_tree
-from unbiased_criteria.adapters.lightgbm.source import RULES
+from unbiased_criteria.adapters.lightgbm.source import RULES, dump_model
 
 from unbiased_criteria.trees import HostScores, Tree, make_tree
 
@@ -140,7 +140,8 @@ class LGBMGrower:
 
     def _read(self, start: int, count: int) -> list[Tree]:
         """The trees of Booster iterations ``start .. start + count - 1`` in the IR."""
-        infos = self.booster.dump_model(start_iteration=start, num_iteration=count)["tree_info"]
+        infos = dump_model(self.booster, start_iteration=start,
+                           num_iteration=count)["tree_info"]
         if len(infos) != count * self.n_outputs:
             raise RuntimeError(f"LightGBM dumped {len(infos)} trees of {count} iterations")
         return [

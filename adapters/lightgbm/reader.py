@@ -27,6 +27,7 @@ from unbiased_criteria.adapters.lightgbm.source import (
     RULES,
     LightGBMSource,
     booster_of,
+    dump_model,
     make_forest,
     parse_parameters,
 )
@@ -227,7 +228,7 @@ def read_model(model: lightgbm.Booster | lightgbm.LGBMModel) -> Model:
     text = booster.model_to_string(num_iteration=-1)
     # a Booster built from corrupt text can crash dump_model(): check the text first
     check_model_text(text)
-    dump = booster.dump_model(num_iteration=-1)
+    dump = dump_model(booster, num_iteration=-1)
     read = model_from_dump(dump, parse_parameters(text), text=text,
                            best_iteration=int(getattr(booster, "best_iteration", 0) or 0))
     # LGBMClassifier(class_weight=...) multiplied its training weights (the Booster does not
@@ -271,9 +272,10 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
     if objective_name in ("binary", "multiclassova") and source.flag("is_unbalance"):
         warnings.append(
             "is_unbalance: LightGBM weighted the classes by their counts in the training "
-            "labels, which the model does not store; pass the training rows, whose labels "
-            "give the counts, or pass objective= (e.g. unbiased_criteria.adapters.lightgbm."
-            "make_objective('binary', model_ir, y_train=y_train))"
+            "labels, which the model does not store; pass the training rows (X_train, "
+            "y_train; --train on the command line), whose labels give the counts, or pass "
+            "objective= (e.g. unbiased_criteria.adapters.lightgbm.make_objective('binary', "
+            "model_ir, y_train=y_train))"
         )
         if objective_name == "binary":
             from_labels = functools.partial(objective_for, "binary", source, K)

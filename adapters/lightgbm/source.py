@@ -16,6 +16,7 @@ IR numbering of a tree with ``L`` leaves: internal node ``i`` is LightGBM's ``sp
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,12 +25,13 @@ import lightgbm
 import numpy as np
 from unbiased_criteria.adapters.lightgbm.compat import choose_param_value, estimator_booster
 
+from unbiased_criteria.errors import InputError
 from unbiased_criteria.gains import SplitScore
 from unbiased_criteria.trees import DecisionRules, Forest, Tree
 
 __all__ = [
     "RULES", "K_EPSILON", "LightGBMSource", "booster_of", "parse_parameters", "param_value",
-    "make_forest",
+    "make_forest", "dump_model",
 ]
 
 #: LightGBM's routing: ``x <= t`` goes left, a category set goes left, NaN joins the others
@@ -94,6 +96,21 @@ class LightGBMSource:
                           max_delta_step=fp("max_delta_step"),
                           monotone=monotone if any(monotone) else (),
                           path_smooth=fp("path_smooth"))
+
+
+def dump_model(booster: lightgbm.Booster, **kwargs: Any) -> dict:
+    """``booster.dump_model(**kwargs)``; one clear error where LightGBM writes JSON it cannot
+    read back itself (a control character such as a tab in a feature name)."""
+    try:
+        return booster.dump_model(**kwargs)
+    except json.JSONDecodeError:
+        names = [n for n in booster.feature_name() if any(ord(ch) < 32 for ch in n)]
+        raise InputError(
+            "LightGBM cannot read back its own dump of this model: "
+            + (f"feature names {names[:5]!r} hold control characters (tab, newline...), "
+               "which LightGBM writes into its JSON unescaped; rename those features"
+               if names else "its JSON is invalid")
+        ) from None
 
 
 def booster_of(model: Any, argument: str = "model") -> lightgbm.Booster:

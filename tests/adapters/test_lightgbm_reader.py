@@ -641,3 +641,19 @@ def test_a_model_trained_from_a_dataset_init_score_is_said():
     np.testing.assert_allclose(s["biased_gain"], s["host_gain"], rtol=1e-5)
     plain = lightgbm.train(params, lightgbm.Dataset(X, y), 3)
     assert not adapter.read_model(plain).init_score_unseen
+
+
+def test_a_tab_in_a_feature_name_is_one_clear_error():
+    """LightGBM writes feature names into its dump JSON unescaped and cannot read a tab back
+    (its own dump_model() fails): a JSONDecodeError from inside json before."""
+    import pandas as pd
+
+    import unbiased_criteria as uc
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(300, 2)), columns=["a\tb", "c"])
+    y = X["c"].to_numpy() + rng.normal(size=300)
+    model = lightgbm.train({"objective": "regression", "verbose": -1},
+                           lightgbm.Dataset(X, y), 2)
+    with pytest.raises(ValueError, match=r"feature names \['a\\tb'\] hold control characters"):
+        uc.unbiased_importance(model, X, y, X, y)

@@ -171,7 +171,8 @@ def test_is_unbalance_model_takes_its_objective_from_the_training_labels():
                                booster.predict(X, raw_score=True), rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="y_train=y_train"):
         uc.unbiased_importance(booster, X, y, X[:200], y[:200], objective="binary")
-    with pytest.raises(ValueError, match="pass the training rows, whose labels give the counts"):
+    with pytest.raises(ValueError, match=r"pass the training rows \(X_train, y_train; --train "
+                                         r"on the command line\), whose labels give the counts"):
         uc.unbiased_importance(booster, None, None, X[:200], y[:200])
 
 
