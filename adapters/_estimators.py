@@ -100,6 +100,8 @@ class TrainingImportance:
             raise self._not_fitted_error(
                 "No feature_importances found. Need to call fit beforehand.")
         record = record_of(self._host_booster())
+        if record is None:  # a deep copy of a LightGBM estimator: the record it was fit with
+            record = getattr(self, "_own_record", lambda: None)()
         if record is None:
             raise AttributeError(
                 "this model's Booster has no training record (it was loaded or copied, not "

@@ -20,6 +20,7 @@ from unbiased_criteria.adapters._estimators import (
     check_fit_weights,
     with_train,
 )
+from unbiased_criteria.adapters._record import record_of
 from unbiased_criteria.adapters.lightgbm.compat import check_estimator_layout
 from unbiased_criteria.adapters.lightgbm.training import train
 
@@ -57,10 +58,18 @@ class _UnbiasedFit(TrainingImportance, lightgbm.LGBMModel):
                          **options)
 
         fit = with_train(lightgbm.LGBMModel.fit, unbiased_train)
-        return fit(self, *args, **kwargs)
+        fitted = fit(self, *args, **kwargs)
+        # LightGBM's Booster.__deepcopy__ rebuilds it from its model text, without the
+        # record: the estimator keeps a reference too, which copy.deepcopy copies
+        self._unbiased_record = record_of(self.booster_)
+        return fitted
 
     def _host_booster(self) -> lightgbm.Booster:
         return self.booster_
+
+    def _own_record(self):
+        """The record this estimator's fit made (its deep copies keep it)."""
+        return getattr(self, "_unbiased_record", None)
 
     def _process_params(self, stage: str) -> dict[str, Any]:
         params = super()._process_params(stage)

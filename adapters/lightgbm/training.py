@@ -370,11 +370,14 @@ def _written_booster(setup: Setup, result: BoostResult, init: np.ndarray, n_iter
 
 def _record_of(model: lightgbm.Booster | lightgbm.LGBMModel) -> TrainingRecord:
     record = record_of(booster_of(model))
+    if record is None and hasattr(model, "_own_record"):  # an estimator's deep copy
+        record = model._own_record()
     if record is None:
         raise ValueError(
-            "the model was not trained by unbiased_criteria.adapters.lightgbm.train (or was "
-            "copied with copy.deepcopy, which LightGBM implements by re-loading the model text "
-            "and loses Python attributes; pickle keeps them)"
+            "the model was not trained by unbiased_criteria.adapters.lightgbm.train (or is a "
+            "Booster copied with copy.deepcopy, which LightGBM implements by re-loading the "
+            "model text and loses Python attributes; pickle keeps them, and so does a deep "
+            "copy of an UnbiasedLGBM estimator)"
         )
     return record
 

@@ -7,6 +7,7 @@ import pickle
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 lightgbm = pytest.importorskip("lightgbm")
@@ -113,6 +114,12 @@ def test_pickle_keeps_the_unbiased_importance():
     with pytest.raises(ValueError, match="not trained by"):
         adapter.training_splits(copy.deepcopy(model.booster_))
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    # a deep copy of the estimator keeps it (LightGBM's Booster copy drops Python attributes:
+    # the estimator holds the record as well)
+    copied = copy.deepcopy(model)
+    np.testing.assert_array_equal(copied.feature_importances_, model.feature_importances_)
+    pd.testing.assert_frame_equal(adapter.training_splits(copied),
+                                  adapter.training_splits(model))
 
 
 def test_init_model_is_refused():
