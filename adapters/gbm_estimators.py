@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
@@ -36,6 +37,28 @@ _REGRESSION = {"regression": "squared_error", "l2": "squared_error",
 #: default evaluation metric per canonical objective
 _METRIC = {"squared_error": "l2", "poisson": "poisson", "binary_logistic": "binary_logloss",
            "multiclass_softmax": "multi_logloss"}
+# the metrics each objective's predictions fit (by their canonical names in METRICS)
+_VALUE_METRICS = ("l2", "rmse", "l1")
+_METRICS_FOR = {"squared_error": _VALUE_METRICS, "poisson": (*_VALUE_METRICS, "poisson"),
+                "binary_logistic": (*_VALUE_METRICS, "binary_logloss", "binary_error", "auc"),
+                "multiclass_softmax": ("multi_logloss", "multi_error")}
+
+
+def _check_metric(eval_metric, objective_name: str):
+    """The metric ``eval_metric`` names, checked against the objective up front (a mismatch
+    failed deep inside, e.g. AUC of three classes)."""
+    if eval_metric is None:
+        return get_metric(_METRIC[objective_name])
+    if not isinstance(eval_metric, str):
+        raise ValueError(f"eval_metric: expected one metric name (a str), got "
+                         f"{eval_metric!r}")
+    metric = get_metric(eval_metric)
+    fits = {get_metric(m).func for m in _METRICS_FOR[objective_name]}
+    if metric.func not in fits:
+        raise ValueError(f"eval_metric: {eval_metric!r} does not fit the objective "
+                         f"{objective_name!r}; expected one of "
+                         f"{', '.join(_METRICS_FOR[objective_name])}")
+    return metric
 
 
 def _category_codes(X, categories: dict | None):
@@ -138,8 +161,9 @@ class _UnbiasedGBM(BaseEstimator):
         depth = self.max_depth
         if isinstance(depth, bool) or not isinstance(depth, int | np.integer):
             raise ValueError(f"max_depth: expected an integer (<= 0: no limit), got {depth!r}")
-        if isinstance(self.ratios, str | bytes) or not all(
-                isinstance(v, numbers.Real) and not isinstance(v, bool) for v in self.ratios):
+        if isinstance(self.ratios, str | bytes) or not isinstance(self.ratios, Iterable) \
+                or not all(isinstance(v, numbers.Real) and not isinstance(v, bool)
+                           for v in self.ratios):
             raise ValueError(f"ratios: expected 2 or 3 positive numbers (|D| : |D1'| [: |D2'|]), "
                              f"got {self.ratios!r}")
         for name in ("learning_rate", "reg_alpha", "reg_lambda", "min_child_weight",
@@ -149,6 +173,13 @@ class _UnbiasedGBM(BaseEstimator):
                     or not np.isfinite(value) or (value < 0 and name != "max_delta_step"):
                 raise ValueError(f"{name}: expected a finite non-negative number, got "
                                  f"{value!r}")
+        blocks = self.n_blocks
+        if isinstance(blocks, bool) or not isinstance(blocks, int | np.integer) or blocks < 0 \
+                or blocks == 1:
+            raise ValueError(f"n_blocks: expected 0 (no standard errors) or an integer >= 2 "
+                             f"(a jackknife needs two blocks), got {blocks!r}")
+        if not isinstance(self.redraw, bool | np.bool_):
+            raise ValueError(f"redraw: expected True or False, got {self.redraw!r}")
         stop = self.early_stopping_rounds
         if stop is not None and (isinstance(stop, bool) or not isinstance(stop, int | np.integer)
                                  or stop < 0):
@@ -228,11 +259,17 @@ class _UnbiasedGBM(BaseEstimator):
                 except ValueError as exc:
                     raise ValueError(f"eval_sample_weight[{i}]: {exc}") from exc
             evals.append((f"valid_{i}", ex, ey, ew))
-        metric = get_metric(eval_metric or _METRIC[objective_name])
+        metric = _check_metric(eval_metric, objective_name)
+        params = self._params()
+        if params.early_stopping_rounds and not evals:
+            raise ValueError("early_stopping_rounds needs an eval_set to stop on (as in "
+                             "LightGBM and XGBoost)")
         result = fit_gbm(
-            X, y_encoded, objective, self._params(), weight=weight,
+            X, y_encoded, objective, params, weight=weight,
             feature_names=None if names is None else [str(v) for v in names],
-            eval_sets=evals, metric=metric, random_state=self.random_state,
+            eval_sets=evals, metric=metric,
+            # None: the same trees every fit, as LightGBM's estimators (their C++ seed)
+            random_state=0 if self.random_state is None else self.random_state,
             categorical=cat_index,
         )
         self._result = result
@@ -240,7 +277,12 @@ class _UnbiasedGBM(BaseEstimator):
         self._objective_name = objective_name
         self.n_estimators_ = result.best_iteration
         self.best_iteration_ = result.best_iteration
-        self.evals_result_ = result.evals
+        # LightGBM's layouts: {set: {metric: [per iteration]}}, best_score_ at best_iteration_
+        self.evals_result_ = {name: {metric.name: list(history)}
+                              for name, history in result.evals.items()}
+        self.best_score_ = {name: {metric.name: history[result.best_iteration - 1]}
+                            for name, history in result.evals.items()
+                            if len(history) >= result.best_iteration > 0}
         return self
 
     # -- prediction ----------------------------------------------------------------------

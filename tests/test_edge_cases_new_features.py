@@ -383,3 +383,44 @@ def test_eval_set_as_one_pair_and_nan_metric(data):
     with pytest.raises(ValueError, match="eval_set valid_0: metric 'auc' is NaN"):
         small(uc.UnbiasedGBMClassifier, early_stopping_rounds=2).fit(
             X, yc, eval_set=[(X, np.ones(N, dtype=np.int64))], eval_metric="auc")
+
+
+def test_grower_without_a_seed_repeats_itself(data):
+    """random_state=None drew a fresh seed each fit: the same data gave other trees, where
+    LightGBM's and XGBoost's estimators repeat themselves."""
+    X, y, _ = data
+    a = uc.UnbiasedGBMRegressor(n_estimators=3, min_child_samples=5).fit(X, y)
+    b = uc.UnbiasedGBMRegressor(n_estimators=3, min_child_samples=5).fit(X, y)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    c = uc.UnbiasedGBMRegressor(n_estimators=3, min_child_samples=5, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(a.predict(X), c.predict(X))
+
+
+@pytest.mark.parametrize("param, value, match", [
+    ("n_blocks", 2.7, "n_blocks: expected 0"), ("n_blocks", "x", "n_blocks: expected 0"),
+    ("n_blocks", 1, "n_blocks: expected 0"), ("ratios", None, "ratios: expected 2 or 3"),
+    ("redraw", "yes", "redraw: expected True or False"),
+])
+def test_grower_options_are_checked_by_name(data, param, value, match):
+    X, y, _ = data
+    with pytest.raises(ValueError, match=f"^{match}"):
+        small(uc.UnbiasedGBMRegressor).set_params(**{param: value}).fit(X, y)
+
+
+def test_grower_early_stopping_and_metrics_as_lightgbm(data):
+    X, y, yc = data
+    with pytest.raises(ValueError, match="^early_stopping_rounds needs an eval_set"):
+        small(uc.UnbiasedGBMRegressor, early_stopping_rounds=2).fit(X, y)
+    with pytest.raises(ValueError, match="^eval_metric: 'auc' does not fit the objective "
+                                         "'squared_error'; expected one of l2, rmse, l1"):
+        small(uc.UnbiasedGBMRegressor).fit(X, y, eval_set=[(X, y)], eval_metric="auc")
+    with pytest.raises(ValueError, match="^eval_metric: 'multi_logloss' does not fit"):
+        small(uc.UnbiasedGBMClassifier).fit(X, yc, eval_set=[(X, yc)],
+                                            eval_metric="multi_logloss")
+    with pytest.raises(ValueError, match="^eval_metric: expected one metric name"):
+        small(uc.UnbiasedGBMRegressor).fit(X, y, eval_set=[(X, y)], eval_metric=["l2", "l1"])
+    model = small(uc.UnbiasedGBMClassifier).fit(X, yc, eval_set=[(X, yc)], eval_metric="auc")
+    assert list(model.evals_result_) == ["valid_0"]
+    assert list(model.evals_result_["valid_0"]) == ["auc"]
+    assert len(model.evals_result_["valid_0"]["auc"]) == 3
+    assert model.best_score_["valid_0"]["auc"] == model.evals_result_["valid_0"]["auc"][-1]

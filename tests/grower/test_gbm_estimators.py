@@ -153,9 +153,10 @@ def test_early_stopping_keeps_the_best_iteration():
     est = uc.UnbiasedGBMRegressor(n_estimators=300, learning_rate=0.3,
                                   early_stopping_rounds=5, random_state=0)
     est.fit(X, y, eval_set=[(Xv, yv)])
-    hist = est.evals_result_["valid_0"]
+    hist = est.evals_result_["valid_0"]["l2"]  # LightGBM's layout: set, metric, iterations
     assert est.best_iteration_ < len(hist) < 300
     assert est.best_iteration_ == int(np.argmin(hist)) + 1
+    assert est.best_score_ == {"valid_0": {"l2": hist[est.best_iteration_ - 1]}}
     assert len(est._result.forest.trees) == est.best_iteration_
 
 
