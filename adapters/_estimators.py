@@ -21,7 +21,8 @@ __all__ = ["with_train", "TrainingImportance", "IMPORTANCE_DOC", "check_fit_weig
 #: what ``feature_importances_`` is, for the estimators' docstrings
 IMPORTANCE_DOC = (
     "The unbiased importance: per feature, the sum of ``U`` over every split scored during\n"
-    "        training, kept or not (the kept splits alone would be a winner's-curse sample)."
+    "        training, kept or not (the kept splits alone would be a winner's-curse sample).\n"
+    "        ``importance_type`` does not change it (the host's importances are the Booster's)."
 )
 
 

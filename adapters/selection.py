@@ -247,6 +247,12 @@ class UnbiasedSelector(SelectorMixin, BaseEstimator):
         )
         frame = report.to_frame()
         self.support_ = self._choose(report, frame)
+        # the names get_feature_names_out uses (scikit-learn's x0, x1... where X had none),
+        # not the host's invented ones (Column_0, f0)
+        names = getattr(self, "feature_names_in_", None)
+        if names is None:
+            names = [f"x{i}" for i in range(self.n_features_in_)]
+        frame.index = pd.Index([str(n) for n in names], name=frame.index.name)
         frame["selected"] = self.support_
         self.report_ = report
         self.importances_ = frame

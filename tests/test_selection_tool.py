@@ -405,3 +405,21 @@ def test_folds_smaller_than_n_blocks_share_one_block_count():
     assert sum("smallest fold" in str(w.message) for w in record) == 1
     assert not any("jackknife blocks of one row" in str(w.message) for w in record)
     assert np.isfinite(report.to_frame()["std_error"]).all()
+
+
+@pytest.mark.parametrize("as_frame", [False, True])
+def test_importances_are_named_as_get_feature_names_out(as_frame):
+    """Fitted on an array (or a frame with integer column labels), importances_ was indexed
+    by the host's invented names (Column_0, f0, '0') while get_feature_names_out said x0."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 4))
+    y = 2 * X[:, 0] + X[:, 1] + rng.normal(size=600)
+    data = pd.DataFrame(X) if as_frame else X
+    for estimator in (lgb_regressor(), xgboost.XGBRegressor(n_estimators=20, n_jobs=1)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            selector = uc.UnbiasedSelector(estimator, cv=3, random_state=0).fit(data, y)
+        assert list(selector.importances_.index) == ["x0", "x1", "x2", "x3"]
+        kept = selector.importances_.index[selector.importances_["selected"]]
+        assert list(kept) == list(selector.get_feature_names_out())
+        assert "x0" in kept

@@ -72,10 +72,15 @@ def check_estimator(model) -> None:
     if not is_hgb(model):
         name = f"{type(model).__module__}.{type(model).__name__}"
         hint = (" (pass the fitted estimator at the end of the pipeline and the rows as "
-                "it receives them)" if hasattr(model, "steps") else "")
+                "it receives them)" if hasattr(model, "steps") else
+                " (the library's own grower: pass model.to_lightgbm() or model.to_xgboost(), "
+                "or read its importance_report_)" if hasattr(model, "to_lightgbm") else "")
         raise TypeError(
-            "the scikit-learn adapter supports only HistGradientBoostingRegressor and "
-            f"HistGradientBoostingClassifier, got {name}{hint}"
+            "model must be a LightGBM model (Booster or LGBMModel), an XGBoost model (Booster "
+            "or XGBModel), a fitted scikit-learn HistGradientBoostingRegressor / "
+            "HistGradientBoostingClassifier or a dumped model (dump_model() / "
+            f"get_dump(dump_format='json') JSON); scikit-learn's other estimators are not "
+            f"supported, got {name}{hint}"
         )
     try:
         check_is_fitted(model)

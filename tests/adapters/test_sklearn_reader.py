@@ -140,9 +140,14 @@ def test_bad_input_one_clear_error_each():
     with pytest.raises(ValueError, match="unfitted HistGradientBoostingRegressor"):
         uc.unbiased_importance(HistGradientBoostingRegressor(), X, y, Xv, yv)
     forest = RandomForestRegressor(n_estimators=2, max_depth=2).fit(X, y)
-    with pytest.raises(TypeError, match="only HistGradientBoostingRegressor and "
-                       "HistGradientBoostingClassifier, got .*RandomForestRegressor"):
+    # every supported kind is named, not only the scikit-learn adapter's
+    with pytest.raises(TypeError, match=r"^model must be a LightGBM model .*an XGBoost model "
+                       r".*HistGradientBoostingClassifier or a dumped model .*scikit-learn's "
+                       r"other estimators are not supported, got .*RandomForestRegressor"):
         uc.unbiased_importance(forest, X, y, Xv, yv)
+    grower = uc.UnbiasedGBMRegressor(n_estimators=2).fit(X, y)
+    with pytest.raises(TypeError, match=r"pass model.to_lightgbm\(\) or model.to_xgboost\(\)"):
+        uc.unbiased_importance(grower, X, y, Xv, yv)
     pipe = make_pipeline(HistGradientBoostingRegressor(max_iter=2)).fit(X, y)
     with pytest.raises(TypeError, match="end of the pipeline"):
         uc.prune(pipe, X, y, Xv, yv)
