@@ -367,8 +367,11 @@ class _UnbiasedGBM(BaseEstimator):
         check_is_fitted(self, "_result")
         from unbiased_criteria.adapters.xgboost.writer import booster_from_forest
 
+        # the grower's penalties, so that the library reads the model with them
+        score = SplitScore(l1=float(self.reg_alpha), l2=float(self.reg_lambda),
+                           max_delta_step=float(self.max_delta_step))
         booster = booster_from_forest(self._result.forest, self._objective_name,
-                                      self._result.binner.categorical)
+                                      self._result.binner.categorical, split_score=score)
         if getattr(self, "feature_names_in_", None) is None:
             # fitted without string column names: none, as XGBoost's own model, so that
             # DMatrix(numpy) and DataFrames with other names predict

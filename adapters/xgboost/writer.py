@@ -242,7 +242,8 @@ def _to_xgboost_rules(tree: Tree) -> Tree:
     return dataclasses.replace(tree, rules=RULES, **arrays)
 
 
-def booster_from_forest(forest: Forest, objective: str, categorical=None) -> xgboost.Booster:
+def booster_from_forest(forest: Forest, objective: str, categorical=None,
+                        split_score: SplitScore | None = None) -> xgboost.Booster:
     """An XGBoost Booster holding ``forest``, made without an XGBoost model to copy.
 
     For forests grown outside XGBoost (:mod:`unbiased_criteria.gbm`). Trees with the
@@ -259,6 +260,9 @@ def booster_from_forest(forest: Forest, objective: str, categorical=None) -> xgb
     categorical : bool array (n_features,), optional
         Categorical features (XGBoost feature type ``"c"``; predict with
         ``DMatrix(..., feature_types=..., enable_categorical=True)`` or pandas categoricals).
+    split_score : SplitScore, optional
+        The penalties the leaves were fit with: kept with the trees' eta in the model
+        (:func:`model_json`), so that reading it back needs no inference.
     """
     if objective not in NATIVE_OBJECTIVES:
         raise ValueError(
@@ -276,7 +280,8 @@ def booster_from_forest(forest: Forest, objective: str, categorical=None) -> xgb
                            feature_names=list(forest.feature_names))
     template = xgboost.train(params, data, num_boost_round=0)
     trees = [_to_xgboost_rules(t) if t.rules != RULES else t for t in forest.trees]
-    js = model_json(json.loads(template.save_raw("json")), forest.with_trees(trees))
+    js = model_json(json.loads(template.save_raw("json")), forest.with_trees(trees),
+                    split_score)
     if categorical is not None and np.any(categorical):
         js["learner"]["feature_types"] = ["c" if c else "float" for c in categorical]
     return _load_with_config(js, template)

@@ -74,6 +74,14 @@ def test_exported_xgboost_predicts_as_the_grower(kind, tmp_path):
     dm = xgb.DMatrix(X, feature_names=[f"Column_{j}" for j in range(X.shape[1])])
     margin = again.predict(dm, output_margin=True).reshape(X.shape[0], -1)
     np.testing.assert_allclose(margin, _raw(est, X), rtol=0, atol=1e-6)
+    # saved and loaded, it is read with the grower's learning rate and L2 (stored with the
+    # trees), not XGBoost's defaults 0.3 and 1
+    from unbiased_criteria.adapters import xgboost as ax
+
+    read = ax.read_model(again)
+    assert not read.leaf_params_unknown
+    assert read.split_score.l2 == pytest.approx(est.reg_lambda)
+    assert read.forest.trees[0].shrinkage == pytest.approx(est.learning_rate)
 
 
 def test_export_keeps_dataframe_feature_names():
