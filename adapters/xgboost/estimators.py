@@ -107,8 +107,9 @@ _ESTIMATOR_DOC = """XGBoost's ``{base}`` trained with unbiased-gain pruning (:fu
     ``{base}.fit`` argument (not ``xgb_model``); ``fit`` is XGBoost's own with :func:`train`
     in place of ``xgboost.train``, so each new tree is pruned, top-down, of the splits whose
     unbiased gain on held-out rows is ``<= prune_threshold``. ``random_state`` also seeds the
-    held-out draws (``None``: 0, XGBoost's default seed). Several targets are not
-    supported.{extra}
+    held-out draws (``None``: 0, XGBoost's default seed). Several targets (labels of shape
+    ``(n, T)``) are trained as XGBoost trains them, one tree per target and iteration, for the
+    losses computed target by target.{extra}
 
     Parameters
     ----------
