@@ -329,18 +329,18 @@ def _warn_unusable(usable: np.ndarray, k: np.ndarray, share: np.ndarray, min_k: 
 
 
 def _warn_host_hessian(host: np.ndarray, replayed: np.ndarray, read: Model,
-                       extra_frames: int = 0) -> None:
+                       extra_frames: int = 0) -> bool:
     """One warning when the training rows' hessian sums at the first iteration's splits
     differ from the model's own (``host``: its stored ``sum_hessian`` / ``internal_weight``).
 
     The trees were then not grown on these rows with these weights: other rows, weights not
     given, a row subsample or an update the model's file does not record. Skipped where the
-    reader already said why the gains will not match (``read.warnings``).
+    reader already said why the gains will not match (``read.warnings``). True if it warned.
     """
     host, replayed = np.asarray(host, dtype=np.float64), np.asarray(replayed, dtype=np.float64)
     ok = np.isfinite(host) & (host > 0)
     if read.warnings or not ok.any():
-        return
+        return False
     # float32 sums of float32 hessians: a relative error of 1e-3 is far beyond rounding
     off = np.abs(replayed[ok] - host[ok]) > 1e-3 * host[ok]
     if off.any():
@@ -353,6 +353,36 @@ def _warn_host_hessian(host: np.ndarray, replayed: np.ndarray, read: Model,
             "a row subsample such as subsample < 1 or bagging, an update; or a model grown "
             "by the training hook, whose trees saw each round's fit rows only), so "
             "biased_gain will not match host_gain (unbiased_gain does not depend on it)",
+            UserWarning, stacklevel=3 + extra_frames,
+        )
+    return bool(off.any())
+
+
+def _warn_host_gain(host: np.ndarray, B: np.ndarray, read: Model,
+                    extra_frames: int = 0) -> None:
+    """One warning when the recomputed gains B of the first iteration miss the model's own
+    (``host_gain``) at more than 1% of the splits, beyond float32 rounding, where nothing said
+    why: the model's
+    parameters are not those its trees were grown with (e.g. continued training that added
+    ``max_delta_step`` or ``alpha``: the last stage's parameters are all a model keeps).
+    Skipped for HistGradientBoosting (its roots' stored gain is another quantity)."""
+    host, B = np.asarray(host, dtype=np.float64), np.asarray(B, dtype=np.float64)
+    if read.warnings or read.host == "sklearn" or host.size == 0:
+        return
+    ok = np.isfinite(host) & np.isfinite(B)
+    if not ok.any():
+        return
+    scale = np.abs(host[ok]).max()
+    ok &= np.abs(host) > 1e-6 * scale  # tiny gains are float32 cancellation
+    off = np.abs(B[ok] - host[ok]) > 1e-3 * np.abs(host[ok])
+    if off.sum() > max(2, 0.01 * ok.sum()):
+        warnings.warn(
+            f"biased_gain misses the model's own gains at {int(off.sum())} of {int(ok.sum())} "
+            "splits: the parameters read from the model are not those its trees were grown "
+            "with (continued training that changed max_delta_step, alpha or lambda keeps only "
+            "the last ones; a file that lost them): pass the right ones (booster.set_param, "
+            "host_params= for a dump). unbiased_gain does not depend on the penalties, but "
+            "pruned leaves would",
             UserWarning, stacklevel=3 + extra_frames,
         )
 
@@ -581,11 +611,16 @@ def unbiased_importance(
         _warn_unusable(np.concatenate([r["usable"] for r in records]),
                        np.concatenate([r["k"] for r in records]), np.concatenate(shares),
                        options.min_k, prep.valid.n_rows)
-    if roots:
-        _warn_host_hessian(*map(np.concatenate, zip(*roots)), prep.model)
+    hessians_differ = bool(roots) and _warn_host_hessian(
+        *map(np.concatenate, zip(*roots)), prep.model)
     jack = stack_replicates(replicates, options.n_blocks)
     report = ImportanceReport(_records_frame(records, forest.feature_names),
                               forest.feature_names, host=prep.model.host, jackknife=jack)
+    if prep.train is not None and not hessians_differ:
+        # the first iteration's gains depend on the rows alone (a pruned model's later trees
+        # are replayed after pruned predecessors, away from their stored gains)
+        first = report.splits[report.splits["tree"] < n_first]
+        _warn_host_gain(first["host_gain"], first["biased_gain"], prep.model)
     report.rows_near_threshold = _near_threshold(prep)
     return report
 
@@ -718,6 +753,7 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     shares: list[np.ndarray] = []
     n_first = _first_trees(prep.model.forest)
     roots: list[tuple[np.ndarray, np.ndarray]] = []
+    gains: list[tuple[np.ndarray, np.ndarray]] = []
     workspace = Workspace()  # row arrays reused from tree to tree, for this call
 
     def visit(step: TreeStep):
@@ -731,6 +767,10 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
         root = _first_root(step, scores, n_first)
         if root is not None:
             roots.append(root)
+        if step.nodes_train is not None and step.index < n_first:
+            # later trees are replayed after their predecessors were pruned: other gradients
+            inner = step.tree.internal_nodes
+            gains.append((step.tree.host_gain[inner], scores.biased[inner]))
         return prune_tree(step.tree, scores, prep.model.split_score, options.prune_threshold,
                           refit_leaves)
 
@@ -739,9 +779,11 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     if usable:
         _warn_unusable(np.concatenate(usable), np.concatenate(ks), np.concatenate(shares),
                        options.min_k, prep.valid.n_rows, extra_frames=extra_frames)
-    if roots:
-        _warn_host_hessian(*map(np.concatenate, zip(*roots)), prep.model,
-                           extra_frames=extra_frames)
+    hessians_differ = bool(roots) and _warn_host_hessian(
+        *map(np.concatenate, zip(*roots)), prep.model, extra_frames=extra_frames)
+    if gains and not hessians_differ:
+        _warn_host_gain(*map(np.concatenate, zip(*gains)), prep.model,
+                        extra_frames=extra_frames)
     forest = prep.model.forest
     before = sum(t.n_leaves for t in forest.trees)
     after = sum(t.n_leaves for t in result.trees)

@@ -178,3 +178,25 @@ def test_a_model_written_without_its_parameters_is_not_read_with_the_defaults(da
     del js["learner"]["attributes"]["unbiased_criteria_params"]
     again = xgb.Booster(model_file=bytearray(json.dumps(js).encode()))
     assert ax.read_model(again).leaf_params_unknown
+
+
+@pytest.mark.parametrize("extra", [{"max_delta_step": 0.2}, {"alpha": 5.0}])
+def test_continued_training_with_other_penalties_is_said(data, extra):
+    """A model keeps only its last stage's parameters: trees grown before max_delta_step or
+    alpha was added were scored (and refit) with them, B off by up to 290%, silently. The
+    first iteration's gains against the model's own (loss_changes) now say so."""
+    X, y, Xv, yv = data
+    first = fit(data, rounds=3, eta=0.1)
+    both = xgb.train({"objective": "binary:logistic", "max_depth": 4, "nthread": 1,
+                      "eta": 0.1, **extra}, xgb.DMatrix(X, y), 3, xgb_model=first)
+    with pytest.warns(UserWarning, match=r"biased_gain misses the model's own gains at \d+ of "
+                                         r"\d+ splits"):
+        uc.unbiased_importance(both, X, y, Xv, yv, random_state=0)
+    with pytest.warns(UserWarning, match="biased_gain misses the model's own gains"):
+        uc.prune(both, X, y, Xv, yv, random_state=0)
+    with warnings.catch_warnings():  # the same parameters throughout: nothing to say
+        warnings.simplefilter("error")
+        again = xgb.train({"objective": "binary:logistic", "max_depth": 4, "nthread": 1,
+                           "eta": 0.1}, xgb.DMatrix(X, y), 3, xgb_model=first)
+        uc.unbiased_importance(again, X, y, Xv, yv, random_state=0)
+        uc.prune(again, X, y, Xv, yv, random_state=0)
