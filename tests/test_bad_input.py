@@ -303,3 +303,25 @@ def test_trees_not_grown_on_the_given_training_rows_are_said(host, data, tmp_pat
         with pytest.warns(UserWarning, match="hessian sums differ") as record:
             uc.unbiased_importance(str(path), X, y, Xv, yv, random_state=0)
         assert not any("subsample=" in str(r.message) for r in record)
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_split_node_ids_are_the_hosts_own(host, data):
+    """report.splits['node'] joins trees_to_dataframe() by (tree, node): same feature,
+    threshold and gain on every split."""
+    X, y, Xv, yv = data
+    model = fit(host, X, y)
+    splits = uc.unbiased_importance(model, X, y, Xv, yv, random_state=0).splits
+    frame = model.trees_to_dataframe()
+    if host == "lightgbm":
+        frame = frame[frame["split_feature"].notna()]
+        node = frame["node_index"].str.split("-S").str[1].astype(int)
+        host_frame = pd.DataFrame({"tree": frame["tree_index"], "node": node,
+                                   "gain": frame["split_gain"]})
+    else:
+        frame = frame[frame["Feature"] != "Leaf"]
+        host_frame = pd.DataFrame({"tree": frame["Tree"], "node": frame["Node"],
+                                   "gain": frame["Gain"]})
+    joined = splits.merge(host_frame, on=["tree", "node"], how="left")
+    assert len(joined) == len(splits) and joined["gain"].notna().all()
+    np.testing.assert_allclose(joined["host_gain"], joined["gain"], rtol=1e-6)
