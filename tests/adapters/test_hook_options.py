@@ -170,14 +170,9 @@ def test_pruning_with_nothing_held_out_is_warned_the_same_everywhere(data, entry
         fit(holdout_fraction=0.0, prune_threshold=None)
 
 
-@pytest.mark.parametrize("bad", [-1.0, np.nan, np.inf], ids=["negative", "nan", "inf"])
-def test_the_estimators_refuse_bad_sample_weights_by_their_names(data, bad):
-    """XGBoost itself fails in C++ ("Check failed: valid", a stack trace), LightGBM names
-    its Dataset: the estimators name fit's own arguments, before the host sees them."""
-    X, y = data
-    w = np.ones(N)
-    w[7] = bad
-    fits = {
+def _weighted_fits(X, y, w):
+    """Every way the estimators take weights, by the argument name their errors give."""
+    return {
         "sample_weight": [
             lambda: UnbiasedLGBMRegressor(n_estimators=2, verbose=-1).fit(X, y, w),
             lambda: UnbiasedXGBRegressor(n_estimators=2).fit(X, y, sample_weight=w)],
@@ -187,31 +182,24 @@ def test_the_estimators_refuse_bad_sample_weights_by_their_names(data, bad):
         r"sample_weight_eval_set\[0\]": [lambda: UnbiasedXGBRegressor(n_estimators=2).fit(
             X, y, eval_set=[(X, y)], sample_weight_eval_set=[w], verbose=False)],
     }
-    for name, calls in fits.items():
-        for call in calls:
-            with pytest.raises(ValueError, match=f"^{name} must be finite and non-negative$"):
-                call()
 
 
-def test_the_estimators_refuse_weights_of_another_length_by_their_names(data):
-    """XGBoost failed in C++ ("Check failed: h_weights.size() == batch.Size()", a stack
-    trace): the weights' count is checked against X's and each eval_set X's rows."""
+@pytest.mark.parametrize("bad", [-1.0, np.nan, np.inf, "short"],
+                         ids=["negative", "nan", "inf", "short"])
+def test_the_estimators_refuse_bad_sample_weights_by_their_names(data, bad):
+    """XGBoost itself fails in C++ ("Check failed: valid", or "h_weights.size() ==
+    batch.Size()" for weights of another length, a stack trace), LightGBM names its Dataset:
+    the estimators name fit's own arguments, before the host sees them; the weights' count
+    is checked against X's and each eval_set X's rows."""
     X, y = data
-    short = np.ones(N - 1)
-    fits = {
-        "sample_weight": [
-            lambda: UnbiasedLGBMRegressor(n_estimators=2, verbose=-1).fit(X, y, short),
-            lambda: UnbiasedXGBRegressor(n_estimators=2).fit(X, y, sample_weight=short)],
-        r"eval_sample_weight\[1\]": [lambda: UnbiasedLGBMRegressor(n_estimators=2, verbose=-1)
-                                     .fit(X, y, eval_set=[(X, y)] * 2,
-                                          eval_sample_weight=[None, short])],
-        r"sample_weight_eval_set\[0\]": [lambda: UnbiasedXGBRegressor(n_estimators=2).fit(
-            X, y, eval_set=[(X, y)], sample_weight_eval_set=[short], verbose=False)],
-    }
-    for name, calls in fits.items():
+    if bad == "short":
+        w, reason = np.ones(N - 1), f"has {N - 1} weights but the data has {N} rows"
+    else:
+        w, reason = np.ones(N), "must be finite and non-negative"
+        w[7] = bad
+    for name, calls in _weighted_fits(X, y, w).items():
         for call in calls:
-            with pytest.raises(ValueError, match=f"^{name} has {N - 1} weights but the data "
-                                                 f"has {N} rows$"):
+            with pytest.raises(ValueError, match=f"^{name} {reason}$"):
                 call()
 
 
