@@ -159,7 +159,9 @@ def test_a_written_model_saved_and_loaded_is_read_with_its_own_parameters(data, 
     pd.testing.assert_frame_equal(report.splits, live.splits)
     if source != "hook":  # the hook grew its trees on part of the rows: no host oracle
         tree0 = report.splits[report.splits["tree"] == 0]
-        np.testing.assert_allclose(tree0["biased_gain"], tree0["host_gain"], rtol=1e-4)
+        # eta and lambda inferred from a loaded template fit its leaves to about 1e-4
+        rtol = 1e-3 if source == "prune_of_loaded" else 1e-4
+        np.testing.assert_allclose(tree0["biased_gain"], tree0["host_gain"], rtol=rtol)
     d = xgb.DMatrix(Xv)
     a = uc.prune(written, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True, random_state=0)
     b = uc.prune(again, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True, random_state=0)
