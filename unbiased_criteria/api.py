@@ -387,19 +387,33 @@ def _warn_host_gain(host: np.ndarray, B: np.ndarray, read: Model,
         )
 
 
+def check_against_host(host_hessian, hessian, host_gain, gain, read: Model,
+                       extra_frames: int = 0) -> None:
+    """The first iteration's replayed hessian sums and gains B (on the training rows) against
+    the model's own: one warning where they differ (the hessians first: they name the rows).
+    Arrays over the first iteration's splits, as the importance report or a prune collects
+    them (in memory or over Dask partitions)."""
+    if not _warn_host_hessian(host_hessian, hessian, read, extra_frames + 1):
+        _warn_host_gain(host_gain, gain, read, extra_frames + 1)
+
+
+def _first_iteration(splits: pd.DataFrame, forest) -> pd.DataFrame:
+    """The rows of ``splits`` (a report's) in the first iteration's trees."""
+    return splits[splits["tree"] < _first_trees(forest)]
+
+
 def _first_trees(forest) -> int:
     """Trees of the first iteration (trees are iteration-major)."""
     it = np.asarray(forest.tree_iteration)
     return int(np.count_nonzero(it == it.min())) if it.size else 0
 
 
-def _first_root(step: TreeStep, scores: TreeScores, n_first: int):
-    """``(host, replayed)`` hessian sums at the splits of a first-iteration tree (both
-    depend on the rows alone there, not on earlier trees), else None."""
-    if step.nodes_train is None or step.tree.n_leaves == 1 or step.index >= n_first:
-        return None
-    inner = step.tree.internal_nodes
-    return step.tree.host_hessian[inner], scores.sums.H[inner]
+def _host_and_replay(tree, scores: TreeScores) -> tuple[np.ndarray, ...]:
+    """A tree's splits' ``(host hessian, replayed hessian, host gain, B)``, the arrays of
+    :func:`check_against_host`."""
+    inner = tree.internal_nodes
+    return (tree.host_hessian[inner], scores.sums.H[inner], tree.host_gain[inner],
+            scores.biased[inner])
 
 
 def _child_share(step: TreeStep, scores: TreeScores) -> np.ndarray:
@@ -583,16 +597,10 @@ def unbiased_importance(
         return step, score_tree(step, prep.model.split_score, options, halves, blocks,
                                 ranked=True, workspace=workspace)
 
-    n_first = _first_trees(forest)
-    roots: list[tuple[np.ndarray, np.ndarray]] = []
-
     def collect(result):
         step, scores = result
         records.append(_split_records(step, scores, int(forest.tree_class[step.index])))
         shares.append(_child_share(step, scores))
-        root = _first_root(step, scores, n_first)
-        if root is not None:
-            roots.append(root)
         inner = step.tree.internal_nodes
         if scores.jackknife is not None:
             replicates.append(scores.jackknife[:, inner].T)
@@ -611,16 +619,15 @@ def unbiased_importance(
         _warn_unusable(np.concatenate([r["usable"] for r in records]),
                        np.concatenate([r["k"] for r in records]), np.concatenate(shares),
                        options.min_k, prep.valid.n_rows)
-    hessians_differ = bool(roots) and _warn_host_hessian(
-        *map(np.concatenate, zip(*roots)), prep.model)
     jack = stack_replicates(replicates, options.n_blocks)
     report = ImportanceReport(_records_frame(records, forest.feature_names),
                               forest.feature_names, host=prep.model.host, jackknife=jack)
-    if prep.train is not None and not hessians_differ:
-        # the first iteration's gains depend on the rows alone (a pruned model's later trees
-        # are replayed after pruned predecessors, away from their stored gains)
-        first = report.splits[report.splits["tree"] < n_first]
-        _warn_host_gain(first["host_gain"], first["biased_gain"], prep.model)
+    if prep.train is not None:
+        # the first iteration's sums and gains depend on the rows alone (a pruned model's
+        # later trees are replayed after pruned predecessors, away from their stored gains)
+        first = _first_iteration(report.splits, forest)
+        check_against_host(first["host_hessian"], first["sum_hessian"], first["host_gain"],
+                           first["biased_gain"], prep.model)
     report.rows_near_threshold = _near_threshold(prep)
     return report
 
@@ -752,8 +759,7 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     ks: list[np.ndarray] = []
     shares: list[np.ndarray] = []
     n_first = _first_trees(prep.model.forest)
-    roots: list[tuple[np.ndarray, np.ndarray]] = []
-    gains: list[tuple[np.ndarray, np.ndarray]] = []
+    first: list[tuple[np.ndarray, ...]] = []
     workspace = Workspace()  # row arrays reused from tree to tree, for this call
 
     def visit(step: TreeStep):
@@ -764,13 +770,9 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
         usable.append(scores.usable[step.tree.internal_nodes])
         ks.append(scores.k[step.tree.internal_nodes])
         shares.append(_child_share(step, scores))
-        root = _first_root(step, scores, n_first)
-        if root is not None:
-            roots.append(root)
         if step.nodes_train is not None and step.index < n_first:
             # later trees are replayed after their predecessors were pruned: other gradients
-            inner = step.tree.internal_nodes
-            gains.append((step.tree.host_gain[inner], scores.biased[inner]))
+            first.append(_host_and_replay(step.tree, scores))
         return prune_tree(step.tree, scores, prep.model.split_score, options.prune_threshold,
                           refit_leaves)
 
@@ -779,11 +781,9 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     if usable:
         _warn_unusable(np.concatenate(usable), np.concatenate(ks), np.concatenate(shares),
                        options.min_k, prep.valid.n_rows, extra_frames=extra_frames)
-    hessians_differ = bool(roots) and _warn_host_hessian(
-        *map(np.concatenate, zip(*roots)), prep.model, extra_frames=extra_frames)
-    if gains and not hessians_differ:
-        _warn_host_gain(*map(np.concatenate, zip(*gains)), prep.model,
-                        extra_frames=extra_frames)
+    if first:
+        check_against_host(*map(np.concatenate, zip(*first)), prep.model,
+                           extra_frames=extra_frames)
     forest = prep.model.forest
     before = sum(t.n_leaves for t in forest.trees)
     after = sum(t.n_leaves for t in result.trees)

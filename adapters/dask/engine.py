@@ -31,11 +31,15 @@ from unbiased_criteria.adapters.dask.inputs import (
 from unbiased_criteria.api import (
     _child_share,
     _class_weights,
+    _first_iteration,
+    _first_trees,
+    _host_and_replay,
     _records_frame,
     _split_records,
     _warn_unusable,
     adapter_for,
     bias_objective,
+    check_against_host,
     reader_warnings,
 )
 from unbiased_criteria.dumps import Dump
@@ -433,6 +437,10 @@ def unbiased_importance(
                               forest.feature_names, host=read.host,
                               jackknife=stack_replicates(replicates, options.n_blocks))
     report.rows_near_threshold = {}
+    if train is not None:  # as in memory: the first iteration against the model's own
+        first = _first_iteration(report.splits, forest)
+        check_against_host(first["host_hessian"], first["sum_hessian"], first["host_gain"],
+                           first["biased_gain"], read, extra_frames=1)
     return report
 
 
@@ -474,7 +482,8 @@ def prune(
     forest = read.forest
     chunk = _round_chunk(valid.client, read, train, valid, memory_budget)
     trees = list(forest.trees)
-    usable_all, ks, shares = [], [], []
+    usable_all, ks, shares, first = [], [], [], []
+    n_first = _first_trees(forest)
     replaced = None
     counts_of: dict[int, np.ndarray] = {}
     bar = progress_bar(forest.n_trees, progress, "trees")
@@ -499,6 +508,8 @@ def prune(
             usable_all.append(scores.usable[tree.internal_nodes])
             ks.append(scores.k[tree.internal_nodes])
             shares.append(_child_share(_Step(t, tree), scores))
+            if train is not None and t < n_first:
+                first.append(_host_and_replay(tree, scores))
             replaced = prune_tree(tree, scores, read.split_score, options.prune_threshold,
                                   refit_leaves)
             if replaced is not None:
@@ -508,6 +519,8 @@ def prune(
     if usable_all:
         _warn_unusable(np.concatenate(usable_all), np.concatenate(ks), np.concatenate(shares),
                        options.min_k, valid.n_rows)
+    if first:
+        check_against_host(*map(np.concatenate, zip(*first)), read, extra_frames=1)
     before = sum(t.n_leaves for t in forest.trees)
     after = sum(t.n_leaves for t in trees)
     log.info("pruning kept %d of %d leaves", after, before)

@@ -351,3 +351,22 @@ def test_pure_noise_loses_most_splits(client):
     splits_before = sum(t["num_leaves"] - 1 for t in before)
     splits_after = sum(t["num_leaves"] - 1 for t in after)
     assert splits_after <= 0.2 * splits_before, (splits_before, splits_after)
+
+
+def test_trees_not_grown_on_the_given_rows_are_said_as_in_memory(client):
+    """The first iteration's hessian sums against the model's own: a model trained with
+    weights, scored without them, warns with Dask inputs as in memory (importance and
+    prune); with its weights, nothing is said."""
+    X, y, w = _data(2000, 30)
+    Xv, yv, _ = _data(1500, 31)
+    model = lightgbm.LGBMRegressor(n_estimators=4, num_leaves=6, verbose=-1).fit(
+        X, y, sample_weight=w)
+    with pytest.warns(UserWarning, match="hessian sums differ from the model's own") as got:
+        uc.unbiased_importance(model, *_dask(3, X, y), *_dask(2, Xv, yv))
+    assert all(r.filename == __file__ for r in got if "hessian sums" in str(r.message))
+    with pytest.warns(UserWarning, match="hessian sums differ"):
+        uc.prune(model, *_dask(3, X, y), *_dask(2, Xv, yv))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        uc.unbiased_importance(model, *_dask(3, X, y), *_dask(2, Xv, yv),
+                               train_weight=_dask(3, w)[0])
