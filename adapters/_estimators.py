@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import copy
 import inspect
+import re
 import types
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
 from unbiased_criteria.adapters._compat import HostVersionError
 from unbiased_criteria.adapters._record import record_of
 
+from unbiased_criteria.errors import InputError
 from unbiased_criteria.validation import check_weight
 
-__all__ = ["with_train", "TrainingImportance", "IMPORTANCE_DOC", "check_fit_weights"]
+__all__ = ["with_train", "TrainingImportance", "IMPORTANCE_DOC", "check_fit_weights",
+           "fit_argument_names"]
 
 #: what ``feature_importances_`` is, for the estimators' docstrings
 IMPORTANCE_DOC = (
@@ -54,6 +58,26 @@ def with_train(func: Callable, replacement: Callable) -> Callable:
                              func.__closure__)
     new.__kwdefaults__ = copy.copy(func.__kwdefaults__)
     return new
+
+
+@contextmanager
+def fit_argument_names(renames: Sequence[tuple[str, str]]) -> Iterator[None]:
+    """Errors of the training hook in the names of the estimator's ``fit``: ``(pattern,
+    replacement)`` regular expressions over the message (``dtrain`` -> the training data,
+    ``evals[0] ('validation_0')`` -> ``eval_set[0]``...). Only plain ``ValueError`` /
+    ``InputError`` messages are renamed; any other exception passes as it is."""
+    try:
+        yield
+    except ValueError as err:
+        if type(err) not in (ValueError, InputError):
+            raise
+        text = str(err)
+        renamed = text
+        for pattern, replacement in renames:
+            renamed = re.sub(pattern, replacement, renamed)
+        if renamed == text:
+            raise
+        raise type(err)(renamed) from None
 
 
 def _n_rows(X) -> int | None:

@@ -18,6 +18,7 @@ from unbiased_criteria.adapters._estimators import (
     IMPORTANCE_DOC,
     TrainingImportance,
     check_fit_weights,
+    fit_argument_names,
     with_train,
 )
 from unbiased_criteria.adapters._record import record_of
@@ -31,6 +32,14 @@ __all__ = ["UnbiasedLGBMRegressor", "UnbiasedLGBMClassifier"]
 #: constructor parameters the estimators add to LightGBM's (they are not LightGBM parameters)
 _UNBIASED_PARAMS = ("holdout_fraction", "redraw_holdout", "prune_threshold", "n_draws", "min_k",
                     "n_blocks")
+
+
+#: the training hook's argument names in its errors -> the estimator fit's
+_FIT_NAMES = ((r"\bvalid_sets\[(\d+)\]'s (label|weight)", r"eval_set[\1]'s \2"),
+              (r"\bvalid_sets\[(\d+)\]", r"eval_set[\1]"),
+              (r"\btrain_set's labels?\b", "y"),
+              (r"\btrain_set's weights\b", "the sample weights"),
+              (r"\btrain_set\b", "X"))
 
 
 class _UnbiasedFit(TrainingImportance, lightgbm.LGBMModel):
@@ -58,7 +67,8 @@ class _UnbiasedFit(TrainingImportance, lightgbm.LGBMModel):
                          **options)
 
         fit = with_train(lightgbm.LGBMModel.fit, unbiased_train)
-        fitted = fit(self, *args, **kwargs)
+        with fit_argument_names(_FIT_NAMES):  # the hook's argument names, as fit's
+            fitted = fit(self, *args, **kwargs)
         # LightGBM's Booster.__deepcopy__ rebuilds it from its model text, without the
         # record: the estimator keeps a reference too, which copy.deepcopy copies
         self._unbiased_record = record_of(self.booster_)

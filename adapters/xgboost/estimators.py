@@ -25,6 +25,7 @@ from unbiased_criteria.adapters._estimators import (
     IMPORTANCE_DOC,
     TrainingImportance,
     check_fit_weights,
+    fit_argument_names,
     with_train,
 )
 from unbiased_criteria.adapters._record import detach_record
@@ -36,6 +37,13 @@ check_estimator_layout()
 #: constructor parameters the estimators add to XGBoost's (they are not XGBoost parameters)
 _UNBIASED_PARAMS = ("holdout_fraction", "redraw_holdout", "prune_threshold", "n_draws", "min_k",
                     "n_blocks")
+
+
+#: the training hook's argument names in its errors -> the estimator fit's
+_FIT_NAMES = ((r"\bevals\[(\d+)\] \('[^']*'\)", r"eval_set[\1]"),
+              (r"\bevals\[(\d+)\]", r"eval_set[\1]"),
+              (r"\bdtrain's labels\b", "y"), (r"\bdtrain's weights\b", "the sample weights"),
+              (r"\bdtrain\b", "X"))
 
 
 class _UnbiasedFit(TrainingImportance):
@@ -70,7 +78,8 @@ class _UnbiasedFit(TrainingImportance):
                          callbacks=callbacks, random_state=None, **options)
 
         fit = with_train(type(self)._host_fit, unbiased_train)
-        fit(self, X, y, **kwargs)
+        with fit_argument_names(_FIT_NAMES):  # the hook's argument names, as fit's
+            fit(self, X, y, **kwargs)
         return self
 
     def _host_booster(self) -> xgboost.Booster:

@@ -215,3 +215,18 @@ def test_the_xgboost_classifier_names_missing_labels_and_empty_y(data):
         UnbiasedXGBClassifier(n_estimators=2).fit(X[:0], y[:0])
     with pytest.raises(ValueError, match=r"have 1 class \(\['a'\]\)"):
         UnbiasedXGBClassifier(n_estimators=2).fit(X, np.full(N, "a"))
+
+
+def test_the_estimators_errors_name_fits_arguments(data):
+    """The training hook's checks named its own arguments (dtrain, evals[0]
+    ('validation_0'), valid_sets[0]) where the user passed y and eval_set to fit."""
+    X, y = data
+    with pytest.raises(ValueError, match="^y must be non-negative for poisson$"):
+        UnbiasedXGBRegressor(n_estimators=2, objective="count:poisson").fit(X, y - 10)
+    with pytest.raises(ValueError, match=r"^eval_set\[0\] labels must be non-negative"):
+        UnbiasedXGBRegressor(n_estimators=2, objective="count:poisson").fit(
+            X, np.abs(y), eval_set=[(X, y - 10)], verbose=False)
+    bad = y.copy()
+    bad[5] = np.nan
+    with pytest.raises(ValueError, match=r"^eval_set\[0\]'s label"):
+        UnbiasedLGBMRegressor(n_estimators=2, verbose=-1).fit(X, y, eval_set=[(X, bad)])
