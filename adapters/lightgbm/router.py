@@ -54,12 +54,14 @@ def _check_X(X: Any, forest: Forest, argument: str, pandas_categorical: list | N
             raise ValueError(f"{argument} has column(s) LightGBM cannot read: "
                              f"{', '.join(bad[:5])}{', ...' if len(bad) > 5 else ''}; it reads "
                              "int, float, bool and category columns")
-        arrow = [c for c, dt in X.dtypes.items() if isinstance(dt, pd.ArrowDtype)]
-        if arrow:
+        if any(isinstance(dt, pd.ArrowDtype) for dt in X.dtypes):
             # LightGBM refuses pyarrow-backed columns ("pandas dtypes must be int, float or
-            # bool"): read as the float64 it would make of them, nulls as missing (a new frame)
-            X = X.assign(**{str(c): X[c].to_numpy(dtype=np.float64, na_value=np.nan)
-                            for c in arrow})
+            # bool"): read as the float64 it would make of them, nulls as missing (a new
+            # frame), by position (labels may be integers)
+            X = X.copy(deep=False)
+            for i, dt in enumerate(X.dtypes):
+                if isinstance(dt, pd.ArrowDtype):
+                    X.isetitem(i, X.iloc[:, i].to_numpy(dtype=np.float64, na_value=np.nan))
     return X
 
 

@@ -198,6 +198,14 @@ def test_pyarrow_backed_columns_are_read_as_their_numpy_values():
     pd.testing.assert_frame_equal(got, want)
     np.testing.assert_allclose(got["biased_gain"], got["host_gain"], rtol=1e-5)
     pd.testing.assert_frame_equal(arrow, kept)
+    # a frame whose column labels are integers (pandas' default) reads the same
+    numbered, numbered_arrow = X.set_axis(range(3), axis=1), arrow.set_axis(range(3), axis=1)
+    model = lightgbm.train({**BASE, "objective": "regression"}, lightgbm.Dataset(numbered, y), 5)
+    got = uc.unbiased_importance(model, numbered_arrow, y, numbered_arrow.iloc[::-1], y[::-1],
+                                 random_state=0).splits
+    want = uc.unbiased_importance(model, numbered, y, numbered.iloc[::-1], y[::-1],
+                                  random_state=0).splits
+    pd.testing.assert_frame_equal(got, want)
 
 
 @pytest.mark.parametrize("kind", ["regression", "binary", "multiclass"])
