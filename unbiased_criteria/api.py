@@ -328,6 +328,11 @@ def _warn_unusable(usable: np.ndarray, k: np.ndarray, share: np.ndarray, min_k: 
     )
 
 
+# what neither host's model keeps, and so cannot be told from it
+_OTHER_SCORES = ("a base_margin or init_score it does not keep, a slice that left out "
+                 "earlier trees")
+
+
 def _warn_host_hessian(host: np.ndarray, replayed: np.ndarray, read: Model,
                        extra_frames: int = 0) -> bool:
     """One warning when the training rows' hessian sums at the first iteration's splits
@@ -351,7 +356,8 @@ def _warn_host_hessian(host: np.ndarray, replayed: np.ndarray, read: Model,
             f"where the model's is {host[ok][i]:.6g}): its trees were "
             "not grown on these rows with these weights (other rows, train_weight not given, "
             "a row subsample such as subsample < 1 or bagging, an update; or a model grown "
-            "by the training hook, whose trees saw each round's fit rows only), so "
+            "by the training hook, whose trees saw each round's fit rows only) or from other "
+            f"scores than it predicts from ({_OTHER_SCORES}), so "
             "biased_gain will not match host_gain (unbiased_gain does not depend on it)",
             UserWarning, stacklevel=3 + extra_frames,
         )
@@ -381,8 +387,10 @@ def _warn_host_gain(host: np.ndarray, B: np.ndarray, read: Model,
             "splits: the parameters read from the model are not those its trees were grown "
             "with (continued training that changed max_delta_step, alpha or lambda keeps only "
             "the last ones; a file that lost them): pass the right ones (booster.set_param, "
-            "host_params= for a dump). unbiased_gain does not depend on the penalties, but "
-            "pruned leaves would",
+            "host_params= for a dump); or its first trees were grown from other scores than "
+            f"it predicts from ({_OTHER_SCORES}): the gains are then those at the scores it "
+            "predicts from. unbiased_gain does not depend on the penalties, but pruned leaves "
+            "would",
             UserWarning, stacklevel=3 + extra_frames,
         )
 

@@ -202,3 +202,25 @@ def test_continued_training_with_other_penalties_is_said(data, extra):
                            "eta": 0.1}, xgb.DMatrix(X, y), 3, xgb_model=first)
         uc.unbiased_importance(again, X, y, Xv, yv, random_state=0)
         uc.prune(again, X, y, Xv, yv, random_state=0)
+
+
+@pytest.mark.parametrize("objective, said", [
+    ("binary:logistic", "hessian sums differ from the model's own"),
+    ("reg:squarederror", "misses the model's own gains"),  # hessians 1: only the gains tell
+])
+def test_trees_grown_from_scores_the_model_does_not_keep_are_said(data, objective, said):
+    """A DMatrix base_margin, or a slice that leaves out the first trees: the model predicts
+    from other scores than its trees were grown at, so its first trees' hessian sums or gains
+    (loss_changes) are not those of the replay. The warning names these causes too."""
+    X, y, Xv, yv = data
+    margin = np.where(X[:, 0] > 0, 1.5, -1.5)
+    params = {"objective": objective, "max_depth": 4, "nthread": 1}
+    from_margin = xgb.train(params, xgb.DMatrix(X, y, base_margin=margin), 5)
+    whole = xgb.train(params, xgb.DMatrix(X, y), 6)
+    for model in (from_margin, whole[3:]):
+        with pytest.warns(UserWarning, match=rf"(?s){said}.*base_margin or init_score it "
+                                             r"does not keep, a slice"):
+            uc.unbiased_importance(model, X, y, Xv, yv, random_state=0)
+    with warnings.catch_warnings():  # the slice that keeps the first trees: nothing to say
+        warnings.simplefilter("error")
+        uc.unbiased_importance(whole[:3], X, y, Xv, yv, random_state=0)
