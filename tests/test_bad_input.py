@@ -288,7 +288,7 @@ def test_trees_not_grown_on_the_given_training_rows_are_said(host, data, tmp_pat
         weighted = xgb.train({"max_depth": 3, "nthread": 1},
                              xgb.DMatrix(X, y, weight=w, enable_categorical=True), 5)
     with pytest.warns(UserWarning, match=r"hessian sums differ from the model's own at \d+ "
-                                         r"of the first iteration's \d+ splits"):
+                                         r"of the first iteration's \d+ nodes"):
         uc.unbiased_importance(weighted, X, y, Xv, yv, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the same model with its weights: nothing to say
@@ -303,6 +303,31 @@ def test_trees_not_grown_on_the_given_training_rows_are_said(host, data, tmp_pat
         with pytest.warns(UserWarning, match="hessian sums differ") as record:
             uc.unbiased_importance(str(path), X, y, Xv, yv, random_state=0)
         assert not any("subsample=" in str(r.message) for r in record)
+
+
+def test_rows_routed_otherwise_only_below_the_root_are_said():
+    """A sparse matrix's absent entries are missing to XGBoost: a model grown on dense rows
+    sends the zeros of a {0, 1} column the learned default way. The root's hessian sum is
+    the same either way and one split's gain is below the gain check's count: only the
+    leaves' hessian sums (the first iteration's every node) tell, and now do."""
+    import warnings
+
+    xgb = pytest.importorskip("xgboost")
+    sparse = pytest.importorskip("scipy.sparse")
+    rng = np.random.default_rng(0)
+    X, Xv = (np.c_[rng.integers(0, 2, 600), rng.normal(size=600)] for _ in range(2))
+    y, yv = (2.0 * A[:, 0] + rng.normal(size=600) for A in (X, Xv))
+    stump = xgb.train({"max_depth": 1, "nthread": 1}, xgb.DMatrix(X, y), 1)
+    # the premise, from XGBoost itself: the sparse rows take other leaves
+    assert (stump.predict(xgb.DMatrix(sparse.csr_matrix(X)), pred_leaf=True)
+            != stump.predict(xgb.DMatrix(X), pred_leaf=True)).any()
+    with pytest.warns(UserWarning, match=r"(?s)hessian sums differ from the model's own at 2 "
+                                         r"of the first iteration's 3 nodes.*sparse matrix"):
+        uc.unbiased_importance(stump, sparse.csr_matrix(X), y, sparse.csr_matrix(Xv), yv,
+                               random_state=0, min_k=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the rows it was grown on, read as it read them
+        uc.unbiased_importance(stump, X, y, Xv, yv, random_state=0)
 
 
 @pytest.mark.parametrize("host", HOSTS)

@@ -352,9 +352,11 @@ def _warn_host_hessian(host: np.ndarray, replayed: np.ndarray, read: Model,
         i = int(np.flatnonzero(off)[0])
         warnings.warn(
             f"the training rows' hessian sums differ from the model's own at {int(off.sum())} "
-            f"of the first iteration's {int(ok.sum())} splits (e.g. {replayed[ok][i]:.6g} "
+            f"of the first iteration's {int(ok.sum())} nodes (e.g. {replayed[ok][i]:.6g} "
             f"where the model's is {host[ok][i]:.6g}): its trees were "
-            "not grown on these rows with these weights (other rows, train_weight not given, "
+            "not grown on these rows with these weights (other rows, or these read otherwise: "
+            "a scipy sparse matrix's absent entries are missing to XGBoost, not 0; "
+            "train_weight not given, "
             "a row subsample such as subsample < 1 or bagging, an update; or a model grown "
             "by the training hook, whose trees saw each round's fit rows only) or from other "
             f"scores than it predicts from ({_OTHER_SCORES}), so "
@@ -399,15 +401,10 @@ def check_against_host(host_hessian, hessian, host_gain, gain, read: Model,
                        extra_frames: int = 0) -> None:
     """The first iteration's replayed hessian sums and gains B (on the training rows) against
     the model's own: one warning where they differ (the hessians first: they name the rows).
-    Arrays over the first iteration's splits, as the importance report or a prune collects
-    them (in memory or over Dask partitions)."""
+    Hessians over the first iteration's nodes, gains over its splits, as
+    :func:`_host_and_replay` gives them (in memory or over Dask partitions)."""
     if not _warn_host_hessian(host_hessian, hessian, read, extra_frames + 1):
         _warn_host_gain(host_gain, gain, read, extra_frames + 1)
-
-
-def _first_iteration(splits: pd.DataFrame, forest) -> pd.DataFrame:
-    """The rows of ``splits`` (a report's) in the first iteration's trees."""
-    return splits[splits["tree"] < _first_trees(forest)]
 
 
 def _first_trees(forest) -> int:
@@ -417,11 +414,11 @@ def _first_trees(forest) -> int:
 
 
 def _host_and_replay(tree, scores: TreeScores) -> tuple[np.ndarray, ...]:
-    """A tree's splits' ``(host hessian, replayed hessian, host gain, B)``, the arrays of
-    :func:`check_against_host`."""
+    """A tree's ``(host hessian, replayed hessian)`` at every node, leaves included (a row
+    routed otherwise than in training may only change a leaf's), and its splits' ``(host
+    gain, B)``: the arrays of :func:`check_against_host`."""
     inner = tree.internal_nodes
-    return (tree.host_hessian[inner], scores.sums.H[inner], tree.host_gain[inner],
-            scores.biased[inner])
+    return (tree.host_hessian, scores.sums.H, tree.host_gain[inner], scores.biased[inner])
 
 
 def _child_share(step: TreeStep, scores: TreeScores) -> np.ndarray:
@@ -597,6 +594,8 @@ def unbiased_importance(
     blocks = jackknife_blocks(prep.valid.n_rows, options)
     blocks = None if blocks is None else blocks[order]
     records: list[dict] = []
+    n_first = _first_trees(forest)
+    first: list[tuple[np.ndarray, ...]] = []  # for check_against_host
     workspace = Workspace()  # row arrays reused by each scoring thread, for this call
     replicates: list[np.ndarray] = []
     shares: list[np.ndarray] = []
@@ -608,6 +607,8 @@ def unbiased_importance(
     def collect(result):
         step, scores = result
         records.append(_split_records(step, scores, int(forest.tree_class[step.index])))
+        if step.nodes_train is not None and step.index < n_first:
+            first.append(_host_and_replay(step.tree, scores))
         shares.append(_child_share(step, scores))
         inner = step.tree.internal_nodes
         if scores.jackknife is not None:
@@ -630,12 +631,10 @@ def unbiased_importance(
     jack = stack_replicates(replicates, options.n_blocks)
     report = ImportanceReport(_records_frame(records, forest.feature_names),
                               forest.feature_names, host=prep.model.host, jackknife=jack)
-    if prep.train is not None:
+    if first:
         # the first iteration's sums and gains depend on the rows alone (a pruned model's
         # later trees are replayed after pruned predecessors, away from their stored gains)
-        first = _first_iteration(report.splits, forest)
-        check_against_host(first["host_hessian"], first["sum_hessian"], first["host_gain"],
-                           first["biased_gain"], prep.model)
+        check_against_host(*map(np.concatenate, zip(*first)), prep.model)
     report.rows_near_threshold = _near_threshold(prep)
     return report
 

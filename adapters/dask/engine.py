@@ -31,7 +31,6 @@ from unbiased_criteria.adapters.dask.inputs import (
 from unbiased_criteria.api import (
     _child_share,
     _class_weights,
-    _first_iteration,
     _first_trees,
     _host_and_replay,
     _records_frame,
@@ -398,6 +397,7 @@ def unbiased_importance(
     jack = options.n_blocks > 1
     chunk = _round_chunk(valid.client, read, train, valid, memory_budget)
     records, replicates, shares = [], [], []
+    n_first, first = _first_trees(forest), []  # for check_against_host
     for start in range(0, forest.n_trees, chunk):
         stop = min(start + chunk, forest.n_trees)
         sums_f = [] if train is None else train.step(start, stop, "sums")
@@ -423,6 +423,8 @@ def unbiased_importance(
                 continue
             scores = _scores(tree, about[i], sums[i], draws[i], options, read, jack)
             records.append(_split_records(_Step(t, tree), scores, int(forest.tree_class[t])))
+            if train is not None and t < n_first:
+                first.append(_host_and_replay(tree, scores))
             shares.append(_child_share(_Step(t, tree), scores))
             inner = tree.internal_nodes
             if scores.jackknife is not None:
@@ -437,10 +439,8 @@ def unbiased_importance(
                               forest.feature_names, host=read.host,
                               jackknife=stack_replicates(replicates, options.n_blocks))
     report.rows_near_threshold = {}
-    if train is not None:  # as in memory: the first iteration against the model's own
-        first = _first_iteration(report.splits, forest)
-        check_against_host(first["host_hessian"], first["sum_hessian"], first["host_gain"],
-                           first["biased_gain"], read, extra_frames=1)
+    if first:  # as in memory: the first iteration against the model's own
+        check_against_host(*map(np.concatenate, zip(*first)), read, extra_frames=1)
     return report
 
 
