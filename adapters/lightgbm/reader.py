@@ -92,6 +92,10 @@ def replay_warnings(source: LightGBMSource) -> tuple[str, ...]:
     )
     if any(float(v) != 0 for v in cegb if v):
         out.append(f"cegb: gains were reduced by cost-effective boosting penalties; {tail}")
+    if p("forcedsplits_filename"):
+        # found against numpy sums of the model's own gradients: the first tree's agree
+        out.append("forcedsplits_filename: the gain LightGBM stores for a forced split of the "
+                   f"second and later trees is not the split's gain on the rows; {tail}")
     return tuple(out)
 
 

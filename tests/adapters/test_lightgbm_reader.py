@@ -449,6 +449,38 @@ def test_modes_that_break_host_gain_warn(params, word):
     assert any(w.startswith(word) and "unbiased gain stays valid" in w for w in read.warnings)
 
 
+def test_forced_splits_are_said_and_scored_from_the_rows(tmp_path):
+    """forcedsplits_filename: from the second tree on, LightGBM stores for the forced split a
+    gain that is not its gain on the rows. biased_gain is that gain (numpy sums of the
+    gradients at the model's own predictions: the oracle), and the reader says why
+    host_gain differs (it was silent)."""
+    import json
+
+    import unbiased_criteria as uc
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 3))
+    y = X[:, 0] + rng.normal(size=3000)
+    forced = tmp_path / "forced.json"
+    forced.write_text(json.dumps({"feature": 1, "threshold": 0.0}))
+    booster = lightgbm.train({**BASE, "objective": "regression", "num_leaves": 7,
+                              "forcedsplits_filename": str(forced)}, lightgbm.Dataset(X, y), 3)
+    assert any(w.startswith("forcedsplits_filename") for w in adapter.read_model(booster).warnings)
+    with pytest.warns(UserWarning, match="forcedsplits_filename"):
+        splits = uc.unbiased_importance(booster, X, y, X[:500], y[:500], random_state=0).splits
+    roots = splits[splits["node"] == 0].set_index("tree")
+    for t in range(3):
+        g = booster.predict(X, num_iteration=t, raw_score=True) - y if t else None
+        if g is None:  # the first tree starts at the mean (boost_from_average)
+            g = np.full(len(y), y.mean()) - y
+        left = X[:, 1] <= roots.loc[t, "threshold"]
+        B = g[left].sum() ** 2 / left.sum() + g[~left].sum() ** 2 / (~left).sum() \
+            - g.sum() ** 2 / len(g)
+        assert roots.loc[t, "feature"] == "Column_1"
+        np.testing.assert_allclose(roots.loc[t, "biased_gain"], B, rtol=1e-4)
+    assert not np.isclose(roots.loc[1, "host_gain"], roots.loc[1, "biased_gain"], rtol=1e-2)
+
+
 def test_plain_model_has_no_warnings():
     booster, _, _ = train("regression", rounds=2, feature_fraction=0.5, extra_trees=True)
     assert adapter.read_model(booster).warnings == ()
