@@ -16,11 +16,12 @@ import warnings
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, clone, is_classifier
+from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from sklearn.feature_selection import SelectorMixin
 from sklearn.model_selection import check_cv
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from unbiased_criteria.api import DEFAULT_MEMORY_BUDGET, adapter_for
+from unbiased_criteria.api import DEFAULT_MEMORY_BUDGET
 from unbiased_criteria.cross_fit import CrossFittedReport, _fold_rows, cross_fit_folds
 from unbiased_criteria.significance import CORRECTIONS
 
@@ -96,7 +97,7 @@ def cross_fitted_importance(
         An :class:`~unbiased_criteria.ImportanceReport`: ``to_frame()`` per feature (means
         over folds), ``splits`` per split with a ``fold`` column, ``select(alpha)``.
     """
-    adapter_for(estimator)  # refuse estimators of other libraries before fitting anything
+    _check_estimator(estimator)  # before fitting anything
     if y is None:
         raise ValueError("y: the labels are required")
     if hasattr(X, "tocsr"):  # scipy sparse: CSR rows can be indexed (a new matrix)
@@ -125,6 +126,32 @@ def cross_fitted_importance(
         objective=objective, n_draws=n_draws, min_k=min_k, n_blocks=n_blocks,
         random_state=random_state, progress=progress, memory_budget=memory_budget,
     )
+
+
+def _check_estimator(estimator) -> None:
+    """One error naming ``estimator`` for anything but a LightGBM, XGBoost or
+    HistGradientBoosting scikit-learn estimator (each fold fits a clone of it): other
+    estimators were refused only after a fold was fitted, naming a ``model``; a Booster by
+    scikit-learn's ``clone``, about ``__sklearn_tags__``."""
+    hosts = {cls.__module__.split(".")[0] for cls in type(estimator).__mro__}
+    if ({"lightgbm", "xgboost"} & hosts and isinstance(estimator, BaseEstimator)) or \
+            isinstance(estimator, (HistGradientBoostingRegressor, HistGradientBoostingClassifier)):
+        return
+    hint = ""
+    if {"lightgbm", "xgboost"} & hosts:
+        hint = (": a Booster cannot be refitted on each fold's rows; pass the estimator, e.g. "
+                "lightgbm.LGBMRegressor(**params) or xgboost.XGBRegressor(**params)")
+    elif hasattr(estimator, "steps"):
+        hint = (": a Pipeline is not scored as a whole; pass its gradient-boosting step and "
+                "the rows as that step receives them")
+    elif hasattr(estimator, "to_lightgbm"):
+        hint = (": the native grower measures its own importance (feature_importances_, "
+                "importance_report_)")
+    raise TypeError(
+        "estimator must be a scikit-learn estimator of LightGBM (LGBMRegressor / "
+        "LGBMClassifier), XGBoost (XGBRegressor / XGBClassifier) or scikit-learn "
+        "(HistGradientBoostingRegressor / HistGradientBoostingClassifier), cloned and fitted "
+        f"on each fold; got {type(estimator).__module__}.{type(estimator).__name__}{hint}")
 
 
 def _check_fold_classes(y: np.ndarray, folds) -> None:

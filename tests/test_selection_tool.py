@@ -292,6 +292,32 @@ def test_cross_fitted_importance_bad_input():
                                    cv=[(np.arange(50), np.arange(50, 100))])
 
 
+def test_other_estimators_are_refused_naming_the_argument_before_any_fold_is_fitted():
+    """A random forest was fitted on a fold before the refusal, which named a ``model``; a
+    Booster failed inside scikit-learn's clone (``__sklearn_tags__``); a Pipeline got the
+    advice meant for a fitted model."""
+    from sklearn.ensemble import RandomForestRegressor
+
+    class Forest(RandomForestRegressor):
+        def fit(self, X, y, sample_weight=None):
+            raise AssertionError("a fold was fitted")
+
+    X, y = paper_example(200, random_state=0)
+    Xn = X.assign(X2=X["X2"].cat.codes)
+    booster = lightgbm.train({"verbose": -1}, lightgbm.Dataset(Xn, y), 2)
+    for estimator, hint in [
+        (Forest(), r"\.Forest$"),
+        (booster, "a Booster cannot be refitted on each fold's rows"),
+        (Pipeline([("gbm", lgb_regressor())]), "pass its gradient-boosting step"),
+        (uc.UnbiasedGBMRegressor(), "the native grower measures its own importance"),
+    ]:
+        with pytest.raises(TypeError, match=r"(?s)^estimator must be a scikit-learn estimator"
+                                            rf" of LightGBM.*{hint}"):
+            uc.cross_fitted_importance(estimator, Xn, y, cv=2)
+    with pytest.raises(TypeError, match="^estimator must be"):
+        uc.UnbiasedSelector(Forest(), cv=2).fit(Xn, y)
+
+
 def test_random_state_none_repeats_and_a_generator_draws_afresh():
     X, y = paper_example(400, random_state=0, effect=0.5)
     est, cv = lgb_regressor(), KFold(2, shuffle=True, random_state=0)
