@@ -113,6 +113,10 @@ def test_sklearn_host_is_histgradientboosting(data_file, capsys):
     (["--label", "z", "--host", "lightgbm"], "no label column 'z'"),
     (["--label", "y", "--host", "lightgbm", "--weight", "v"], "no weight column 'v'"),
     (["--label", "y", "--host", "lightgbm", "--drop", "v"], "--drop v: DATA"),
+    # LightGBM's own error is no ValueError: it was reported as a bug, with a traceback
+    (["--label", "y", "--host", "lightgbm", "--param", "num_leaves=1"],
+     "lightgbm refused the parameters or the rows: Check failed: (num_leaves) > (1)"),
+    (["--label", "y", "--host", "xgboost", "--param", "max_depth=abc"], "max_depth"),
 ])
 def test_errors_are_one_line(data_file, capsys, args, message):
     code, out, err = run(["select", data_file, *args], capsys)

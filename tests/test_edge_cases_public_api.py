@@ -79,6 +79,7 @@ def cli_files(tmp_path):
 @pytest.mark.parametrize("command,option,target", [
     ("importance", "--plot", "folder"),
     ("importance", "--plot", "absent/p.png"),
+    ("importance", "--plot", "p.txt"),  # a format matplotlib does not write: after the table
     ("importance", "--output", "absent/t.csv"),
     ("prune", "--output", "absent/m.json"),
 ])
@@ -94,6 +95,18 @@ def test_cli_unwritable_target_is_refused_before_any_work(cli_files, capsys, com
     assert code == 2 and out == ""
     assert err.startswith(f"unbiased-criteria: error: {option} {path}: ")
     assert ".tmp" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_demo_plot_in_a_format_matplotlib_does_not_write_is_refused_before_any_work(
+        tmp_path, capsys):
+    # the first host's table was printed, then the error
+    from unbiased_criteria.cli import main
+
+    path = tmp_path / "demo.txt"
+    assert main(["demo", "--plot", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "format 'txt' is not supported (supported: " in err
+    assert len(err.strip().splitlines()) == 1 and not list(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("alpha", [0, 1, 1.5, -0.1, float("nan"), "0.05", None])

@@ -225,3 +225,9 @@ def fit_example(host: str, X: pd.DataFrame, y: Any, *, seed: int,
 def host_estimator(host: str, task: str, params: Mapping[str, Any]) -> Any:
     """A new ``host`` scikit-learn estimator (``task``: classification or regression)."""
     return host_adapter(host).make_estimator(task, dict(params))
+
+
+def host_fit_errors(host: str) -> tuple[type[Exception], ...]:
+    """The errors ``host`` raises for parameters or rows it refuses while fitting, where they
+    are not ``ValueError`` (LightGBM's ``LightGBMError``): bad input, not a bug."""
+    return getattr(host_adapter(host), "FIT_ERRORS", ())

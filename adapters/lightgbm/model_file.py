@@ -28,6 +28,7 @@ __all__ = [
     "serialise_model",
     "fit_example",
     "make_estimator",
+    "FIT_ERRORS",
 ]
 
 MODEL_FILE_KINDS = ("a LightGBM text model, which starts with 'tree', or dump_model() JSON "
@@ -152,6 +153,10 @@ def fit_example(X: pd.DataFrame, y: Any, *, seed: int, settings: dict[str, Any])
     params = {"objective": "regression", "learning_rate": settings["learning_rate"],
               "num_leaves": settings["leaves"], "verbose": -1, "seed": seed, "num_threads": 1}
     return lightgbm.train(params, lightgbm.Dataset(X, y), num_boost_round=settings["trees"])
+
+
+#: LightGBM's own error for parameters or rows it refuses while fitting (not a ValueError)
+FIT_ERRORS: tuple[type[Exception], ...] = (lightgbm.basic.LightGBMError,)
 
 
 def make_estimator(task: str, params: dict[str, Any]) -> Any:

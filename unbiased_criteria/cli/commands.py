@@ -21,7 +21,7 @@ from ..files import write_atomic
 from ..model_files import ModelFile
 from ..validation import same_rows
 from .files import load_model, model_schema, prepare_data, read_table
-from .output import check_target, format_frame, save_plot, write_output
+from .output import check_plot_target, check_target, format_frame, save_plot, write_output
 
 __all__ = ["Inputs", "load_inputs", "api_options", "cmd_importance", "cmd_prune"]
 
@@ -87,7 +87,7 @@ def cmd_importance(args) -> int:
         raise InputError("--correction corrects the --alpha test: give --alpha too")
     inputs = {"MODEL": args.model, "--train": args.train, "--valid": args.valid}
     check_target(args.output, "--output", inputs)
-    check_target(args.plot, "--plot", inputs)
+    check_plot_target(args.plot, inputs)
     data = load_inputs(args)
     report = unbiased_importance(
         data.model.model, data.X_train, data.y_train, data.X_valid, data.y_valid,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .. import model_files
 from ..demo import CLAIMS, DEMO_HOSTS, DEMO_SETTINGS, demo_run, noise_split_demo
-from .output import save_plot
+from .output import check_plot_target, save_plot
 
 __all__ = ["cmd_demo"]
 
@@ -31,6 +31,8 @@ def cmd_demo(args) -> int:
               f"and {args.rows} held-out rows, {args.replications} replications:\n")
         print(noise_split_demo(args.rows, args.replications, args.seed).round(4).to_string())
         return 0
+    for host in hosts if args.plot else ():  # before any work
+        check_plot_target(_demo_plot_path(args.plot, host, len(hosts)))
     s = DEMO_SETTINGS
     rows = s["rows"] if args.rows is None else args.rows
     print("The paper's example: y = 0.1*X1 + N(0,1); X1 binary, X2 six categories, X3 N(0,1).")

@@ -18,7 +18,7 @@ from ..errors import InputError
 from ..files import write_atomic
 
 __all__ = ["PROG", "warn", "show_warning", "first_line", "short", "format_frame",
-           "write_output", "save_plot", "check_target"]
+           "write_output", "save_plot", "check_target", "check_plot_target"]
 
 PROG = "unbiased-criteria"
 
@@ -118,11 +118,34 @@ def write_output(text: str, output: str | None) -> None:
         raise InputError(f"--output {output}: cannot be written: {err.strerror or err}") from None
 
 
-def save_plot(report, path: str, title: str) -> None:
-    """Write ``report.plot()`` to ``path`` and say so on stderr (stdout may hold the table)."""
+def check_plot_target(path: str | None, inputs: dict[str, str | None] | None = None) -> None:
+    """:func:`check_target` for ``--plot``, and before any work: matplotlib is installed and
+    writes the format of the file's suffix (both were found after the computation, once the
+    table was printed)."""
+    if path is None:
+        return
+    check_target(path, "--plot", inputs)
+    _plot_format(path)
+
+
+def _plot_format(path: str) -> str | None:
+    """The format ``savefig(path)`` would write (None: matplotlib's default), or InputError."""
     if importlib.util.find_spec("matplotlib") is None:
         raise InputError("--plot needs matplotlib, which is not installed "
                          "(pip install matplotlib)")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fmt = Path(path).suffix.lstrip(".").lower() or None
+    supported = FigureCanvasAgg.get_supported_filetypes()
+    if fmt is not None and fmt not in supported:
+        raise InputError(f"--plot {path}: cannot be written: format {fmt!r} is not supported "
+                         f"(supported: {', '.join(sorted(supported))})")
+    return fmt
+
+
+def save_plot(report, path: str, title: str) -> None:
+    """Write ``report.plot()`` to ``path`` and say so on stderr (stdout may hold the table)."""
+    fmt = _plot_format(path)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -132,7 +155,6 @@ def save_plot(report, path: str, title: str) -> None:
     try:
         # the format from the suffix as savefig(path) would; written whole or not at all
         buffer = io.BytesIO()
-        fmt = Path(path).suffix.lstrip(".").lower() or None
         ax.figure.savefig(buffer, format=fmt, bbox_inches="tight", dpi=100)
         write_atomic(path, buffer.getvalue())
     except OSError as err:  # its strerror: the message names our temporary file

@@ -16,7 +16,7 @@ import pandas as pd
 from .. import model_files
 from ..errors import InputError
 from .files import _is_text, read_table, weight_values
-from .output import PROG, check_target, format_frame, short, warn, write_output
+from .output import PROG, check_target, first_line, format_frame, short, warn, write_output
 
 __all__ = ["cmd_select", "param_value"]
 
@@ -93,7 +93,12 @@ def cmd_select(args) -> int:
         correction=None if args.correction == "none" else args.correction,
         threshold=args.threshold, iterations=args.iterations, n_draws=args.n_draws,
         min_k=args.min_k, random_state=args.seed,
-    ).fit(frame, labels, sample_weight=weight)
+    )
+    try:
+        selector.fit(frame, labels, sample_weight=weight)
+    except model_files.host_fit_errors(args.host) as err:  # e.g. --param num_leaves=1
+        raise InputError(f"{args.host} refused the parameters or the rows: "
+                         f"{first_line(err)}") from None
     kept = list(selector.get_feature_names_out())
     table = selector.importances_.sort_values("unbiased_gain", ascending=False, kind="stable")
     line = f"kept {len(kept)} of {frame.shape[1]}: {', '.join(kept) or '(none)'}"
