@@ -39,7 +39,13 @@ def _same(a, b):
 
 @pytest.mark.parametrize("host", HOSTS)
 @pytest.mark.parametrize("validation_only", [False, True])
-def test_importance_does_not_depend_on_threads_or_chunks(host, data, validation_only):
+def test_importance_does_not_depend_on_threads_or_chunks(host, data, validation_only,
+                                                          monkeypatch):
+    from unbiased_criteria import parallel
+
+    # rows this few are scored on one thread: score them on four, as large inputs are
+    monkeypatch.setattr(parallel, "ROWS_PER_SCORING_THREAD", 1)
+    assert parallel.scoring_threads(4, 7000) == 4
     X, y, Xv, yv = data
     model = _model(host, X, y)
     Xt, yt = (None, None) if validation_only else (X, y)
@@ -63,6 +69,35 @@ def test_prune_does_not_depend_on_threads_or_chunks(host, data):
              m.predict(__import__("xgboost").DMatrix(Xv)) for m in out]
     np.testing.assert_array_equal(preds[0], preds[1])
     np.testing.assert_array_equal(preds[0], preds[2])
+
+
+def test_small_inputs_are_scored_on_fewer_threads(data, monkeypatch):
+    """One scoring thread per ROWS_PER_SCORING_THREAD rows, within n_jobs: below that the
+    threads contend for the GIL and slow the call (benchmarks/scoring_threads.py: 3000 small
+    trees on 5k + 5k rows took 7.3 s on two threads, 4.0 s on one)."""
+    from unbiased_criteria import api, parallel
+    from unbiased_criteria.parallel import ROWS_PER_SCORING_THREAD, scoring_threads
+
+    assert scoring_threads(2, 10_000) == 1
+    assert scoring_threads(2, ROWS_PER_SCORING_THREAD - 1) == 1
+    assert scoring_threads(2, 2 * ROWS_PER_SCORING_THREAD) == 2
+    assert scoring_threads(16, 4 * ROWS_PER_SCORING_THREAD + 1) == 4
+    assert scoring_threads(1, 10**9) == 1
+    X, y, Xv, yv = data
+    model = _model("lightgbm", X, y)
+    pools = []
+
+    class Spy(api.OrderedPool):
+        def __init__(self, n_jobs, done):
+            pools.append(n_jobs)
+            super().__init__(n_jobs, done)
+
+    monkeypatch.setattr(api, "OrderedPool", Spy)
+    uc.unbiased_importance(model, X, y, Xv, yv, random_state=0, n_jobs=4)
+    assert pools == [1]  # 7000 rows
+    monkeypatch.setattr(parallel, "ROWS_PER_SCORING_THREAD", 3000)
+    uc.unbiased_importance(model, X, y, Xv, yv, random_state=0, n_jobs=4)
+    assert pools == [1, 2]  # 7000 rows, one thread per 3000
 
 
 @pytest.mark.parametrize("bad", [0, 1.5, True, "2"])

@@ -29,7 +29,7 @@ from .leaf_params import LeafParamsError, infer_leaf_params, with_leaf_params
 from .model import Model
 from .model_files import ADAPTERS, load_model_file
 from .objectives import CustomObjective, Objective
-from .parallel import OrderedPool, resolve_n_jobs
+from .parallel import OrderedPool, resolve_n_jobs, scoring_threads
 from .pruning import prune_tree
 from .replay import ReplayResult, RowSet, TreeStep, replay, resolve_bias
 from .report import ImportanceReport
@@ -616,7 +616,8 @@ def unbiased_importance(
         elif blocks is not None:  # no usable split: U is 0 with any block left out
             replicates.append(np.zeros((inner.size, options.n_blocks)))
 
-    with OrderedPool(threads, collect) as pool:
+    n_rows = prep.valid.n_rows + (0 if prep.train is None else prep.train.n_rows)
+    with OrderedPool(scoring_threads(threads, n_rows), collect) as pool:
         def visit(step: TreeStep):
             if step.tree.n_leaves > 1:
                 pool.submit(score, step)

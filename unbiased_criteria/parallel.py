@@ -15,7 +15,13 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["resolve_n_jobs", "OrderedPool"]
+__all__ = ["resolve_n_jobs", "scoring_threads", "OrderedPool"]
+
+#: Rows (training and held-out) per tree that one more scoring thread needs to pay for
+#: itself. Below it the threads' many small numpy calls contend for the GIL and the call gets
+#: slower, not faster: 5k + 5k rows, 3000 trees of 4 leaves, 7.0 s on 2 threads against 4.1 s
+#: on one (benchmarks/scoring_threads.py, benchmarks/README.md).
+ROWS_PER_SCORING_THREAD = 100_000
 
 
 def _cores() -> int:
@@ -36,6 +42,13 @@ def resolve_n_jobs(n_jobs: int | None) -> int:
         raise ValueError(f"n_jobs must be a positive integer, a negative one (-1: all cores, "
                          f"-2: all but one) or None (all cores), got {n_jobs!r}")
     return int(n_jobs) if n_jobs > 0 else max(1, _cores() + 1 + int(n_jobs))
+
+
+def scoring_threads(threads: int, n_rows: int) -> int:
+    """Threads that score trees for ``n_rows`` rows per tree: at most ``threads``, one per
+    :data:`ROWS_PER_SCORING_THREAD` rows, at least one. (The host's routing of the next chunk
+    of trees overlaps the scoring whenever ``threads > 1``.)"""
+    return max(1, min(threads, n_rows // ROWS_PER_SCORING_THREAD))
 
 
 class OrderedPool:
