@@ -61,28 +61,47 @@ def _check_finite(name: str, g: np.ndarray, h: np.ndarray) -> None:
     raise NonFiniteGradientError(name, rows)
 
 
+def _check_hessians(name: str, h: np.ndarray) -> None:
+    """Refuse a callable's negative hessians (beyond float32 rounding of a zero): every gain
+    divides by hessian sums, which they would shrink towards 0 or below (a non-convex loss:
+    the gains and leaves would be meaningless, without a word)."""
+    low = float(h.min(initial=0.0))
+    if low >= 0 or -low <= 1e-6 * float(np.abs(h).max()):
+        return
+    bad = h < -1e-6 * float(np.abs(h).max())
+    rows = np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1))
+    raise NonFiniteGradientError(name, rows, problem=f"negative hessians (the lowest {low:.6g})",
+                                 advice="gains divide by hessian sums, which need a convex "
+                                        "loss (hessians >= 0)")
+
+
 class NonFiniteGradientError(InputError):
-    """An objective's gradient or hessian is NaN or infinite on some rows.
+    """An objective's gradient or hessian is NaN or infinite on some rows (or, from a
+    callable, a hessian is negative: ``problem`` says which).
 
     ``rows`` are positions in the arrays the objective was given; a caller that reordered the
     rows re-raises with :meth:`renamed`, in the user's row numbers and naming the argument.
     """
 
-    def __init__(self, objective: str, rows: np.ndarray, what: str = "row(s)") -> None:
+    def __init__(self, objective: str, rows: np.ndarray, what: str = "row(s)",
+                 problem: str = "non-finite gradients or hessians",
+                 advice: str = "check the labels, weights and raw scores of these rows",
+                 ) -> None:
         self.objective, self.rows = objective, np.asarray(rows)
+        self.problem, self.advice = problem, advice
         shown = ", ".join(str(r) for r in self.rows[:10]) + \
             (", ..." if self.rows.size > 10 else "")
         super().__init__(
-            f"objective {objective!r} gives non-finite gradients or hessians on "
-            f"{self.rows.size} {what} (rows {shown}); check the labels, weights and raw "
-            f"scores of these rows"
+            f"objective {objective!r} gives {problem} on {self.rows.size} {what} (rows "
+            f"{shown}); {advice}"
         )
 
     def renamed(self, order: np.ndarray | None, kind: str) -> NonFiniteGradientError:
         """The same error in the caller's row numbers ``order[rows]`` (sorted), the rows
         called ``kind`` rows ("training", "held-out")."""
         rows = self.rows if order is None else np.sort(np.asarray(order)[self.rows])
-        return NonFiniteGradientError(self.objective, rows, f"{kind} row(s)")
+        return NonFiniteGradientError(self.objective, rows, f"{kind} row(s)", self.problem,
+                                      self.advice)
 
 
 # LightGBM clamps class frequencies away from 0 and 1 before taking logs, by its kEpsilon:
@@ -707,6 +726,7 @@ class CustomObjective(Objective):
                     f"{np.shape(raw)}: expected one per raw score")
         g, h = (a.reshape(np.shape(raw)) for a in gh)
         _check_finite(name, g, h)
+        _check_hessians(name, h)
         return g, h
 
 

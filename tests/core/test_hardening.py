@@ -118,6 +118,47 @@ def test_non_finite_gradient_raises_naming_objective_and_rows():
     assert np.isfinite(g).all() and np.isfinite(h).all()
 
 
+def test_negative_hessians_of_a_callable_raise_naming_the_rows():
+    """A non-convex callable's negative hessians shrank the hessian sums every gain divides
+    by: gains and refit leaves were meaningless, without a word. A hessian that is 0 up to
+    float32 rounding passes."""
+    def non_convex(y, raw, weight):
+        h = np.ones_like(raw)
+        h[[2, 5]] = -0.5
+        return raw - y, h
+
+    with pytest.raises(ValueError, match=r"'custom \(non_convex\)' gives negative hessians "
+                                         r"\(the lowest -0\.5\) on 2 row\(s\) \(rows 2, 5\);"
+                                         r" .*need a convex loss"):
+        make_objective(non_convex).grad_hess(np.zeros(10), np.zeros(10))
+
+    def rounding(y, raw, weight):
+        p = np.full_like(raw, 0.3)
+        return raw - y, np.where(np.arange(raw.size) == 4, -1e-9, p * (1 - p))
+
+    g, h = make_objective(rounding).grad_hess(np.zeros(10), np.zeros(10))
+    assert h[4] < 0 and h.min() > -1e-6
+
+
+def test_negative_hessians_on_held_out_rows_are_named_as_the_caller_numbers_them():
+    lgb = pytest.importorskip("lightgbm")
+    import unbiased_criteria as uc
+
+    rng = np.random.default_rng(0)
+    X, Xv = rng.normal(size=(300, 2)), rng.normal(size=(200, 2))
+    y, yv = X[:, 0] + rng.normal(size=300), Xv[:, 0] + rng.normal(size=200)
+    yv[[17, 150]] = 1000.0  # the callable's curvature turns negative far from the label
+
+    def tukey_like(y, raw, weight):
+        r = raw - y
+        return r, np.where(np.abs(r) > 100, -1.0, 1.0)
+
+    model = lgb.train({"objective": "regression", "verbose": -1}, lgb.Dataset(X, y), 3)
+    with pytest.raises(ValueError, match=r"negative hessians \(the lowest -1\) on 2 held-out "
+                                         r"row\(s\) \(rows 17, 150\)"):
+        uc.unbiased_importance(model, X, y, Xv, yv, objective=tukey_like, random_state=0)
+
+
 def test_multiclass_non_finite_rows_are_rows_not_cells():
     obj = make_objective("multiclass_softmax", n_classes=3)
     raw = np.zeros((6, 3))
