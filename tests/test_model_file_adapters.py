@@ -74,6 +74,25 @@ def test_lightgbm_written_as_text_whatever_the_suffix_warns(files):
     assert blob.startswith(b"tree\n")
 
 
+def test_xgboost_and_scikit_learn_written_under_another_host_suffix_warn(files):
+    """An XGBoost model named *.txt (LightGBM's text) was written as JSON or UBJ, and a
+    scikit-learn estimator named *.json as a pickle, without a word (LightGBM warned)."""
+    pickle = pytest.importorskip("pickle")
+    hgb_cls = pytest.importorskip("sklearn.ensemble").HistGradientBoostingRegressor
+    xmf = model_files.load_model_file(files["ubj"], "model m")
+    with pytest.warns(UserWarning, match=r"XGBoost's UBJ format \(.json or .ubj choose\), "
+                                         r"not as a text model"):
+        blob = model_files.serialise_model(xmf, xmf.model, ".txt")
+    assert model_files.load_model_file(blob, "out").format == "ubj"
+    rng = np.random.default_rng(0)
+    hgb = hgb_cls(max_iter=3).fit(rng.normal(size=(50, 2)), rng.normal(size=50))
+    smf = model_files.load_model_file(pickle.dumps(hgb), "model m", trusted=True)
+    with pytest.warns(UserWarning, match="a scikit-learn estimator is written as a pickle, "
+                                         "not as .json"):
+        blob = model_files.serialise_model(smf, smf.model, ".json")
+    assert type(pickle.loads(blob)) is hgb_cls
+
+
 def test_feature_schema_from_each_host(files):
     lgb_schema = model_files.feature_schema(model_files.load_model_file(files["text"], "m"))
     assert lgb_schema.names == ["a_b", "c"] and lgb_schema.n_features == 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import warnings
 import zlib
 from typing import Any
 
@@ -99,7 +100,11 @@ def set_training_params(model, params: dict[str, str]) -> None:
 
 
 def output_format(suffix: str, input_format: str) -> str:
-    """Always a pickle (``joblib.load`` reads it too)."""
+    """Always a pickle (``joblib.load`` reads it too), with a warning for a suffix of
+    another host's format."""
+    if suffix in (".txt", ".json", ".ubj"):
+        warnings.warn(f"a scikit-learn estimator is written as a pickle, not as {suffix}",
+                      UserWarning, stacklevel=2)
     return "pickle"
 
 

@@ -147,6 +147,10 @@ def output_format(suffix: str, input_format: str) -> str:
             warnings.warn("a pruned XGBoost dump is written as a JSON dump, not as UBJ",
                           UserWarning, stacklevel=2)
         return "dump"
+    if suffix == ".txt":  # LightGBM's
+        warnings.warn(f"an XGBoost model is written in XGBoost's {input_format.upper()} "
+                      "format (.json or .ubj choose), not as a text model", UserWarning,
+                      stacklevel=2)
     return SUFFIX_FORMATS.get(suffix, input_format)
 
 
