@@ -307,3 +307,29 @@ def test_plot_of_a_report_select_refuses_draws_without_marks(usable):
         assert [t.get_text() for t in ax.get_yticklabels()] == names
         assert "significantly" not in ax.get_title()
         plt.close(ax.figure)
+
+
+def test_a_report_without_splits_plots_without_warnings():
+    # matplotlib warned "No artists with labels found to put in legend" from plot_splits
+    import warnings
+
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    model = lgb.train({"objective": "regression", "verbose": -1}, lgb.Dataset(X, np.ones(200)), 3)
+    report = uc.unbiased_importance(model, X, np.ones(200), X[::-1] + 1, np.ones(200))
+    assert len(report.splits) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for draw in (report.plot, report.plot_splits, report.plot_cumulative):
+            plt.close(draw().figure)
+
+
+def test_notebooks_show_the_report_as_a_table():
+    """_repr_html_: the title, then the per-feature frame as pandas renders it."""
+    report = hand_made_report()
+    shown = report._repr_html_()
+    assert shown.startswith(f"<p><code>ImportanceReport({report.host}, {len(report.splits)} "
+                            "splits)</code></p>")
+    assert shown.endswith(report.to_frame()._repr_html_())
+    assert repr(report).startswith(f"ImportanceReport({report.host}, ")

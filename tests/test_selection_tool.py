@@ -249,6 +249,7 @@ def test_report_plot_marks_what_the_cross_fitted_test_selects():
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels[0] == "X1 *" and not any("*" in t for t in labels[1:]), labels
     assert "std_error" in repr(report) and "3 folds" in repr(report)
+    assert report._repr_html_().startswith("<p><code>CrossFittedReport(lightgbm, 3 folds, ")
     lines = report.plot_cumulative(top=2).get_lines()
     cumulative = report.cumulative_importance()
     # the two largest absolute final totals, X1 first (the selected one); the runner-up is a

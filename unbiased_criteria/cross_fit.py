@@ -195,9 +195,8 @@ class CrossFittedReport(ImportanceReport):
         n_blocks = 0 if self.jackknife is None else self.jackknife.shape[1]
         return CrossFittedReport.from_folds(reports, n_blocks=n_blocks)
 
-    def __repr__(self) -> str:
-        return (f"CrossFittedReport({self.host}, {self.n_folds} folds, {len(self.splits)} "
-                f"splits)\n{self.to_frame()}")
+    def _title(self) -> str:
+        return f"CrossFittedReport({self.host}, {self.n_folds} folds, {len(self.splits)} splits)"
 
 
 def _fold_seeds(random_state, n: int) -> list[np.random.SeedSequence]:

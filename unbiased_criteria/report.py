@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pandas as pd
 
@@ -300,9 +302,17 @@ class ImportanceReport:
         if title is None:
             title = f"{self.host}: every split, B vs U" if self.host else "every split, B vs U"
         ax.set_title(title, fontsize="medium")
-        ax.legend(title="feature", fontsize="small", markerscale=2,
-                  loc="center left", bbox_to_anchor=(1.01, 0.5))
+        if len(splits):  # no split, no point: matplotlib warns of a legend without entries
+            ax.legend(title="feature", fontsize="small", markerscale=2,
+                      loc="center left", bbox_to_anchor=(1.01, 0.5))
         return ax
 
+    def _title(self) -> str:
+        return f"ImportanceReport({self.host}, {len(self.splits)} splits)"
+
     def __repr__(self) -> str:
-        return f"ImportanceReport({self.host}, {len(self.splits)} splits)\n{self.to_frame()}"
+        return f"{self._title()}\n{self.to_frame()}"
+
+    def _repr_html_(self) -> str:
+        """The per-feature table as a notebook shows a DataFrame, under the report's title."""
+        return f"<p><code>{html.escape(self._title())}</code></p>{self.to_frame()._repr_html_()}"
