@@ -536,10 +536,10 @@ def unbiased_importance(
     memory_budget : int
         Bytes allowed for one chunk of leaf ids.
     host_params : dict, optional
-        Dumped models only: what the dump does not store. XGBoost: ``base_score`` (required;
-        output space, as XGBoost's parameter), ``objective`` (default ``reg:squarederror``,
-        with a warning), ``num_class``, ``eta`` and ``lambda`` (inferred from the leaves
-        when absent), ``feature_names`` / ``n_features``. LightGBM: ``lambda_l2`` (inferred
+        Dumped models only: what the dump does not store. XGBoost: ``objective`` and
+        ``base_score`` (required; output space, as XGBoost's parameter), ``num_class`` (for
+        ``multi:*``), ``eta`` and ``lambda`` (inferred from the leaves when absent),
+        ``feature_names`` / ``n_features``. LightGBM: ``lambda_l2`` (inferred
         when absent), ``lambda_l1``, ``max_delta_step``, ``cat_l2``, objective parameters.
     n_jobs : int or None
         Threads scoring trees concurrently (None: every core, as the hosts use). The result
