@@ -61,7 +61,13 @@ class Model:
         host's defaults, and they do not fit its trees): the core infers both from the leaf
         values and the training rows' G, H (:mod:`unbiased_criteria.leaf_params`).
     warnings : tuple of str
-        Why recomputed gains will not match the host's (bagging, GOSS...); U stays valid.
+        Why recomputed gains will not match the host's (bagging, GOSS...); U stays valid. They
+        switch off the check of the first iteration's hessian sums and gains against the
+        model's own (:func:`unbiased_criteria.api.check_against_host`).
+    notes : tuple of str
+        What else the caller is told about the model that does not make the recomputed gains
+        differ from the host's (a ``best_iteration``, a learning-rate schedule, an objective
+        to pass): warned as ``warnings`` are, but the first-iteration check still runs.
     source : Any
         Whatever the adapter's writer needs from the original model.
     objective_from_labels : callable or None
@@ -87,6 +93,7 @@ class Model:
     bias_from_labels: bool = False
     leaf_params_unknown: bool = False
     warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
     source: Any = field(default=None, repr=False)
     objective_from_labels: Callable[..., Objective] | None = field(default=None, repr=False)
     class_weight: Any = None

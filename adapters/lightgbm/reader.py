@@ -270,11 +270,12 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
         "rf", "random_forest")
     fp = source.float_param
     score = source.split_score()
-    warnings = list(replay_warnings(source))
+    warnings = list(replay_warnings(source))  # why host gains differ
+    notes = []  # what else to say (no reason for the gains to differ)
 
     objective = from_labels = None
     if objective_name in ("binary", "multiclassova") and source.flag("is_unbalance"):
-        warnings.append(
+        notes.append(
             "is_unbalance: LightGBM weighted the classes by their counts in the training "
             "labels, which the model does not store; pass the training rows (X_train, "
             "y_train; --train on the command line), whose labels give the counts, or pass "
@@ -323,7 +324,7 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
     forest = make_forest(trees, K, int(dump["max_feature_idx"]) + 1, dump["feature_names"],
                          one_iteration=forest_mode)
     if scheduled and any_bias:
-        warnings.append(
+        notes.append(
             "the learning rate changed during training (its trees' shrinkage differ from "
             f"learning_rate={lr:g}, as lightgbm.reset_parameter leaves them): the first "
             "iteration's rate is not stored (its trees hold the init score at shrinkage 1), "
@@ -331,7 +332,7 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
         )
     n_iterations = len(trees) // max(K, 1)
     if 0 < best_iteration < n_iterations:
-        warnings.append(
+        notes.append(
             f"best_iteration is {best_iteration} of {n_iterations} iterations: every iteration "
             "is scored, while LightGBM's predict stops at best_iteration by default; to score "
             "only those, pass lightgbm.Booster(model_str=model.model_to_string("
@@ -339,7 +340,7 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
         )
     return Model(
         forest=forest, objective=objective, split_score=score, host="lightgbm",
-        bias_from_labels=any_bias, warnings=tuple(warnings), source=source,
+        bias_from_labels=any_bias, warnings=tuple(warnings), notes=tuple(notes), source=source,
         objective_from_labels=from_labels,
         # boost_from_average adds the init score unless a Dataset init_score was given (or
         # it was 0); at learning rate 1 the two kinds of first trees cannot be told apart

@@ -236,8 +236,10 @@ def _params_fit(learner: Mapping, model: Mapping, params: Mapping, renews: bool,
 
 
 def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
-              base_score: np.ndarray, params_fit: bool) -> tuple[str, ...]:
-    out = []
+              base_score: np.ndarray, params_fit: bool) -> tuple[list[str], list[str]]:
+    """Why recomputed gains will not match the model's own (``Model.warnings``), and what
+    else to say (``Model.notes``)."""
+    out, notes = [], []
     if params["subsample"] < 1.0:
         out.append(
             f"subsample={params['subsample']:g}: the host summed each node over a random "
@@ -251,14 +253,14 @@ def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
         out.append("GPU training quantises gradients: recomputed gains are approximate")
     best = learner.get("attributes", {}).get("best_iteration")
     if best is not None:
-        out.append(
+        notes.append(
             f"the model has best_iteration={best}: the IR holds all its iterations (as "
             "Booster.predict uses), while the scikit-learn predict stops at best_iteration"
         )
     lmp = learner["learner_model_param"]
     if (objective == "reg:squarederror" and np.all(base_score == 0.5)
             and str(lmp.get("boost_from_average", "1")) == "1"):
-        out.append(
+        notes.append(
             "base_score is 0.5 with reg:squarederror, what a custom objective (obj=) leaves: "
             "if the model was trained with one, pass objective="
         )
@@ -269,7 +271,7 @@ def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
             "..., 'lambda': ...}) (and alpha, max_delta_step, monotone_constraints if the "
             "model used them)"
         )
-    return tuple(out)
+    return out, notes
 
 
 def parse_model(
@@ -382,23 +384,23 @@ def parse_model(
     attributes = learner.get("attributes", {})
     unknown = (not params_fit or (_WRITTEN_ATTR in attributes
                                   and _PARAMS_ATTR not in attributes)) and not params_given
-    warnings = list(_warnings(learner, model, params, obj_name, base, params_fit or unknown))
-    if slice_note is not None:
-        warnings.append(slice_note)
+    warnings, notes = _warnings(learner, model, params, obj_name, base, params_fit or unknown)
+    if slice_note is not None:  # the leaves' eta: pruned and refit leaves, not the gains
+        notes.append(slice_note)
     if per_tree and np.ptp(shrinkages) > 0:
-        warnings.append(
+        notes.append(
             f"the trees were shrunk by different learning rates "
             f"({shrinkages.min() * n_parallel:.6g} to {shrinkages.max() * n_parallel:.6g}: "
             "a LearningRateScheduler?), not the configured "
             f"eta={params['eta']:g}: each tree's is read from its own weights"
         )
     elif per_tree and params_given:  # a loaded model's default eta is replaced silently
-        warnings.append(
+        notes.append(
             f"eta={params['eta']:g} does not fit the trees' own weights, which say "
             f"{shrinkages[0] * n_parallel:.6g}: that is used"
         )
     if objective is None and not custom_objective:
-        warnings.append(
+        notes.append(
             f"objective {obj_name!r} has no equivalent in the core: pass objective= (a "
             "callable f(y, raw_score, weight) -> (grad, hess))"
         )
@@ -410,6 +412,7 @@ def parse_model(
         bias_from_labels=False,
         leaf_params_unknown=unknown,
         warnings=tuple(warnings),
+        notes=tuple(notes),
         source=js,
     )
 

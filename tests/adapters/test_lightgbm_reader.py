@@ -237,7 +237,7 @@ def test_num_iteration_minus_one_reads_every_tree():
     assert read.source.best_iteration == booster.best_iteration
     # predict stops at best_iteration: the reader says so, and how to score only those
     assert any(f"best_iteration is {booster.best_iteration} of {booster.current_iteration()}"
-               in w for w in read.warnings)
+               in w for w in read.notes)
     cut = lightgbm.Booster(
         model_str=booster.model_to_string(num_iteration=booster.best_iteration))
     read_cut = adapter.read_model(cut)
@@ -330,7 +330,7 @@ def test_make_objective_names_callables_and_is_unbalance():
     booster, _, y = train("binary", rounds=2, is_unbalance=True)
     read = adapter.read_model(booster)
     assert read.objective is None
-    assert any("is_unbalance" in w for w in read.warnings)
+    assert any("is_unbalance" in w for w in read.notes)
     with pytest.raises(ValueError, match="y_train"):
         adapter.make_objective("binary", read)
     obj = adapter.make_objective("binary", read, y_train=y)
@@ -602,7 +602,7 @@ def test_learning_rate_schedule_keeps_the_first_iteration_as_grown():
                              lightgbm.Dataset(X[:400], y[:400]), 12,
                              callbacks=[lightgbm.reset_parameter(learning_rate=rates)])
     read = adapter.read_model(booster)
-    assert any("learning rate changed during training" in w for w in read.warnings)
+    assert any("learning rate changed during training" in w for w in read.notes)
     assert np.isnan(read.forest.trees[0].shrinkage)
     assert [t.shrinkage for t in read.forest.trees[1:]] == pytest.approx(rates[1:])
     with pytest.warns(UserWarning, match="learning rate changed"):

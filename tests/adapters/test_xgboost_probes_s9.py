@@ -462,7 +462,7 @@ def test_slice_of_a_model_with_stored_etas_is_not_read_with_one_eta_silently(dep
         np.testing.assert_allclose(etas, rates[1:3], rtol=1e-5)
         assert read.warnings == ()
     else:
-        assert [w for w in read.warnings if "a slice" in w]
+        assert [w for w in read.notes if "a slice" in w]
 
 
 def test_given_eta_that_does_not_fit_the_trees_is_warned_about():
@@ -473,7 +473,7 @@ def test_given_eta_that_does_not_fit_the_trees_is_warned_about():
     bst = xgb.train({**PARAMS, "eta": 0.3}, dtrain, 3)
     read = ax.read_model(bst, params={"eta": 0.1})
     np.testing.assert_allclose([t.shrinkage for t in read.forest.trees], 0.3, rtol=1e-7)
-    assert [w for w in read.warnings if "eta=0.1" in w and "0.3" in w]
+    assert [w for w in read.notes if "eta=0.1" in w and "0.3" in w]
 
 
 def test_objective_given_silences_the_readers_request_for_it():

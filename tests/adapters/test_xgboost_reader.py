@@ -433,7 +433,7 @@ def test_sklearn_models_and_custom_objectives():
     # xgb.train(obj=...) cannot be told apart: a warning points to objective=
     bst = xgb.train({"max_depth": 2}, xgb.DMatrix(X, y), 2,
                     obj=lambda p, d: (p - d.get_label(), np.ones_like(p)))
-    assert any("custom objective" in m for m in ax.read_model(bst).warnings)
+    assert any("custom objective" in m for m in ax.read_model(bst).notes)
     assert ax.read_model(bst).forest.feature_names == tuple(f"f{i}" for i in range(5))
     with pytest.raises(ValueError, match="not fitted"):
         ax.read_model(xgb.XGBRegressor())
@@ -445,7 +445,7 @@ def test_objective_without_core_equivalent():
     bst, *_ = train("binary:hinge", rounds=2)
     read = ax.read_model(bst)
     assert read.objective is None
-    assert any("binary:hinge" in m and "objective=" in m for m in read.warnings)
+    assert any("binary:hinge" in m and "objective=" in m for m in read.notes)
 
 
 def test_sklearn_missing_value_is_used_by_the_router():
