@@ -336,8 +336,9 @@ _OTHER_SCORES = ("a base_margin or init_score it does not keep, a slice that lef
 
 def _warn_host_hessian(host: np.ndarray, replayed: np.ndarray, read: Model,
                        extra_frames: int = 0) -> bool:
-    """One warning when the training rows' hessian sums at the first iteration's splits
-    differ from the model's own (``host``: its stored ``sum_hessian`` / ``internal_weight``).
+    """One warning when the training rows' hessian sums at the first iteration's nodes
+    differ from the model's own (``host``: its stored ``sum_hessian`` / ``internal_weight`` /
+    ``leaf_weight``; for HistGradientBoosting, which stores none, the row counts).
 
     The trees were then not grown on these rows with these weights: other rows, weights not
     given, a row subsample or an update the model's file does not record. Skipped where the
@@ -349,10 +350,11 @@ def _warn_host_hessian(host: np.ndarray, replayed: np.ndarray, read: Model,
         return False
     # float32 sums of float32 hessians: a relative error of 1e-3 is far beyond rounding
     off = np.abs(replayed[ok] - host[ok]) > 1e-3 * host[ok]
+    what = "row counts" if read.host == "sklearn" else "hessian sums"  # see _host_and_replay
     if off.any():
         i = int(np.flatnonzero(off)[0])
         warnings.warn(
-            f"the training rows' hessian sums differ from the model's own at {int(off.sum())} "
+            f"the training rows' {what} differ from the model's own at {int(off.sum())} "
             f"of the first iteration's {int(ok.sum())} nodes (e.g. {replayed[ok][i]:.6g} "
             f"where the model's is {host[ok][i]:.6g}): its trees were "
             "not grown on these rows with these weights (other rows, or these read otherwise: "
@@ -419,7 +421,10 @@ def _host_and_replay(tree, scores: TreeScores) -> tuple[np.ndarray, ...]:
     routed otherwise than in training may only change a leaf's), and its splits' ``(host
     gain, B)``: the arrays of :func:`check_against_host`."""
     inner = tree.internal_nodes
-    return (tree.host_hessian, scores.sums.H, tree.host_gain[inner], scores.biased[inner])
+    host, replayed = tree.host_hessian, scores.sums.H
+    if np.isnan(host).all():  # no stored hessians (HistGradientBoosting): its row counts
+        host, replayed = tree.host_count, scores.n_train
+    return (host, replayed, tree.host_gain[inner], scores.biased[inner])
 
 
 def _child_share(step: TreeStep, scores: TreeScores) -> np.ndarray:

@@ -91,13 +91,17 @@ def _monotonic(model, names: tuple[str, ...]) -> tuple[int, ...]:
     return found if any(found) else ()
 
 
+def _notes() -> tuple[str, ...]:
+    """What to say that gives the gains no reason to differ from the stored ones."""
+    if compat.version_verified():
+        return ()
+    return (f"scikit-learn {compat.sklearn.__version__} was not verified with this adapter "
+            f"(verified: {', '.join(compat.VERIFIED_VERSIONS)}); its layout matched",)
+
+
 def _warnings(model) -> tuple[str, ...]:
+    """Why the recomputed gains and counts may differ from the stored ones."""
     out = []
-    if not compat.version_verified():
-        out.append(
-            f"scikit-learn {compat.sklearn.__version__} was not verified with this adapter "
-            f"(verified: {', '.join(compat.VERIFIED_VERSIONS)}); its layout matched"
-        )
     mono = getattr(model, "monotonic_cst", None)
     if mono is not None and (isinstance(mono, dict) and any(mono.values())
                              or not isinstance(mono, dict) and np.any(np.asarray(mono) != 0)):
@@ -169,6 +173,7 @@ def read_model(model) -> Model:
                                monotone=_monotonic(model, st.feature_names)),
         host="sklearn",
         warnings=_warnings(model),
+        notes=_notes(),
         source=st,
         # class_weight multiplied the training weights: the core weights the rows alike
         class_weight=_class_weight(model),

@@ -130,7 +130,7 @@ def test_this_scikit_learn_has_the_known_layout():
         model, X, y, w = fit(*CASES[name])
         compat.check_layout(model)
     read = ask.read_model(model)
-    unverified = [m for m in read.warnings if "was not verified" in m]
+    unverified = [m for m in read.notes if "was not verified" in m]
     assert bool(unverified) != compat.version_verified()
 
 
@@ -193,4 +193,25 @@ def test_warnings_for_class_weight_and_monotonic_constraints():
                                         early_stopping=False).fit(X, y)
     assert any("monotonic" in m for m in ask.read_model(reg).warnings)
     plain = HistGradientBoostingRegressor(max_iter=3, early_stopping=False).fit(X, y)
-    assert [m for m in ask.read_model(plain).warnings if "was not verified" not in m] == []
+    assert [m for m in ask.read_model(plain).warnings] == []
+
+
+@pytest.mark.parametrize("name", ["squared_error", "multiclass_weights", "pandas"])
+def test_rows_the_model_was_not_grown_on_are_said_from_its_stored_counts(name):
+    """HistGradientBoosting stores no node hessians, so the first-iteration check had nothing
+    to compare and scoring other training rows went unsaid. Its stored row counts (the
+    oracle: equal to the replay's on the rows it was fitted on, at every node) now say it."""
+    model, X, y, w = fit(*CASES[name])
+    Xv, yv = data(CASES[name][0], 1, nan=CASES[name][2].get("nan", 0.0),
+                  categorical=CASES[name][2].get("categorical", False))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", message=r".* splits have no usable evidence")
+        report = uc.unbiased_importance(model, X, y, Xv, yv, train_weight=w, random_state=0)
+    assert (report.splits["n_train"] == report.splits["host_count"]).all()
+    half = slice(0, N // 2)
+    with pytest.warns(UserWarning, match=r"the training rows' row counts differ from the "
+                                         r"model's own at \d+ of the first iteration's \d+ "
+                                         r"nodes"):
+        uc.unbiased_importance(model, X[half], y[half], Xv, yv,
+                               train_weight=None if w is None else w[half], random_state=0)
