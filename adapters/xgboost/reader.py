@@ -255,7 +255,9 @@ def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
     if best is not None:
         notes.append(
             f"the model has best_iteration={best}: the IR holds all its iterations (as "
-            "Booster.predict uses), while the scikit-learn predict stops at best_iteration"
+            "Booster.predict uses), while the scikit-learn predict stops at best_iteration; "
+            f"to score only those, pass the slice booster[:{int(best) + 1}] "
+            "(model.get_booster() for an estimator)"
         )
     lmp = learner["learner_model_param"]
     if (objective == "reg:squarederror" and np.all(base_score == 0.5)

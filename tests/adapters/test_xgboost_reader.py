@@ -4,6 +4,7 @@ loss_changes)."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -807,3 +808,22 @@ def test_plain_values_in_a_categorical_feature_are_said_to_be_codes():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the category column itself: nothing to say
         uc.unbiased_importance(bst, X[:500], y[:500], X[500:], y[500:])
+
+
+def test_best_iteration_note_names_the_slice_the_estimator_predicts_with():
+    """The note said the scikit-learn predict stops at best_iteration but not how to score
+    those iterations only: the slice it names predicts as the estimator does (the oracle) and
+    reads without the note."""
+    rng = np.random.default_rng(0)
+    X, Xv = rng.normal(size=(1500, 3)), rng.normal(size=(1500, 3))
+    y, yv = X[:, 0] + rng.normal(size=1500), Xv[:, 0] + rng.normal(size=1500)
+    est = xgb.XGBRegressor(n_estimators=200, max_depth=3, early_stopping_rounds=3,
+                           n_jobs=1).fit(X, y, eval_set=[(Xv, yv)], verbose=False)
+    booster = est.get_booster()
+    assert est.best_iteration + 1 < booster.num_boosted_rounds()
+    note = [m for m in ax.read_model(est).notes if "best_iteration" in m]
+    assert len(note) == 1
+    stop = int(re.search(r"booster\[:(\d+)\]", note[0]).group(1))
+    cut = booster[:stop]
+    np.testing.assert_array_equal(cut.predict(xgb.DMatrix(Xv)), est.predict(Xv))
+    assert not [m for m in ax.read_model(cut).notes if "best_iteration" in m]
