@@ -548,8 +548,11 @@ def unbiased_importance(
         ``feature_names`` / ``n_features``. LightGBM: ``lambda_l2`` (inferred
         when absent), ``lambda_l1``, ``max_delta_step``, ``cat_l2``, objective parameters.
     n_jobs : int or None
-        Threads scoring trees concurrently (None: every core, as the hosts use). The result
-        does not depend on it.
+        Threads (None: every core, as the hosts use). With more than one, the host routes the
+        next chunk of trees while this one is scored, on up to ``n_jobs`` threads: one per
+        100k training and held-out rows (fewer rows score faster on one,
+        :data:`unbiased_criteria.parallel.ROWS_PER_SCORING_THREAD`). The result does not
+        depend on it.
 
     Returns
     -------
