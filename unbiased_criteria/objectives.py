@@ -66,9 +66,12 @@ def _check_hessians(name: str, h: np.ndarray) -> None:
     divides by hessian sums, which they would shrink towards 0 or below (a non-convex loss:
     the gains and leaves would be meaningless, without a word)."""
     low = float(h.min(initial=0.0))
-    if low >= 0 or -low <= 1e-6 * float(np.abs(h).max()):
+    if low >= 0:
         return
-    bad = h < -1e-6 * float(np.abs(h).max())
+    floor = -1e-6 * float(np.abs(h).max())  # a zero's rounding, at the hessians' scale
+    if low >= floor:
+        return
+    bad = h < floor
     rows = np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1))
     raise NonFiniteGradientError(name, rows, problem=f"negative hessians (the lowest {low:.6g})",
                                  advice="gains divide by hessian sums, which need a convex "
