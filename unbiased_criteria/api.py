@@ -159,10 +159,9 @@ def host_model(model: Any) -> Any:
 def reader_warnings(read: Model, objective_resolved: bool) -> list[str]:
     """The reader's warnings to show: not its request for ``objective=`` when the objective
     was given or built from the training labels."""
-    messages = list(read.warnings) + list(read.notes)
     if not objective_resolved or read.objective is not None:
-        return messages
-    return [m for m in messages if "pass objective=" not in m]
+        return list(read.messages)
+    return [m for m in read.messages if "pass objective=" not in m]
 
 
 def bias_objective(read: Model, obj: Objective) -> Objective:
@@ -246,7 +245,7 @@ def _prepare(
     elif read.objective is None:
         # the reader's own reasons (an objective the core does not have, is_unbalance
         # without training labels) say it in full, with what to pass
-        reasons = [m for m in read.warnings + read.notes if "pass objective=" in m]
+        reasons = [m for m in read.messages if "pass objective=" in m]
         raise ValueError(
             "; ".join(reasons) if reasons else
             "the model's objective is unknown (a custom objective) or cannot be read from "

@@ -99,6 +99,11 @@ class Model:
     class_weight: Any = None
     init_score_unseen: bool = False
 
+    @property
+    def messages(self) -> tuple[str, ...]:
+        """Everything the reader says: ``warnings``, then ``notes``."""
+        return self.warnings + self.notes
+
 
 @dataclass(frozen=True)
 class Router:

@@ -221,7 +221,7 @@ def _read(model, objective, host_params, needed_for: str, with_train: bool):
     elif read.objective is None and read.objective_from_labels is not None and with_train:
         return adapter, read, None  # built from the training labels (LightGBM is_unbalance)
     elif read.objective is None:
-        why = "".join(f" ({m})" for m in read.warnings + read.notes)
+        why = "".join(f" ({m})" for m in read.messages)
         raise ValueError(
             f"the model's objective is unknown (a custom objective) or cannot be read from "
             f"the model{why}: pass objective= (a name such as 'binary' or a callable "
