@@ -349,7 +349,8 @@ def _warn_host_hessian(host: np.ndarray, replayed: np.ndarray, read: Model,
         return False
     # float32 sums of float32 hessians: a relative error of 1e-3 is far beyond rounding
     off = np.abs(replayed[ok] - host[ok]) > 1e-3 * host[ok]
-    what = "row counts" if read.host == "sklearn" else "hessian sums"  # see _host_and_replay
+    first = read.forest.trees[0] if read.forest.n_trees else None
+    what = "hessian sums" if first is None or _stores_hessians(first) else "row counts"
     if off.any():
         i = int(np.flatnonzero(off)[0])
         warnings.warn(
@@ -421,9 +422,15 @@ def _host_and_replay(tree, scores: TreeScores) -> tuple[np.ndarray, ...]:
     gain, B)``: the arrays of :func:`check_against_host`."""
     inner = tree.internal_nodes
     host, replayed = tree.host_hessian, scores.sums.H
-    if np.isnan(host).all():  # no stored hessians (HistGradientBoosting): its row counts
+    if not _stores_hessians(tree):  # HistGradientBoosting: its row counts
         host, replayed = tree.host_count, scores.n_train
     return (host, replayed, tree.host_gain[inner], scores.biased[inner])
+
+
+def _stores_hessians(tree) -> bool:
+    """Whether the model stored node hessian sums (HistGradientBoosting stores row counts
+    only): what :func:`check_against_host` compares, and how its warning names it."""
+    return not np.isnan(tree.host_hessian).all()
 
 
 def _child_share(step: TreeStep, scores: TreeScores) -> np.ndarray:
