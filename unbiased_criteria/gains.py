@@ -109,7 +109,7 @@ def node_sums(tree: Tree, nodes: np.ndarray, g: np.ndarray, h: np.ndarray) -> No
                      h0 * count if h0 is not None
                      else np.bincount(nodes, weights=h, minlength=tree.n_nodes),
                      count], axis=1)
-    total = tree.ancestors @ leaf
+    total = tree.descendants.sums(leaf)
     return NodeSums(G=np.ascontiguousarray(total[:, 0]), H=np.ascontiguousarray(total[:, 1]),
                     n=np.rint(total[:, 2]).astype(np.int64))
 
@@ -120,7 +120,7 @@ def block_node_sums(tree: Tree, nodes: np.ndarray, values: np.ndarray, blocks: n
     bincount over (leaf, block) cells, one product with the ancestor matrix."""
     cell = nodes.astype(np.intp) * n_blocks + blocks
     leaf = np.bincount(cell, weights=values, minlength=tree.n_nodes * n_blocks)
-    return tree.ancestors @ leaf.reshape(tree.n_nodes, n_blocks)
+    return tree.descendants.sums(leaf.reshape(tree.n_nodes, n_blocks))
 
 
 def leave_one_out(per_block: np.ndarray) -> np.ndarray:
@@ -291,9 +291,7 @@ def draw_subsets(
     key = block * (n + 1) + idx  # globally ascending: (leaf, rank)
 
     # (request, leaf below it) pairs from the ancestor matrix
-    below = tree.ancestors[node]
-    pair_req = np.repeat(np.arange(node.size), np.diff(below.indptr))
-    pair_leaf = below.indices.astype(np.int64)
+    pair_req, pair_leaf = tree.descendants.row_pairs(node)
     keep = tree.is_leaf[pair_leaf] & (size[pair_leaf] > 0)
     pair_req, pair_leaf = pair_req[keep], pair_leaf[keep]
 
@@ -333,7 +331,7 @@ def _power_of_two(h: np.ndarray) -> float | None:
 
 def _ancestor_at_depth(tree: Tree) -> np.ndarray:
     """``(n_nodes, max_depth + 1)``: the ancestor (or self) of each node at each depth, -1."""
-    a = tree.ancestors  # CSR: row a holds a's descendants (and a)
+    a = tree.descendants  # CSR: row a holds a's descendants (and a)
     row = np.repeat(np.arange(tree.n_nodes), np.diff(a.indptr))
     out = np.full((tree.n_nodes, tree.max_depth + 1), -1, dtype=np.int64)
     out[a.indices, tree.depth[row]] = row
@@ -341,15 +339,16 @@ def _ancestor_at_depth(tree: Tree) -> np.ndarray:
 
 
 def _leaves_below(tree: Tree, node: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(request, leaf) pairs: every leaf under each ``node[q]``, grouped by request in the
-    ancestor matrix's order (its CSR rows read directly: no sparse indexing per call)."""
-    a = tree.ancestors
-    start, size = a.indptr[node], np.diff(a.indptr)[node]
-    req = np.repeat(np.arange(node.size), size)
-    at = np.arange(req.size) - np.repeat(np.cumsum(size) - size, size) + start[req]
-    leaf = a.indices[at].astype(np.int64)
+    """(request, leaf) pairs: every leaf under each ``node[q]``, grouped by request, leaves
+    ascending (:meth:`~unbiased_criteria.trees.Descendants.row_pairs`)."""
+    req, leaf = tree.descendants.row_pairs(node)
     keep = tree.is_leaf[leaf]
     return req[keep], leaf[keep]
+
+
+#: at most this many (request, leaf, rank) counts: one table of every rank's counts instead of
+#: a binary search over ranks (each of its log2(n_bins) steps is a few numpy calls)
+_RANK_TABLE_LIMIT = 1 << 16
 
 
 def rank_bins(n: int) -> int:
@@ -452,7 +451,8 @@ def first_k_sums(
 
     1. rank cuts (where each request's ``k``-th row lies): one bincount of (bin, leaf) and its
        key (one elementwise pass; both given as ``binned``, :func:`bin_leaf_counts`, when the
-       caller made them), a binary search over bin ranks in (request, leaf) pairs,
+       caller made them), a binary search over bin ranks in (request, leaf) pairs (a
+       table of every rank's counts where that is small),
        then only the rows of the bins holding a ``k``-th row are read (positional bins: a
        slice each; given ``bins``: a gather from a bin table and a ``flatnonzero``, two
        passes);
@@ -491,18 +491,27 @@ def first_k_sums(
     # (rank, leaf) table took 4 times as long); pairs index it flat
     upto = np.take(counts, bin_order, axis=0).T[leaves]
     np.cumsum(upto, axis=1, out=upto)  # rows of each leaf in bin ranks <= r
-    pair_at = column[pair_leaf] * n_bins
 
-    def count(r):  # rows of each request in bin ranks <= r[request]
-        return np.add.reduceat(np.take(upto, pair_at + r[pair_req]), starts)
+    if pair_leaf.size * n_bins <= _RANK_TABLE_LIMIT:  # small: every rank at once
+        per_rank = np.add.reduceat(upto[column[pair_leaf]], starts, axis=0)
+        crossing = np.count_nonzero(per_rank < k[:, None], axis=1)  # counts ascend in r
+        before = np.where(crossing > 0,
+                          per_rank[np.arange(n_req), np.maximum(crossing - 1, 0)], 0)
+    else:
+        pair_at = column[pair_leaf] * n_bins
 
-    lo, hi = np.zeros(n_req, dtype=np.int64), np.full(n_req, n_bins - 1, dtype=np.int64)
-    while np.any(lo < hi):  # binary search: log2(n_bins) steps over (request, leaf) pairs
-        mid = (lo + hi) // 2
-        enough = count(mid) >= k
-        hi, lo = np.where(enough, mid, hi), np.where(enough, lo, mid + 1)
-    crossing = lo  # a rank
-    before = np.where(crossing > 0, count(np.maximum(crossing - 1, 0)), 0)
+        def count(r):  # rows of each request in bin ranks <= r[request]
+            return np.add.reduceat(np.take(upto, pair_at + r[pair_req]), starts)
+
+        lo, hi = np.zeros(n_req, dtype=np.int64), np.full(n_req, n_bins - 1, dtype=np.int64)
+        while np.any(lo < hi):  # binary search: log2(n_bins) steps over (request, leaf) pairs
+            mid = (lo + hi) // 2
+            enough = count(mid) >= k
+            hi, lo = np.where(enough, mid, hi), np.where(enough, lo, mid + 1)
+        crossing = lo
+        before = np.where(crossing > 0, count(np.maximum(crossing - 1, 0)), 0)
+    # crossing: the rank of the bin holding each request's k-th row; before: its rows
+    # ranked in earlier bins
     crossing_bin = bin_order[crossing]
     # the rows of each request's crossing bin, in position order
     if positional:
@@ -704,7 +713,7 @@ def unbiased_gain(
         binned = bin_leaf_counts(
             nodes_valid.astype(np.intp, copy=False), tree.n_nodes, n_bins,
             out=None if workspace is None else workspace.array("key", n_rows, np.intp))
-        n_valid = np.rint(tree.ancestors @ binned[1].sum(axis=0)).astype(np.int64)
+        n_valid = tree.descendants.sums(binned[1].sum(axis=0)).astype(np.int64)
     else:
         n_valid = np.rint(tree.node_sums(nodes_valid)).astype(np.int64)
     inner = tree.internal_nodes
@@ -732,7 +741,7 @@ def unbiased_gain(
         defined[...] &= ok
         ratio[...] += np.divide(sum_g, sum_h + lam, out=np.zeros_like(sum_g), where=ok)
         if jack:
-            out_g, out_h, out_n = (leave_one_out(b) for b in (block_g, block_h, block_n))
+            out_g, out_h, out_n = leave_one_out(np.stack([block_g, block_h, block_n]))
             ok = out_n > 0
             defined_out[...] &= ok
             ratio_out[...] += np.divide(out_g, out_h + lam, out=np.zeros_like(out_g), where=ok)
@@ -798,7 +807,7 @@ def gain_from_ratios(
     gain[inner] = 0.0
 
     def combine(r, G=G):  # U from the ratios of (I, L, R); r is (3s,) or (3s, n_blocks)
-        r_I, r_L, r_R = np.split(r / n_draws, 3)
+        r_I, r_L, r_R = (r / n_draws).reshape((3, split.size) + r.shape[1:])
         shape = (-1,) + (1,) * (r.ndim - G.ndim)
         G_I, G_L, G_R = (G[a].reshape(shape + G.shape[1:])
                          for a in (split, tree.left[split], tree.right[split]))
@@ -806,14 +815,14 @@ def gain_from_ratios(
 
     # a ratio over rows whose hessians sum to 0 (e.g. all drawn rows have weight 0) is no
     # evidence: the split is unusable, like one with k < min_k
-    ok = np.logical_and.reduce(np.split(defined, 3))
+    ok = defined.reshape(3, split.size).all(axis=0)
     usable[split] = ok
     gain[split] = np.where(ok, combine(ratio), 0.0)
     jackknife = None
     if ratio_out is not None:
         # leaving block b out is the same estimator on fewer rows: where a ratio loses all
         # its hessian (every drawn row of the node is in block b), that split's U is 0
-        ok_out = np.logical_and.reduce(np.split(defined_out, 3)) & ok[:, None]
+        ok_out = defined_out.reshape(3, split.size, -1).all(axis=0) & ok[:, None]
         jackknife = np.full((ratio_out.shape[1], tree.n_nodes), np.nan)
         jackknife[:, inner] = 0.0
         G_out = G if G_blocks is None else leave_one_out(G_blocks)

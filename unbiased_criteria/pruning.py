@@ -80,7 +80,7 @@ def monotone_bounds(tree: Tree, monotone: tuple[int, ...]
     up = sign[sign != 0] > 0
     lesser = np.where(up, tree.left[split], tree.right[split])
     greater = np.where(up, tree.right[split], tree.left[split])
-    A = tree.ancestors  # CSR: row a holds a and its descendants
+    A = tree.descendants  # CSR: row a holds a and its descendants
     # each node's highest and lowest leaf below it (fmax/fmin skip the internal nodes' NaN;
     # every row of A holds a leaf)
     leaf_value = np.where(tree.is_leaf, tree.value, np.nan)[A.indices]
@@ -91,10 +91,8 @@ def monotone_bounds(tree: Tree, monotone: tuple[int, ...]
     t = (gap_lo + gap_hi) / 2
 
     def below(rows):  # (descendant, which row) pairs of the CSR rows ``rows``
-        size = np.diff(A.indptr)[rows]
-        which = np.repeat(np.arange(rows.size), size)
-        at = np.arange(which.size) - np.repeat(np.cumsum(size) - size, size)
-        return A.indices[A.indptr[rows][which] + at], which
+        which, node = A.row_pairs(rows)
+        return node, which
 
     node, which = below(lesser[apart])
     np.minimum.at(upper, node, t[apart][which])

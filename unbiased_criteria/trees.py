@@ -29,6 +29,7 @@ __all__ = [
     "MISSING_ZERO",
     "MISSING_NAN",
     "DecisionRules",
+    "Descendants",
     "Tree",
     "Forest",
     "check_tree",
@@ -83,6 +84,28 @@ def _array(values, dtype, n: int | None = None, fill=None) -> np.ndarray:
     out = np.array(values, dtype=dtype, copy=True)
     out.setflags(write=False)
     return out
+
+
+@dataclass(frozen=True)
+class Descendants:
+    """Each node's subtree as CSR rows: row ``a``, ``indices[indptr[a]:indptr[a + 1]]``,
+    holds ``a`` and every node below it, ascending (so never empty)."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+
+    def sums(self, per_node: np.ndarray) -> np.ndarray:
+        """``per_node`` (``(n_nodes,)`` or ``(n_nodes, m)``, e.g. sums over each leaf's rows,
+        0 at internal nodes) summed over every node's subtree: one gather, one ``reduceat``."""
+        return np.add.reduceat(per_node[self.indices], self.indptr[:-1], axis=0)
+
+    def row_pairs(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(which, node)`` pairs: every node of the subtree of each ``nodes[which]``, grouped
+        by ``which`` in ascending node order."""
+        start, size = self.indptr[nodes], self.indptr[nodes + 1] - self.indptr[nodes]
+        which = np.repeat(np.arange(nodes.size), size)
+        at = np.arange(which.size) - np.repeat(np.cumsum(size) - size, size) + start[which]
+        return which, self.indices[at]
 
 
 class _computed_once:
@@ -208,13 +231,10 @@ class Tree:
         return int(self.depth.max())
 
     @_computed_once
-    def ancestors(self) -> sparse.csr_matrix:
-        """``A[a, v] = 1`` iff ``a`` is ``v`` or an ancestor of ``v`` (n_nodes x n_nodes).
-
-        Node sums follow from leaf sums in one product: ``A @ leaf_sums``. Canonical CSR
-        (each row's columns ascending), built directly: scipy's conversion from (row, column)
-        pairs cost three times the walk up the tree.
-        """
+    def descendants(self) -> Descendants:
+        """Every node's subtree (the node and all nodes below it) as CSR rows, walked up the
+        tree from every node at once: no sparse matrix is made (scipy's constructor and
+        product cost more than the sums of a small tree)."""
         n = self.n_nodes
         parent = self.parent
         rows, cols = [np.arange(n)], [np.arange(n)]
@@ -229,10 +249,22 @@ class Tree:
             up = parent[up]
         r, c = np.concatenate(rows), np.concatenate(cols)
         order = np.argsort(r * n + c)  # no pair twice: a total order
-        indptr = np.zeros(n + 1, dtype=np.int32)
+        indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(r, minlength=n), out=indptr[1:])
+        indices = c[order].astype(np.int64)
+        indptr.setflags(write=False)
+        indices.setflags(write=False)
+        return Descendants(indptr, indices)
+
+    @_computed_once
+    def ancestors(self) -> sparse.csr_matrix:
+        """``A[a, v] = 1`` iff ``a`` is ``v`` or an ancestor of ``v`` (n_nodes x n_nodes):
+        :attr:`descendants` as a scipy matrix (canonical CSR), ``A @ leaf_sums`` the node
+        sums."""
+        d = self.descendants
         return sparse.csr_matrix(
-            (np.ones(r.size), c[order].astype(np.int32), indptr), shape=(n, n)
+            (np.ones(d.indices.size), d.indices.astype(np.int32), d.indptr.astype(np.int32)),
+            shape=(self.n_nodes, self.n_nodes),
         )
 
     def category_set(self, node: int) -> np.ndarray:
@@ -253,7 +285,7 @@ class Tree:
                 [np.bincount(nodes, weights=v, minlength=self.n_nodes) for v in values.T],
                 axis=1,
             )
-        return self.ancestors @ leaf
+        return self.descendants.sums(leaf)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Leaf value of every row of dense ``X`` (NaN = missing)."""

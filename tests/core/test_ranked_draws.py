@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from unbiased_criteria import gains
 from unbiased_criteria.gains import first_k_sums, node_sums, rank_bins, unbiased_gain
 from unbiased_criteria.trees import make_tree, route_rows
 
@@ -22,6 +23,15 @@ def _deep_tree():
     threshold = [0.5, 0.3, 0.6, np.nan, 0.2, np.nan, np.nan, np.nan, np.nan]
     value = [np.nan, np.nan, np.nan, 1.0, np.nan, 2.0, 3.0, 4.0, 5.0]
     return make_tree(left, right, feature, threshold, value)
+
+
+@pytest.fixture(params=["rank table", "binary search"])
+def rank_search(request, monkeypatch):
+    """Both ways of finding each request's crossing rank: one table of every rank's counts
+    (small trees and few rows) and the binary search over ranks (the limit set to 0)."""
+    if request.param == "binary search":
+        monkeypatch.setattr(gains, "_RANK_TABLE_LIMIT", 0)
+    return request.param
 
 
 def _brute(tree, nodes, node, k, values, blocks, n_blocks):
@@ -39,7 +49,7 @@ def _brute(tree, nodes, node, k, values, blocks, n_blocks):
 
 @pytest.mark.parametrize("n", [7, 60, 3000])
 @pytest.mark.parametrize("with_blocks", [False, True])
-def test_first_k_sums_equal_brute_force(n, with_blocks):
+def test_first_k_sums_equal_brute_force(n, with_blocks, rank_search):
     rng = np.random.default_rng(n)
     tree = _deep_tree()
     nodes = route_rows(tree, rng.random((n, 2)))
@@ -60,7 +70,7 @@ def test_first_k_sums_equal_brute_force(n, with_blocks):
 
 
 @pytest.mark.parametrize("n", [50, 3000])
-def test_first_k_sums_rank_by_bin_then_position(n):
+def test_first_k_sums_rank_by_bin_then_position(n, rank_search):
     """With ``bins``, rows are ranked by (bin, position): the same sums as the position rank
     of the rows stably sorted by bin."""
     rng = np.random.default_rng(n + 1)
@@ -80,7 +90,7 @@ def test_first_k_sums_rank_by_bin_then_position(n):
 
 @pytest.mark.parametrize("n", [5, 50, 3001])
 @pytest.mark.parametrize("n_bins", [0, 1, 7])
-def test_first_k_sums_runs_ranked_by_bin_order(n, n_bins):
+def test_first_k_sums_runs_ranked_by_bin_order(n, n_bins, rank_search):
     """Without ``bins``, runs of ``ceil(n / n_bins)`` consecutive rows ranked by
     ``bin_order``, then by position: the same sums as the position rank of the rows taken
     run by run in that order (``n_bins=0``: ``rank_bins(n)`` runs; empty runs at the end)."""
