@@ -347,8 +347,9 @@ def _leaves_below(tree: Tree, node: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 #: at most this many (request, leaf, rank) counts: one table of every rank's counts instead of
-#: a binary search over ranks (each of its log2(n_bins) steps is a few numpy calls)
-_RANK_TABLE_LIMIT = 1 << 16
+#: a binary search over ranks (each of its log2(n_bins) steps is a few numpy calls). Measured
+#: on 5k held-out rows: 10% faster for trees of 4 leaves, no slower for 31 (2**16: 7% slower)
+_RANK_TABLE_LIMIT = 1 << 14
 
 
 def rank_bins(n: int) -> int:
