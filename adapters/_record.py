@@ -34,3 +34,16 @@ def record_of(booster: Any) -> TrainingRecord | None:
     """The record kept with ``booster``, or None."""
     record = getattr(booster, _ATTRIBUTE, None)
     return record if isinstance(record, TrainingRecord) else None
+
+
+def held_out_rows_warning(record: TrainingRecord | None) -> str | None:
+    """Why a model the training hook grew with held-out rows cannot match its own gains on
+    the training rows (a reader's warning, as bagging's), or None for any other model."""
+    if record is None or not record.holdout_fraction > 0:
+        return None
+    return (
+        f"the training hook grew this model holding out {record.holdout_fraction:g} of the "
+        "training rows in every round (with zero gradient and hessian): each tree's stored "
+        "hessian sums and gains are those of its round's other rows, so biased_gain over the "
+        "training rows given will not match host_gain (unbiased_gain does not depend on it)"
+    )

@@ -308,6 +308,51 @@ def test_trees_not_grown_on_the_given_training_rows_are_said(host, data, tmp_pat
         assert not any("subsample=" in str(r.message) for r in record)
 
 
+def _hook_estimator(host: str, **options):
+    if host == "lightgbm":
+        from unbiased_criteria.adapters.lightgbm import UnbiasedLGBMRegressor
+
+        return UnbiasedLGBMRegressor(n_estimators=5, verbose=-1, n_jobs=1, **options)
+    from unbiased_criteria.adapters.xgboost import UnbiasedXGBRegressor
+
+    return UnbiasedXGBRegressor(n_estimators=5, max_depth=3, n_jobs=1, **options)
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_model_the_hook_grew_with_held_out_rows_says_why_its_sums_differ(host, data):
+    """The training hook grows every tree with half the rows at zero gradient and hessian:
+    scored on its training rows, such a model was told "its trees were not grown on these
+    rows" with a list of seven possible causes, in every fold of a cross-fit. The reader now
+    names the cause (the check cannot hold such trees to rows it does not know); without
+    held-out rows the hook's trees are held to their own sums, and match them."""
+    import warnings
+
+    X, y, Xv, yv = data
+    X, Xv = X.assign(X2=X["X2"].cat.codes), Xv.assign(X2=Xv["X2"].cat.codes)
+    model = _hook_estimator(host).fit(X, y)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        uc.unbiased_importance(model, X, y, Xv, yv, random_state=0)
+    said = [str(r.message) for r in record if "no usable evidence" not in str(r.message)]
+    assert len(said) == 1 and said[0].startswith(
+        "the training hook grew this model holding out 0.5 of the training rows"), said
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        plain = _hook_estimator(host, holdout_fraction=0.0, prune_threshold=None).fit(X, y)
+        uc.unbiased_importance(plain, X, y, Xv, yv, random_state=0)
+    said = [str(r.message) for r in record if "no usable evidence" not in str(r.message)]
+    assert said == [], said
+    # the check does run there: other rows than the training rows are said
+    with pytest.warns(UserWarning, match="hessian sums differ from the model's own"):
+        uc.unbiased_importance(plain, Xv, yv, X, y, random_state=0)
+    # a cross-fit says a cause all folds share once, naming them
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        uc.cross_fitted_importance(_hook_estimator(host), X, y, cv=3, random_state=0)
+    said = [str(r.message) for r in record if "training hook grew" in str(r.message)]
+    assert len(said) == 1 and said[0].startswith("all 3 folds: the training hook"), said
+
+
 @pytest.mark.parametrize("host", HOSTS)
 def test_a_model_with_a_best_iteration_is_still_checked_against_its_own_sums(host, data):
     """An early-stopped model's best_iteration note (the scikit-learn predict stops there)

@@ -141,6 +141,8 @@ class BoostResult:
     jackknife: np.ndarray | None = None
     #: rounds whose training scores were the host's own (see the module docstring)
     host_score_rounds: int = 0
+    #: the share of the training rows held out of each round's tree (``HoldoutPlan``)
+    holdout_fraction: float = 0.0
 
 
 def boost(
@@ -343,7 +345,8 @@ def boost(
     jackknife = (np.concatenate([replicates[i] for i in order])
                  if order and blocks is not None else None)
     return BoostResult(trees, np.array(classes), init, raw, raw_eval, history,
-                       best_iteration, best_score, splits, jackknife, host_rounds)
+                       best_iteration, best_score, splits, jackknife, host_rounds,
+                       holdout.fraction)
 
 
 def _read_grown(read_grown: Callable[[], list[Tree]], rounds: int, K: int) -> list[Tree]:

@@ -199,6 +199,17 @@ class CrossFittedReport(ImportanceReport):
         return f"CrossFittedReport({self.host}, {self.n_folds} folds, {len(self.splits)} splits)"
 
 
+def _warn_by_folds(said: dict[tuple[type, str], list[int]], n_folds: int) -> None:
+    """Each fold's warnings at the caller's line, naming the folds: a text that several folds
+    gave (the same model kind, the same cause) once, with all of them."""
+    for (category, text), folds in said.items():
+        which = (f"fold {folds[0]}" if len(folds) == 1 else
+                 f"all {n_folds} folds" if len(folds) == n_folds else
+                 "folds " + ", ".join(map(str, folds)))
+        of = f" of {n_folds}" if len(folds) < n_folds else ""
+        warnings.warn(f"{which}{of}: {text}", category, stacklevel=4)
+
+
 def _fold_seeds(random_state, n: int) -> list[np.random.SeedSequence]:
     """``np.random.SeedSequence(random_state).spawn(n)``, without changing the caller's object.
 
@@ -351,6 +362,7 @@ def cross_fit_folds(
     reports: list[ImportanceReport] = []
     tree_iterations: list[np.ndarray] = []
     bar = progress_bar(len(folds), progress, "folds")
+    said: dict[tuple[type, str], list[int]] = {}  # each fold's warnings: the folds per text
     try:
         for (train, held), seed in zip(folds, seeds):
             w_train = None if sample_weight is None else sample_weight[train]
@@ -365,15 +377,17 @@ def cross_fit_folds(
                     n_draws=n_draws, min_k=min_k, random_state=seed, n_blocks=n_blocks,
                     progress=progress, memory_budget=memory_budget,
                 ))
-            for w in caught:  # say which fold, at the caller's line
-                warnings.warn(f"fold {len(reports) - 1} of {len(folds)}: {w.message}",
-                              w.category, stacklevel=3)
+            for w in caught:
+                folds_saying = said.setdefault((w.category, str(w.message)), [])
+                if not folds_saying or folds_saying[-1] != len(reports) - 1:
+                    folds_saying.append(len(reports) - 1)
             if iterations is not None:
                 forest = adapter_for(model).read_model(model).forest
                 tree_iterations.append(np.asarray(forest.tree_iteration, dtype=np.int64))
             bar.update()
     finally:
         bar.close()
+        _warn_by_folds(said, len(folds))
     trees_kept = iterations_kept = None
     if iterations is not None:
         iterations_kept = _iteration_cuts(reports, tree_iterations, iterations)

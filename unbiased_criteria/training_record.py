@@ -44,13 +44,18 @@ class TrainingRecord:
         Each split's U with one block of training rows left out of the held-out rows (blocks
         fixed for the whole run); None when the run had ``n_blocks < 2``.
     feature_names : tuple of str
+    scored : bool
+        False when nothing could be scored (scoring off, no held-out rows): importances NaN.
+    holdout_fraction : float
+        The share of the training rows held out of each round's trees (0: every tree was
+        grown on all of them).
     """
 
     splits: pd.DataFrame
     jackknife: np.ndarray | None
     feature_names: tuple[str, ...]
-    #: False when nothing could be scored (scoring off, no held-out rows): importances NaN
     scored: bool = True
+    holdout_fraction: float = 0.0
 
     @classmethod
     def from_result(cls, result: BoostResult, n_trees: int, n_outputs: int,
@@ -63,13 +68,15 @@ class TrainingRecord:
                                    for c in SPLIT_COLUMNS})
             # scored, but the host made no split: every replicate is 0 (std_error 0, not NaN)
             jack = stack_replicates([], n_blocks) if result.splits is not None else None
-            return cls(splits, jack, names, scored=result.splits is not None)
+            return cls(splits, jack, names, scored=result.splits is not None,
+                       holdout_fraction=result.holdout_fraction)
         inside = (result.splits["tree"] < n_trees).to_numpy()
         out = result.splits.loc[inside].reset_index(drop=True)
         out["iteration"] = (out["tree"] // n_outputs).astype(np.int64)
         out["feature"] = np.asarray(names, dtype=object)[out["feature_index"].to_numpy()]
         jack = None if result.jackknife is None else result.jackknife[inside]
-        return cls(out[list(SPLIT_COLUMNS)], jack, names)
+        return cls(out[list(SPLIT_COLUMNS)], jack, names,
+                   holdout_fraction=result.holdout_fraction)
 
     def importances(self) -> np.ndarray:
         """Per feature, the sum of U over every scored split (kept or not); NaN for every
