@@ -17,6 +17,7 @@ from unbiased_criteria.adapters._compat import HostVersionError
 from unbiased_criteria.adapters._record import record_of
 
 from unbiased_criteria.errors import InputError
+from unbiased_criteria.report import ImportanceReport
 from unbiased_criteria.validation import check_weight
 
 __all__ = ["with_train", "TrainingImportance", "IMPORTANCE_DOC", "check_fit_weights",
@@ -119,6 +120,7 @@ class TrainingImportance:
 
     _not_fitted_error: type[Exception]
     _host_booster: Callable[[], object]
+    _host_name: str  # the report's host
 
     def _training_record(self):
         if not self.__sklearn_is_fitted__():
@@ -157,6 +159,23 @@ class TrainingImportance:
                 f"holdout_fraction={self.holdout_fraction!r}); the host's importances: "
                 "get_booster() / booster_", UserWarning, stacklevel=2)
         return record.importances()
+
+    @property
+    def importance_report_(self) -> ImportanceReport:
+        """The importance of ``feature_importances_`` as an :class:`ImportanceReport`: every
+        split scored during training (``splits``; ``kept`` says which are in the model),
+        with block-jackknife standard errors over the training rows, so ``to_frame()`` and
+        ``select()`` work; the same object as post-hoc importance and the native grower's
+        ``importance_report_``. Refused when nothing was scored (``prune_threshold=None``,
+        ``holdout_fraction=0``): its empty table would read as U = 0."""
+        record = self._training_record()
+        if not record.scored:
+            raise ValueError(
+                "importance_report_: no split was scored during training "
+                f"(prune_threshold={self.prune_threshold!r}, "
+                f"holdout_fraction={self.holdout_fraction!r}); fit with held-out rows and "
+                "pruning on to measure the importance")
+        return record.report(self._host_name)
 
     @property
     def training_splits_(self) -> pd.DataFrame:

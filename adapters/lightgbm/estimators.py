@@ -48,6 +48,7 @@ class _UnbiasedFit(TrainingImportance, lightgbm.LGBMModel):
     :func:`train` in place of ``lightgbm.train``."""
 
     _not_fitted_error = lightgbm.compat.LGBMNotFittedError
+    _host_name = "lightgbm"
 
     def fit(self, *args: Any, **kwargs: Any):
         if kwargs.get("init_model") is not None:

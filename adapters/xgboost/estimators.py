@@ -56,6 +56,7 @@ class _UnbiasedFit(TrainingImportance):
 
     _host_fit: Callable
     _not_fitted_error = NotFittedError
+    _host_name = "xgboost"
 
     def _fit_unbiased(self, X: Any, y: Any, kwargs: dict[str, Any]):
         if kwargs.get("xgb_model") is not None:

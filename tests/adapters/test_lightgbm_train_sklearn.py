@@ -102,6 +102,26 @@ def test_pipeline_grid_search_and_cross_validation():
     assert "min_k" not in model.booster_.params and "min_k" not in model._process_params("fit")
 
 
+def test_importance_report_attribute_is_the_training_report():
+    """The native grower's estimators had ``importance_report_``, the hooks' did not: the same
+    report as ``training_report`` (with its standard errors), summing to
+    ``feature_importances_``; a deep copy keeps it; refused where nothing was scored."""
+    X, y = make_data(300, seed=6)
+    model = adapter.UnbiasedLGBMClassifier(**SMALL).fit(X, y > 0)
+    report = model.importance_report_
+    assert report.host == "lightgbm"
+    pd.testing.assert_frame_equal(report.to_frame(),
+                                  adapter.training_report(model).to_frame())
+    frame = report.to_frame().reindex(report.feature_names)
+    np.testing.assert_allclose(frame["unbiased_gain"], model.feature_importances_)
+    pd.testing.assert_frame_equal(copy.deepcopy(model).importance_report_.to_frame(),
+                                  report.to_frame())
+    with pytest.warns(UserWarning, match="holdout_fraction=0"):
+        plain = adapter.UnbiasedLGBMRegressor(**SMALL, holdout_fraction=0.0).fit(X, y)
+    with pytest.raises(ValueError, match="importance_report_: no split was scored"):
+        plain.importance_report_
+
+
 def test_pickle_keeps_the_unbiased_importance():
     X, y = make_data(300, seed=5)
     model = adapter.UnbiasedLGBMRegressor(**SMALL).fit(X, y)

@@ -202,6 +202,23 @@ def test_training_views_take_the_estimator_as_lightgbms_do():
         ax.training_report(ax.UnbiasedXGBRegressor())
 
 
+def test_importance_report_attribute_is_the_training_report():
+    """The native grower's estimators had ``importance_report_``, the hooks' did not (an
+    AttributeError): the same report as ``training_report``, whose per-feature sums are
+    ``feature_importances_``; refused where nothing was scored."""
+    X, y = make_data(300, seed=6)
+    model = ax.UnbiasedXGBRegressor(**SMALL).fit(X, y)
+    report = model.importance_report_
+    assert report.host == "xgboost"
+    pd.testing.assert_frame_equal(report.to_frame(), ax.training_report(model).to_frame())
+    frame = report.to_frame().reindex(report.feature_names)
+    np.testing.assert_allclose(frame["unbiased_gain"], model.feature_importances_)
+    with pytest.warns(UserWarning, match="holdout_fraction=0"):
+        plain = ax.UnbiasedXGBRegressor(**SMALL, holdout_fraction=0.0).fit(X, y)
+    with pytest.raises(ValueError, match="importance_report_: no split was scored"):
+        plain.importance_report_
+
+
 def test_refused_inputs():
     X, y = make_data(100)
     first = xgboost.XGBRegressor(n_estimators=2, n_jobs=1).fit(X, y)
