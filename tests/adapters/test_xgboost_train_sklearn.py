@@ -216,7 +216,7 @@ def test_importance_report_attribute_is_the_training_report():
     with pytest.warns(UserWarning, match="holdout_fraction=0"):
         plain = ax.UnbiasedXGBRegressor(**SMALL, holdout_fraction=0.0).fit(X, y)
     with pytest.raises(ValueError, match="importance_report_: no split was scored"):
-        plain.importance_report_
+        _ = plain.importance_report_
 
 
 def test_refused_inputs():
