@@ -495,7 +495,7 @@ def first_k_sums(
 
     if pair_leaf.size * n_bins <= _RANK_TABLE_LIMIT:  # small: every rank at once
         per_rank = np.add.reduceat(upto[column[pair_leaf]], starts, axis=0)
-        crossing = np.count_nonzero(per_rank < k[:, None], axis=1)  # counts ascend in r
+        crossing = (per_rank < k[:, None]).sum(axis=1)  # counts ascend in r
         before = np.where(crossing > 0,
                           per_rank[np.arange(n_req), np.maximum(crossing - 1, 0)], 0)
     else:
@@ -542,7 +542,8 @@ def first_k_sums(
     cut_key = crossing * (n + 1) + cut_pos
 
     # 2. cells: a leaf's rows are split at the cuts of the requests above it (compacted)
-    cuts, cut_of = np.unique(cut_key, return_inverse=True)
+    cuts = np.unique(cut_key)
+    cut_of = np.searchsorted(cuts, cut_key)  # (unique's inverse costs more)
     m = cuts.size
     relevant = np.zeros((n_nodes, m), dtype=bool)
     relevant[pair_leaf, cut_of[pair_req]] = True
