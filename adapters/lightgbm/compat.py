@@ -19,6 +19,10 @@ on the installed version, 4.7.0 when this was written). What is used, and why:
 * ``LGBMModel._process_params``: overridden by the estimators to drop their own parameters;
 * ``LGBMModel.fit`` calling the global ``train``: the estimators run a copy of it with our
   ``train`` (:func:`unbiased_criteria.adapters._estimators.with_train` checks it);
+* ``Booster.train_set``: set while a Booster holds its training Dataset (``lightgbm.train``
+  drops it with ``free_dataset()`` after its text round trip, unless
+  ``keep_training_booster=True``): such a Booster's trees may hold more digits than its text
+  (:func:`holds_training_data`);
 * ``lightgbm.basic.EvalResult`` where it exists (a NamedTuple; older 4.x pass plain tuples):
   the type of callbacks' ``evaluation_result_list`` entries (:data:`EVAL_RESULT`).
 
@@ -38,7 +42,7 @@ from unbiased_criteria.adapters._compat import HostVersionError, private
 __all__ = [
     "KNOWN_VERSIONS", "HostVersionError", "choose_param_value", "bind_params", "unbind_params",
     "is_constructed", "boost_one_iteration", "train_scores", "estimator_booster",
-    "set_estimator_booster", "EVAL_RESULT",
+    "set_estimator_booster", "EVAL_RESULT", "holds_training_data",
     "check_estimator_layout",
 ]
 
@@ -124,3 +128,10 @@ def set_estimator_booster(model: lightgbm.LGBMModel, booster: lightgbm.Booster) 
 def check_estimator_layout() -> None:
     """Fail now, with a clear message, if ``LGBMModel`` lacks what the estimators override."""
     _private(lightgbm.LGBMModel, "_process_params")
+
+
+def holds_training_data(booster: lightgbm.Booster) -> bool:
+    """Whether ``booster`` was made for training and still holds its Dataset: its gains and
+    internal values may then have more digits than its text model writes (6), which a Booster
+    loaded from text, or returned by ``lightgbm.train`` (a text round trip), does not."""
+    return getattr(booster, "train_set", None) is not None

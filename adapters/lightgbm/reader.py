@@ -17,6 +17,7 @@ from typing import Any
 import lightgbm
 import numpy as np
 from unbiased_criteria.adapters._record import held_out_rows_warning, record_of
+from unbiased_criteria.adapters.lightgbm.compat import holds_training_data
 from unbiased_criteria.adapters.lightgbm.objectives import (
     MEAN_TYPE,
     OBJECTIVE_ALIASES,
@@ -37,7 +38,8 @@ from unbiased_criteria.adapters.lightgbm.text_model import check_model_text
 from unbiased_criteria.model import Model, UnsupportedModelError
 from unbiased_criteria.trees import MISSING_NAN, MISSING_NONE, MISSING_ZERO, make_tree
 
-__all__ = ["read_model", "model_from_dump", "parse_tree", "categorical_options", "replay_warnings"]
+__all__ = ["read_model", "model_from_dump", "parse_tree", "parse_tree_text", "categorical_options",
+           "replay_warnings"]
 
 _MISSING_CODE = {"None": MISSING_NONE, "Zero": MISSING_ZERO, "NaN": MISSING_NAN}
 
@@ -177,6 +179,88 @@ def parse_tree(
     )
 
 
+#: LightGBM's missing type (bits 2-3 of decision_type) as the IR's; 3 is routed as None
+_MISSING_BITS = np.array([MISSING_NONE, MISSING_ZERO, MISSING_NAN, MISSING_NONE], np.int8)
+
+
+def parse_tree_text(
+    fields: dict[str, str], n_categories: list[int], cat_l2: float, max_cat_to_onehot: int
+) -> dict[str, Any]:
+    """Flat IR arrays of one ``Tree=`` block of a text model (its ``key=value`` fields, as
+    :func:`~unbiased_criteria.adapters.lightgbm.text_model.check_model_text` returns them
+    checked), equal to what :func:`parse_tree` gives for the block's ``dump_model()`` entry
+    (tested tree by tree), without the JSON: LightGBM's dump of a model costs about 4 times
+    its text, and the JSON's parse as much again.
+
+    Node ids as LightGBM's: split ``i`` is node ``i``, leaf ``j`` node ``num_leaves - 1 +
+    j``. ``split_gain``, ``internal_value`` and ``internal_weight`` are the text's 6
+    significant digits, as in every Booster LightGBM returns or loads (the JSON of a Booster
+    kept in training, ``keep_training_booster=True``, shows more); statistics a hand-made
+    text leaves out are 0, as LightGBM loads them.
+    """
+    L = int(fields["num_leaves"])
+    k = L - 1
+    if fields.get("is_linear", "0").strip() not in ("", "0"):
+        raise UnsupportedModelError("linear trees (leaf_coeff) are not supported")
+
+    def numbers(key: str, size: int, dtype) -> np.ndarray:
+        words = fields.get(key, "").split()
+        return np.array(words, dtype=dtype) if words else np.zeros(size, dtype)
+
+    n = 2 * L - 1
+    left = np.full(n, -1, np.int32)
+    right = np.full(n, -1, np.int32)
+    feature = np.full(n, -1, np.int32)
+    threshold = np.full(n, np.nan)
+    default_left = np.zeros(n, bool)
+    missing = np.full(n, MISSING_NONE, np.int8)
+    value = np.full(n, np.nan)
+    l2_extra = np.zeros(n)
+    gain = np.full(n, np.nan)
+    hess = np.full(n, np.nan)
+    count = np.full(n, -1, np.int64)
+    cat_sets: dict[int, np.ndarray] = {}
+    value[k:] = numbers("leaf_value", L, np.float64)
+    if L == 1:  # its dump holds the leaf's value and count (no weight)
+        if fields.get("leaf_count", "").strip():
+            count[:] = numbers("leaf_count", L, np.int64)
+        return dict(left=left, right=right, feature=feature, threshold=threshold,
+                    value=value, default_left=default_left, missing=missing,
+                    cat_sets=cat_sets, l2_extra=l2_extra, host_gain=gain, host_hessian=hess,
+                    host_count=count)
+    hess[k:] = numbers("leaf_weight", L, np.float64)
+    count[k:] = numbers("leaf_count", L, np.int64)
+    for out, key in ((left, "left_child"), (right, "right_child")):
+        child = numbers(key, k, np.int64)
+        out[:k] = np.where(child >= 0, child, k + ~child)  # leaf j is ~j
+    feature[:k] = numbers("split_feature", k, np.int64)
+    decision = numbers("decision_type", k, np.int64)
+    default_left[:k] = decision & 2 != 0
+    missing[:k] = _MISSING_BITS[(decision >> 2) & 3]
+    cut = numbers("threshold", k, np.float64)
+    categorical = decision & 1 != 0
+    threshold[:k] = np.where(categorical, np.nan, cut)
+    value[:k] = numbers("internal_value", k, np.float64)
+    gain[:k] = numbers("split_gain", k, np.float32)  # LightGBM keeps float32 gains
+    hess[:k] = numbers("internal_weight", k, np.float64)
+    count[:k] = numbers("internal_count", k, np.int64)
+    if categorical.any():  # a category set is a bitset of 32-bit words
+        bounds = numbers("cat_boundaries", 1, np.int64)
+        words = numbers("cat_threshold", 0, np.int64)
+        for i in np.flatnonzero(categorical):
+            j = int(cut[i])
+            bits = (words[bounds[j] : bounds[j + 1], None] >> np.arange(32)) & 1
+            cat_sets[int(i)] = np.flatnonzero(bits.ravel())
+            # many-vs-many splits score their children with lambda_l2 + cat_l2
+            if n_categories[feature[i]] > max_cat_to_onehot:
+                l2_extra[i] = cat_l2
+    return dict(
+        left=left, right=right, feature=feature, threshold=threshold, value=value,
+        default_left=default_left, missing=missing, cat_sets=cat_sets, l2_extra=l2_extra,
+        host_gain=gain, host_hessian=hess, host_count=count,
+    )
+
+
 def _data_free_bias(arrays: dict[str, Any], l2: float) -> float:
     """Init score folded into a first-iteration tree, from its leaves alone.
 
@@ -232,10 +316,17 @@ def read_model(model: lightgbm.Booster | lightgbm.LGBMModel) -> Model:
     booster = booster_of(model)
     text = booster.model_to_string(num_iteration=-1)
     # a Booster built from corrupt text can crash dump_model(): check the text first
-    check_model_text(text)
-    dump = dump_model(booster, num_iteration=-1)
+    tree_fields = check_model_text(text)
+    if holds_training_data(booster):  # its JSON holds gains at more digits than its text
+        dump, tree_fields = dump_model(booster, num_iteration=-1), None
+    else:  # the dump's header only: the trees from the text, several times faster
+        dump = dump_model(booster, start_iteration=booster.current_iteration(),
+                          num_iteration=-1)
+        if dump["tree_info"]:
+            raise RuntimeError("LightGBM dumped trees past its last iteration")
     read = model_from_dump(dump, parse_parameters(text), text=text,
-                           best_iteration=int(getattr(booster, "best_iteration", 0) or 0))
+                           best_iteration=int(getattr(booster, "best_iteration", 0) or 0),
+                           tree_fields=tree_fields)
     # LGBMClassifier(class_weight=...) multiplied its training weights (the Booster does not
     # say): the core weights the rows alike
     class_weight = getattr(model, "class_weight", None)
@@ -251,10 +342,13 @@ def read_model(model: lightgbm.Booster | lightgbm.LGBMModel) -> Model:
 
 
 def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
-                    best_iteration: int = 0) -> Model:
+                    best_iteration: int = 0,
+                    tree_fields: list[dict[str, str]] | None = None) -> Model:
     """The IR of a ``dump_model()`` dict, with the ``parameters:`` block ``params``
     (``{}`` for a bare dump: LightGBM's defaults; the learning rate then comes from the
-    trees' ``shrinkage``). ``text`` is the text model, if any (the writer needs it)."""
+    trees' ``shrinkage``). ``text`` is the text model, if any (the writer needs it).
+    ``tree_fields``: the trees as the text's checked ``Tree=`` blocks
+    (:func:`parse_tree_text`) instead of the dump's ``tree_info``, which is then ignored."""
     obj_line = dump.get("objective")  # absent for a custom objective
     objective_name = None
     if obj_line is not None:
@@ -262,10 +356,12 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
         objective_name = OBJECTIVE_ALIASES.get(first, first)
         if objective_name == "regression" and "sqrt" in obj_line.split()[1:]:
             params = {**params, "reg_sqrt": "1"}
-    infos = dump["tree_info"]
+    infos = dump["tree_info"] if tree_fields is None else tree_fields
+    # (num_leaves, shrinkage) of every tree: both forms hold them under these names
+    sizes = [(int(t["num_leaves"]), float(t.get("shrinkage", 1.0))) for t in infos]
     source = LightGBMSource(
         text=text, params=params, objective=objective_name,
-        n_leaves=np.array([int(t["num_leaves"]) for t in infos], dtype=np.int64),
+        n_leaves=np.array([L for L, _ in sizes], dtype=np.int64),
         best_iteration=best_iteration,
     )
     _check_supported(dump, source, text)
@@ -298,7 +394,7 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
     if "learning_rate" in params:
         lr = fp("learning_rate")
     else:  # no parameters block (hand-made model): the second iteration shows the rate
-        lr = float(infos[K]["shrinkage"]) if len(infos) > K else 1.0
+        lr = sizes[K][1] if len(sizes) > K else 1.0
     add_bias = objective_name is not None and source.flag("boost_from_average")
     exact_bias = (
         add_bias and objective is not None and objective_name in MEAN_TYPE
@@ -310,14 +406,14 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
     # trees' shrinkage; the first iteration's, reset to 1 by AddBias, is then not stored
     # trees of one leaf are written with shrinkage 1 whatever the rate: they say nothing
     scheduled = add_bias and not forest_mode and any(
-        not math.isclose(float(info["shrinkage"]), lr, rel_tol=1e-9)
-        for info in infos[K:] if int(info.get("num_leaves", 2)) > 1)
+        not math.isclose(shrinkage, lr, rel_tol=1e-9) for L, shrinkage in sizes[K:] if L > 1)
     categorical = categorical_options(dump, source)
+    parse = parse_tree if tree_fields is None else parse_tree_text
     trees = []
     any_bias = False
     for t, info in enumerate(infos):
-        arrays = parse_tree(info, **categorical)
-        shrinkage = float(info["shrinkage"])
+        arrays = parse(info, **categorical)
+        shrinkage = sizes[t][1]
         bias = 0.0
         # the trees holding the init score: every tree of a forest, else the first iteration's
         holds_init = forest_mode or (t < K and (shrinkage == 1.0 or arrays["left"][0] < 0))

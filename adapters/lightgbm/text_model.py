@@ -1,4 +1,5 @@
-"""Check a LightGBM text model before LightGBM sees it: :func:`check_model_text`.
+"""Check a LightGBM text model before LightGBM sees it: :func:`check_model_text` (which also
+hands the reader each tree's fields).
 
 LightGBM's loader trusts its input: a wrong ``tree_sizes`` entry, a file truncated mid-tree or an
 edited ``num_leaves`` abort the process; a child index out of range or a cycle loads and then
@@ -91,7 +92,8 @@ def _check_children(left: np.ndarray, right: np.ndarray, where: str) -> None:
         )
 
 
-def _check_tree(block: bytes, index: int, n_features: int) -> None:
+def _check_tree(block: bytes, index: int, n_features: int) -> dict[str, str]:
+    """The checked fields of one ``Tree=`` block."""
     where = f"tree {index}"
     fields = _header(block)
     try:
@@ -107,7 +109,7 @@ def _check_tree(block: bytes, index: int, n_features: int) -> None:
         _numbers(fields, key, None, L, where, required=key == "leaf_value", why=why)
     _numbers(fields, "leaf_count", None, L, where, required=False, why=why)
     if L == 1:
-        return
+        return fields
     arrays = {}
     for key in _INTERNAL_INT:
         dtype = int if key in _INDICES else None
@@ -138,15 +140,23 @@ def _check_tree(block: bytes, index: int, n_features: int) -> None:
             raise ModelTextError(
                 f"{where}: threshold/cat_boundaries of a categorical node are out of range"
             )
+    return fields
 
 
-def check_model_text(text: str | bytes) -> None:
+def check_model_text(text: str | bytes) -> list[dict[str, str]]:
     """Raise :class:`ModelTextError` if LightGBM would crash on or misread model ``text``.
 
     Parameters
     ----------
     text : str or bytes
         A LightGBM text model (``model_to_string()``, a ``.txt`` model file).
+
+    Returns
+    -------
+    list of dict
+        Each ``Tree=`` block's ``key=value`` lines, in order, as checked (the reader parses
+        its trees from them: :func:`~unbiased_criteria.adapters.lightgbm.reader.
+        parse_tree_text`).
 
     Raises
     ------
@@ -187,5 +197,5 @@ def check_model_text(text: str | bytes) -> None:
         where = f"tree {len(starts) - 1}" if starts else "model text"
         raise ModelTextError(f"{where}: no 'end of trees' line follows: the model text is "
                              "truncated")
-    for t in range(len(starts)):
-        _check_tree(data[bounds[t] : bounds[t + 1]], t, n_features)
+    return [_check_tree(data[bounds[t] : bounds[t + 1]], t, n_features)
+            for t in range(len(starts))]
