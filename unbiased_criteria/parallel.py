@@ -19,7 +19,7 @@ __all__ = ["resolve_n_jobs", "scoring_threads", "OrderedPool"]
 
 #: Rows (training and held-out) per tree that one more scoring thread needs to pay for
 #: itself. Below it the threads' many small numpy calls contend for the GIL and the call gets
-#: slower, not faster: 5k + 5k rows, 3000 trees of 4 leaves, 6.6 s on 2 threads against 3.6 s
+#: slower, not faster: 5k + 5k rows, 3000 trees of 4 leaves, 6.2 s on 2 threads against 3.2 s
 #: on one (benchmarks/scoring_threads.py, benchmarks/README.md).
 ROWS_PER_SCORING_THREAD = 100_000
 
