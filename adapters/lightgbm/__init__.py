@@ -20,8 +20,10 @@ Modules (one idea each):
 * ``source``: LightGBM's routing rules and host facts, :class:`LightGBMSource`, parameters,
   forest layout;
 * ``objectives``: LightGBM objective names -> core objectives (:func:`make_objective`);
-* ``text_model``: checks a text model before LightGBM loads it (:func:`check_model_text`);
-* ``reader``: dump and ``parameters:`` -> IR (:func:`read_model`);
+* ``text_model``: checks a text model before LightGBM loads it (:func:`check_model_text`),
+  and hands the reader each checked tree's fields;
+* ``reader``: text trees (or a JSON dump), the dump's header and ``parameters:`` -> IR
+  (:func:`read_model`);
 * ``router``: :func:`make_router`;
 * ``writer``: IR -> text model (:func:`model_text`, :func:`write_model`);
 * ``metrics``: LightGBM's metrics by the names it reports, with its conventions;
