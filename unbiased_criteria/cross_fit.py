@@ -387,7 +387,7 @@ def cross_fit_folds(
             bar.update()
     finally:
         bar.close()
-        _warn_by_folds(said, len(folds))
+    _warn_by_folds(said, len(folds))  # after the folds (a failed fold's error stands alone)
     trees_kept = iterations_kept = None
     if iterations is not None:
         iterations_kept = _iteration_cuts(reports, tree_iterations, iterations)
