@@ -118,24 +118,35 @@ def categorical_options(dump: dict, source: LightGBMSource) -> dict[str, Any]:
     )
 
 
+#: the per-node arrays of :func:`parse_tree` and :func:`parse_tree_text`, in order
+_ARRAY_KEYS = ("left", "right", "feature", "threshold", "default_left", "missing", "value",
+               "l2_extra", "host_gain", "host_hessian", "host_count")
+
+
+def _blank_arrays(L: int) -> dict[str, Any]:
+    """The IR arrays (``make_tree``'s keywords) of a tree of ``L`` leaves before any node is
+    read: no children, no statistics, no category sets."""
+    n = 2 * L - 1
+    arrays: dict[str, Any] = dict(
+        left=np.full(n, -1, np.int32), right=np.full(n, -1, np.int32),
+        feature=np.full(n, -1, np.int32), threshold=np.full(n, np.nan),
+        default_left=np.zeros(n, bool), missing=np.full(n, MISSING_NONE, np.int8),
+        value=np.full(n, np.nan), l2_extra=np.zeros(n), host_gain=np.full(n, np.nan),
+        host_hessian=np.full(n, np.nan), host_count=np.full(n, -1, np.int64),
+    )
+    arrays["cat_sets"] = {}
+    return arrays
+
+
 def parse_tree(
     info: dict, n_categories: list[int], cat_l2: float, max_cat_to_onehot: int
 ) -> dict[str, Any]:
     """Flat IR arrays of one ``tree_info`` entry (iterative walk: trees can be deep)."""
     L = int(info["num_leaves"])
-    n = 2 * L - 1
-    left = np.full(n, -1, np.int32)
-    right = np.full(n, -1, np.int32)
-    feature = np.full(n, -1, np.int32)
-    threshold = np.full(n, np.nan)
-    default_left = np.zeros(n, bool)
-    missing = np.full(n, MISSING_NONE, np.int8)
-    value = np.full(n, np.nan)
-    l2_extra = np.zeros(n)
-    gain = np.full(n, np.nan)
-    hess = np.full(n, np.nan)
-    count = np.full(n, -1, np.int64)
-    cat_sets: dict[int, np.ndarray] = {}
+    arrays = _blank_arrays(L)
+    left, right, feature, threshold, default_left, missing, value, l2_extra, gain, hess, \
+        count = (arrays[k] for k in _ARRAY_KEYS)
+    cat_sets: dict[int, np.ndarray] = arrays["cat_sets"]
 
     def node_id(node: dict) -> int:
         if "split_index" in node:
@@ -172,11 +183,7 @@ def parse_tree(
             threshold[i] = node["threshold"]
         stack.append(node["left_child"])
         stack.append(node["right_child"])
-    return dict(
-        left=left, right=right, feature=feature, threshold=threshold, value=value,
-        default_left=default_left, missing=missing, cat_sets=cat_sets, l2_extra=l2_extra,
-        host_gain=gain, host_hessian=hess, host_count=count,
-    )
+    return arrays
 
 
 #: LightGBM's missing type (bits 2-3 of decision_type) as the IR's; 3 is routed as None
@@ -207,27 +214,15 @@ def parse_tree_text(
         words = fields.get(key, "").split()
         return np.array(words, dtype=dtype) if words else np.zeros(size, dtype)
 
-    n = 2 * L - 1
-    left = np.full(n, -1, np.int32)
-    right = np.full(n, -1, np.int32)
-    feature = np.full(n, -1, np.int32)
-    threshold = np.full(n, np.nan)
-    default_left = np.zeros(n, bool)
-    missing = np.full(n, MISSING_NONE, np.int8)
-    value = np.full(n, np.nan)
-    l2_extra = np.zeros(n)
-    gain = np.full(n, np.nan)
-    hess = np.full(n, np.nan)
-    count = np.full(n, -1, np.int64)
-    cat_sets: dict[int, np.ndarray] = {}
+    arrays = _blank_arrays(L)
+    left, right, feature, threshold, default_left, missing, value, l2_extra, gain, hess, \
+        count = (arrays[k] for k in _ARRAY_KEYS)
+    cat_sets: dict[int, np.ndarray] = arrays["cat_sets"]
     value[k:] = numbers("leaf_value", L, np.float64)
     if L == 1:  # its dump holds the leaf's value and count (no weight)
         if fields.get("leaf_count", "").strip():
             count[:] = numbers("leaf_count", L, np.int64)
-        return dict(left=left, right=right, feature=feature, threshold=threshold,
-                    value=value, default_left=default_left, missing=missing,
-                    cat_sets=cat_sets, l2_extra=l2_extra, host_gain=gain, host_hessian=hess,
-                    host_count=count)
+        return arrays
     hess[k:] = numbers("leaf_weight", L, np.float64)
     count[k:] = numbers("leaf_count", L, np.int64)
     for out, key in ((left, "left_child"), (right, "right_child")):
@@ -254,11 +249,7 @@ def parse_tree_text(
             # many-vs-many splits score their children with lambda_l2 + cat_l2
             if n_categories[feature[i]] > max_cat_to_onehot:
                 l2_extra[i] = cat_l2
-    return dict(
-        left=left, right=right, feature=feature, threshold=threshold, value=value,
-        default_left=default_left, missing=missing, cat_sets=cat_sets, l2_extra=l2_extra,
-        host_gain=gain, host_hessian=hess, host_count=count,
-    )
+    return arrays
 
 
 def _data_free_bias(arrays: dict[str, Any], l2: float) -> float:
