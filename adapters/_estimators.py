@@ -14,7 +14,7 @@ from contextlib import contextmanager
 import numpy as np
 import pandas as pd
 from unbiased_criteria.adapters._compat import HostVersionError
-from unbiased_criteria.adapters._record import record_of
+from unbiased_criteria.adapters._record import model_record
 
 from unbiased_criteria.errors import InputError
 from unbiased_criteria.report import ImportanceReport
@@ -126,9 +126,7 @@ class TrainingImportance:
         if not self.__sklearn_is_fitted__():
             raise self._not_fitted_error(
                 "No feature_importances found. Need to call fit beforehand.")
-        record = record_of(self._host_booster())
-        if record is None:  # a deep copy of a LightGBM estimator: the record it was fit with
-            record = getattr(self, "_own_record", lambda: None)()
+        record = model_record(self._host_booster(), self)
         if record is None:
             raise AttributeError(
                 "this model's Booster has no training record (it was loaded or copied, not "

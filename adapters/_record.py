@@ -13,8 +13,10 @@ it.)
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+from unbiased_criteria.model import Model
 from unbiased_criteria.training_record import TrainingRecord
 
 _ATTRIBUTE = "unbiased_training_record"
@@ -36,14 +38,23 @@ def record_of(booster: Any) -> TrainingRecord | None:
     return record if isinstance(record, TrainingRecord) else None
 
 
-def held_out_rows_warning(record: TrainingRecord | None) -> str | None:
-    """Why a model the training hook grew with held-out rows cannot match its own gains on
-    the training rows (a reader's warning, as bagging's), or None for any other model."""
+def model_record(booster: Any, model: Any = None) -> TrainingRecord | None:
+    """The record kept with ``booster``, else the one the estimator ``model`` keeps for it
+    (``_own_record``: LightGBM's ``copy.deepcopy`` rebuilds the Booster without it), or None."""
+    record = record_of(booster)
+    if record is None and hasattr(model, "_own_record"):
+        record = model._own_record()
+    return record
+
+
+def with_held_out_warning(read: Model, record: TrainingRecord | None) -> Model:
+    """``read`` with the reason a model the training hook grew with held-out rows cannot
+    match its own gains on the training rows (a reader's warning, as bagging's); ``read``
+    itself for any other model."""
     if record is None or not record.holdout_fraction > 0:
-        return None
-    return (
+        return read
+    return dataclasses.replace(read, warnings=read.warnings + (
         f"the training hook grew this model holding out {record.holdout_fraction:g} of the "
         "training rows in every round (with zero gradient and hessian): each tree's stored "
         "hessian sums and gains are those of its round's other rows, so biased_gain over the "
-        "training rows given will not match host_gain (unbiased_gain does not depend on it)"
-    )
+        "training rows given will not match host_gain (unbiased_gain does not depend on it)",))

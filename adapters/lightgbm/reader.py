@@ -16,7 +16,7 @@ from typing import Any
 
 import lightgbm
 import numpy as np
-from unbiased_criteria.adapters._record import held_out_rows_warning, record_of
+from unbiased_criteria.adapters._record import model_record, with_held_out_warning
 from unbiased_criteria.adapters.lightgbm.compat import holds_training_data
 from unbiased_criteria.adapters.lightgbm.objectives import (
     MEAN_TYPE,
@@ -324,13 +324,7 @@ def read_model(model: lightgbm.Booster | lightgbm.LGBMModel) -> Model:
     class_weight = getattr(model, "class_weight", None)
     if isinstance(model, lightgbm.LGBMClassifier) and class_weight is not None:
         read = dataclasses.replace(read, class_weight=class_weight)
-    record = record_of(booster)
-    if record is None and hasattr(model, "_own_record"):  # an estimator's deep copy
-        record = model._own_record()
-    held_out = held_out_rows_warning(record)
-    if held_out is not None:
-        read = dataclasses.replace(read, warnings=read.warnings + (held_out,))
-    return read
+    return with_held_out_warning(read, model_record(booster, model))
 
 
 def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",

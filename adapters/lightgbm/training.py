@@ -22,7 +22,7 @@ from typing import Any
 import lightgbm
 import numpy as np
 import pandas as pd
-from unbiased_criteria.adapters._record import attach_record, record_of
+from unbiased_criteria.adapters._record import attach_record, model_record
 from unbiased_criteria.adapters.lightgbm.callbacks import LoopHooks, training_callbacks
 from unbiased_criteria.adapters.lightgbm.compat import choose_param_value
 from unbiased_criteria.adapters.lightgbm.datasets import Setup, check_sets, construct
@@ -369,9 +369,7 @@ def _written_booster(setup: Setup, result: BoostResult, init: np.ndarray, n_iter
 
 
 def _record_of(model: lightgbm.Booster | lightgbm.LGBMModel) -> TrainingRecord:
-    record = record_of(booster_of(model))
-    if record is None and hasattr(model, "_own_record"):  # an estimator's deep copy
-        record = model._own_record()
+    record = model_record(booster_of(model), model)
     if record is None:
         raise ValueError(
             "the model was not trained by unbiased_criteria.adapters.lightgbm.train (or is a "

@@ -11,7 +11,6 @@ internal nodes keep the value XGBoost would give them as a leaf (``eta * base_we
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -19,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import xgboost
-from unbiased_criteria.adapters._record import held_out_rows_warning, record_of
+from unbiased_criteria.adapters._record import model_record, with_held_out_warning
 from unbiased_criteria.adapters.xgboost import compat
 from unbiased_criteria.adapters.xgboost.layout import (
     _DELETED,
@@ -467,10 +466,7 @@ def read_model(
     defaults = all(train[k] == float(np.float32(_DEFAULT_TRAIN[k])) for k in ("eta", "lambda"))
     read = parse_model(js, train, custom_objective=custom,
                        params_given=bool(given) or bool(stored) or not defaults)
-    held_out = held_out_rows_warning(record_of(bst))
-    if held_out is not None:
-        read = dataclasses.replace(read, warnings=read.warnings + (held_out,))
-    return read
+    return with_held_out_warning(read, model_record(bst, model))
 
 
 def written_params(learner: Mapping) -> dict[str, Any]:
