@@ -290,9 +290,9 @@ def draw_subsets(
     block = np.repeat(np.arange(tree.n_nodes, dtype=np.int64), size)
     key = block * (n + 1) + idx  # globally ascending: (leaf, rank)
 
-    # (request, leaf below it) pairs from the ancestor matrix
-    pair_req, pair_leaf = tree.descendants.row_pairs(node)
-    keep = tree.is_leaf[pair_leaf] & (size[pair_leaf] > 0)
+    # (request, leaf below it) pairs, leaves holding rows only
+    pair_req, pair_leaf = _leaves_below(tree, node)
+    keep = size[pair_leaf] > 0
     pair_req, pair_leaf = pair_req[keep], pair_leaf[keep]
 
     def taken(tau):  # rows of each pair with rank < tau[request]

@@ -90,15 +90,11 @@ def monotone_bounds(tree: Tree, monotone: tuple[int, ...]
     apart = gap_lo <= gap_hi
     t = (gap_lo + gap_hi) / 2
 
-    def below(rows):  # (descendant, which row) pairs of the CSR rows ``rows``
-        which, node = A.row_pairs(rows)
-        return node, which
-
-    node, which = below(lesser[apart])
+    which, node = A.row_pairs(lesser[apart])  # every node under each lesser child
     np.minimum.at(upper, node, t[apart][which])
-    node, which = below(greater[apart])
+    which, node = A.row_pairs(greater[apart])
     np.maximum.at(lower, node, t[apart][which])
-    frozen[below(np.concatenate([lesser[~apart], greater[~apart]]))[0]] = True
+    frozen[A.row_pairs(np.concatenate([lesser[~apart], greater[~apart]]))[1]] = True
     return lower, upper, frozen
 
 
