@@ -94,6 +94,11 @@ def _category_codes(X, categories: dict | None):
     return X, found
 
 
+def _positions(X, categories: dict) -> list[int]:
+    """Column positions of ``categories``' columns in DataFrame ``X``."""
+    return [list(X.columns).index(c) for c in categories]
+
+
 class _UnbiasedGBM(BaseEstimator):
     """Shared fitting, prediction, importance and export."""
 
@@ -362,6 +367,17 @@ class _UnbiasedGBM(BaseEstimator):
         cats = [list(c) for c in self._categories.values()] or None
         return booster_from_forest(self._result.forest, self._objective_name, cats)
 
+    def _feature_categories(self) -> list | None:
+        """Per feature, the pandas categories of its codes (None for the others), or None
+        when the model was not fitted on pandas categorical columns."""
+        positions = getattr(self, "_category_positions", None)
+        if not self._categories or positions is None:
+            return None
+        cats: list = [None] * self.n_features_in_
+        for i, values in zip(positions, self._categories.values(), strict=True):
+            cats[i] = list(values)
+        return cats
+
     def to_xgboost(self):
         """The model as an ``xgboost.Booster`` (served and saved by XGBoost alone)."""
         check_is_fitted(self, "_result")
@@ -371,7 +387,8 @@ class _UnbiasedGBM(BaseEstimator):
         score = SplitScore(l1=float(self.reg_alpha), l2=float(self.reg_lambda),
                            max_delta_step=float(self.max_delta_step))
         booster = booster_from_forest(self._result.forest, self._objective_name,
-                                      self._result.binner.categorical, split_score=score)
+                                      self._result.binner.categorical, split_score=score,
+                                      categories=self._feature_categories())
         if getattr(self, "feature_names_in_", None) is None:
             # fitted without string column names: none, as XGBoost's own model, so that
             # DMatrix(numpy) and DataFrames with other names predict
@@ -400,6 +417,7 @@ class UnbiasedGBMRegressor(RegressorMixin, _UnbiasedGBM):
     def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None,
             eval_metric=None, categorical_feature="auto"):
         X, self._categories = _category_codes(X, None)
+        self._category_positions = _positions(X, self._categories)
         cat_index = self._categorical_index(X, self._categories, categorical_feature)
         X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64,
                              y_numeric=True)
@@ -427,6 +445,7 @@ class UnbiasedGBMClassifier(ClassifierMixin, _UnbiasedGBM):
     def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None,
             eval_metric=None, categorical_feature="auto"):
         X, self._categories = _category_codes(X, None)
+        self._category_positions = _positions(X, self._categories)
         cat_index = self._categorical_index(X, self._categories, categorical_feature)
         X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64)
         if y.dtype == object and pd.isna(y).any():  # else np.unique's TypeError

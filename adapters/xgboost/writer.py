@@ -12,9 +12,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-from collections.abc import Mapping
+import warnings
+from collections.abc import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 import xgboost
 from unbiased_criteria.adapters.xgboost.layout import (
     _PARAMS_ATTR,
@@ -242,8 +244,40 @@ def _to_xgboost_rules(tree: Tree) -> Tree:
     return dataclasses.replace(tree, rules=RULES, **arrays)
 
 
+def _template_data(names: list[str], label: np.ndarray,
+                   categories: Sequence[Sequence | None] | None) -> tuple[xgboost.DMatrix, int]:
+    """The rows a template Booster is trained on, and its rounds: a DataFrame with the
+    pandas ``categories`` and one round where this XGBoost stores them (it stores a
+    DataFrame's categories in the model only once it grows a tree), else zeros and none."""
+    if categories is None or not any(c is not None for c in categories) \
+            or not hasattr(xgboost.Booster, "get_categories"):
+        data = np.zeros((label.size, len(names)))
+        return xgboost.DMatrix(data, label=label, feature_names=names), 0
+    unstorable = [name for name, cats in zip(names, categories, strict=True)
+                  if cats is not None and len(cats)
+                  and pd.Index(cats).inferred_type not in ("string", "integer")]
+    if unstorable:
+        warnings.warn(f"XGBoost keeps only string or integer categories, not those of "
+                      f"{unstorable}: the model reads their codes (predict on the training "
+                      f"run's codes, or categories listed in the training run's order)",
+                      UserWarning, stacklevel=4)
+        categories = [None if name in unstorable else cats
+                      for name, cats in zip(names, categories, strict=True)]
+        return _template_data(names, label, categories)
+    columns = {}
+    for name, cats in zip(names, categories, strict=True):
+        if cats is None:
+            columns[name] = np.zeros(label.size)
+        else:  # code -1 (missing) where there is no category to name
+            codes = np.full(label.size, 0 if len(cats) else -1)
+            columns[name] = pd.Categorical.from_codes(codes, categories=list(cats))
+    frame = pd.DataFrame(columns)
+    return xgboost.DMatrix(frame, label=label, enable_categorical=True), 1
+
+
 def booster_from_forest(forest: Forest, objective: str, categorical=None,
-                        split_score: SplitScore | None = None) -> xgboost.Booster:
+                        split_score: SplitScore | None = None,
+                        categories: Sequence[Sequence | None] | None = None) -> xgboost.Booster:
     """An XGBoost Booster holding ``forest``, made without an XGBoost model to copy.
 
     For forests grown outside XGBoost (:mod:`unbiased_criteria.gbm`). Trees with the
@@ -263,7 +297,17 @@ def booster_from_forest(forest: Forest, objective: str, categorical=None,
     split_score : SplitScore, optional
         The penalties the leaves were fit with: kept with the trees' eta in the model
         (:func:`model_json`), so that reading it back needs no inference.
+    categories : list, optional
+        Per feature, the pandas categories its codes stand for (None for the others). XGBoost
+        3.1+ keeps them in the model and codes a DataFrame's categorical columns with them at
+        predict time, whatever order its own categories are listed in; before 3.1 a DataFrame
+        is read by its own codes.
     """
+    names = [str(name) for name in forest.feature_names]
+    refused = [name for name in names if any(c in name for c in "[]<")]
+    if refused:
+        raise ValueError(f"feature names: XGBoost refuses names containing '[', ']' or '<', "
+                         f"got {refused}; rename those features (columns) and fit again")
     if objective not in NATIVE_OBJECTIVES:
         raise ValueError(
             f"objective must be one of {sorted(NATIVE_OBJECTIVES)}, got {objective!r}")
@@ -275,10 +319,9 @@ def booster_from_forest(forest: Forest, objective: str, categorical=None,
         label = np.arange(K, dtype=np.float64)
     elif objective == "binary_logistic":
         label = np.array([0.0, 1.0])
-    # a template with no trees: XGBoost's own learner configuration for this objective
-    data = xgboost.DMatrix(np.zeros((label.size, forest.n_features)), label=label,
-                           feature_names=list(forest.feature_names))
-    template = xgboost.train(params, data, num_boost_round=0)
+    # a template: XGBoost's own learner configuration for this objective (its trees are
+    # replaced below)
+    template = xgboost.train(params, *_template_data(names, label, categories))
     trees = [_to_xgboost_rules(t) if t.rules != RULES else t for t in forest.trees]
     js = model_json(json.loads(template.save_raw("json")), forest.with_trees(trees),
                     split_score)

@@ -274,6 +274,52 @@ def test_pandas_categoricals_are_coded_with_the_training_categories():
     booster = est.to_lightgbm()
     assert isinstance(booster, lgb.Booster)
     np.testing.assert_allclose(booster.predict(frame), est.predict(frame), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(booster.predict(shuffled), est.predict(frame), rtol=0, atol=1e-9)
+
+
+def test_xgboost_export_keeps_pandas_categories():
+    """XGBoost 3.1+ keeps a DataFrame's categories in its model: the exported one codes a
+    frame listing them in another order by value, as the grower does."""
+    xgb = pytest.importorskip("xgboost")
+    if not hasattr(xgb.Booster, "get_categories"):
+        pytest.skip("XGBoost before 3.1 keeps no categories")
+    X, y = _categorical_data()
+    codes = np.where(np.isnan(X[:, 1]), -1, X[:, 1]).astype(int)
+    frame = pd.DataFrame({"x": X[:, 0],
+                          "c": pd.Categorical.from_codes(codes, categories=list(range(12))),
+                          "c2": pd.Categorical(np.array(["a", "b", "c"])[X[:, 2].astype(int)])})
+    est = uc.UnbiasedGBMRegressor(n_estimators=10, random_state=0).fit(frame, y)
+    booster = est.to_xgboost()
+    shuffled = frame.assign(c2=frame["c2"].cat.reorder_categories(["c", "a", "b"]),
+                            c=frame["c"].cat.reorder_categories(list(range(11, -1, -1))))
+    assert (shuffled["c2"].cat.codes != frame["c2"].cat.codes).any()
+    for rows in (frame, shuffled):
+        got = booster.predict(xgb.DMatrix(rows, enable_categorical=True))
+        np.testing.assert_allclose(got, est.predict(frame), rtol=0, atol=1e-6)
+    # the library reads the model it wrote (its router codes by the stored categories)
+    report = uc.unbiased_importance(booster, None, None, shuffled, y, n_blocks=0)
+    assert report.to_frame()["splits"].sum() > 0
+    np.testing.assert_array_equal(
+        report.to_frame(),
+        uc.unbiased_importance(booster, None, None, frame, y, n_blocks=0).to_frame())
+    # float categories XGBoost does not keep: said, and the codes predict
+    floats = frame.assign(c=pd.Categorical(X[:, 1]))
+    est = uc.UnbiasedGBMRegressor(n_estimators=10, random_state=0).fit(floats, y)
+    with pytest.warns(UserWarning, match=r"only string or integer categories, not those of "
+                                         r"\['c'\]"):
+        booster = est.to_xgboost()
+    coded = floats.assign(c=floats["c"].cat.codes.replace(-1, np.nan))
+    dm = xgb.DMatrix(coded, feature_types=["q", "c", "c"], enable_categorical=True)
+    np.testing.assert_allclose(booster.predict(dm), est.predict(floats), rtol=0, atol=1e-6)
+
+
+def test_xgboost_export_refuses_names_xgboost_refuses():
+    pytest.importorskip("xgboost")
+    X, y = _data("regression")
+    frame = pd.DataFrame(X, columns=["x[0]", "a<b", "ok", "d", "e"])
+    est = uc.UnbiasedGBMRegressor(n_estimators=2, random_state=0).fit(frame, y)
+    with pytest.raises(ValueError, match=r"XGBoost refuses .*\['x\[0\]', 'a<b'\]"):
+        est.to_xgboost()
 
 
 def test_leaves_are_newton_steps_of_all_training_rows():
