@@ -70,6 +70,15 @@ def test_same_rows_is_exact_where_it_can_be():
     assert same_rows(frame, y, frame.copy(), y)
     assert same_rows(sparse.csr_matrix(A), y, sparse.csr_matrix(A), y)
     assert same_rows(A.tolist(), y, A.tolist(), y)  # lists of rows, as numpy reads them
+    # the same values in another container or other dtypes
+    assert same_rows(frame, y, A.copy(), pd.Series(y))
+    assert same_rows(A, y, frame, y)
+    ints = frame.round().astype(np.int64)
+    assert same_rows(ints, y, ints.to_numpy(np.float64), y)
+    assert same_rows(frame, y, frame.convert_dtypes(), y)  # nullable Float64
+    pytest.importorskip("pyarrow")
+    assert same_rows(frame, y, frame.convert_dtypes(dtype_backend="pyarrow"), y)
+    assert not same_rows(frame, y, frame.rename(columns={"a": "z"}), y)
     assert not same_rows(A.tolist(), y, A[::-1].tolist(), y)
     # other rows, or the same features of other rows, or the same rows with other labels
     B = rng.normal(size=(200, 3))

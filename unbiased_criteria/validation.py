@@ -189,12 +189,24 @@ def _rows_at(X: Any, idx: np.ndarray) -> Any:
     return np.asarray(X)[idx]
 
 
+def _comparable(x: Any) -> np.ndarray | None:
+    """``x``'s values as an array: float64 where they are numbers (so that a copy in other
+    dtypes or another container compares equal), None for a table holding other columns."""
+    if isinstance(x, pd.DataFrame):
+        if not all(pd.api.types.is_numeric_dtype(d) or pd.api.types.is_bool_dtype(d)
+                   for d in x.dtypes):
+            return None
+        return x.to_numpy(dtype=np.float64, na_value=np.nan)
+    x = np.asarray(x)
+    return x.astype(np.float64) if x.dtype.kind in "biuf" else x
+
+
 def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):
-        return (isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame)
-                and a.columns.equals(b.columns) and a.equals(b))
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape:
+    both_frames = isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame)
+    if both_frames and (not a.columns.equals(b.columns) or a.equals(b)):
+        return a.columns.equals(b.columns)
+    a, b = _comparable(a), _comparable(b)
+    if a is None or b is None or a.shape != b.shape:
         return False
     if a.dtype.kind in "fc" and b.dtype.kind in "fc":
         return bool(np.array_equal(a, b, equal_nan=True))
