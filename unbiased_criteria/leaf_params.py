@@ -7,9 +7,12 @@ rebuilds exactly from the training rows. That is linear in the two unknowns::
     value * l2 + shrinkage * G = -value * H
 
 and every leaf is one equation, so a few trees overdetermine them: least squares gives both,
-and the residual says whether the model follows the formula at all (it does not with L1,
-``max_delta_step``, row subsampling, or leaves the host renewed). XGBoost does not store eta
-and lambda in its model files; a Booster loaded from one reports the defaults.
+and the residual says whether the model follows the formula at all (it does not with an L1
+or ``max_delta_step`` the model does not declare, row subsampling, or leaves the host
+renewed). A declared L1 soft-thresholds ``G`` and a declared ``max_delta_step`` clips the
+weight (XGBoost's Poisson objective clips at 0.7 by default): both are taken into the fit.
+XGBoost does not store eta and lambda in its model files; a Booster loaded from one reports
+the defaults.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .gains import node_sums
+from .gains import SplitScore, leaf_weight, node_sums, soft_threshold
 from .model import Model
 from .objectives import Objective
 from .replay import RowSet, TreeStep, replay
@@ -50,8 +53,13 @@ class LeafParams:
     misfit: float
 
 
-def fit_leaf_params(value, G, H, tolerance: float = _TOLERANCE) -> LeafParams:
-    """Least-squares ``shrinkage`` and ``l2`` with ``value = -shrinkage * G / (H + l2)``.
+def fit_leaf_params(value, G, H, tolerance: float = _TOLERANCE, *, l1: float = 0.0,
+                    max_delta_step: float = 0.0) -> LeafParams:
+    """Least-squares ``shrinkage`` and ``l2`` with ``value = -shrinkage * T(G) / (H + l2)``.
+
+    ``T`` soft-thresholds ``G`` by the known ``l1``. With a known ``max_delta_step`` the
+    unshrunk weight is clipped to it, so the leaves of the largest ``|value|`` may be clipped:
+    they are left out of the fit, and every leaf is held to the clipped formula after it.
 
     Parameters
     ----------
@@ -61,6 +69,8 @@ def fit_leaf_params(value, G, H, tolerance: float = _TOLERANCE) -> LeafParams:
         The leaves' gradient and hessian sums over the rows that built them.
     tolerance : float
         Largest misfit ``|fitted - value|`` allowed, relative to ``max |value|``.
+    l1, max_delta_step : float
+        The model's L1 penalty and weight clip, where known (0: none).
 
     Raises
     ------
@@ -71,12 +81,19 @@ def fit_leaf_params(value, G, H, tolerance: float = _TOLERANCE) -> LeafParams:
     value, G, H = (np.asarray(a, dtype=np.float64).ravel() for a in (value, G, H))
     ok = np.isfinite(value) & np.isfinite(G) & np.isfinite(H) & (G != 0) & (H > 0)
     value, G, H = value[ok], G[ok], H[ok]
-    if value.size < 3:
-        raise LeafParamsError(f"only {value.size} leaves with rows to fit them on")
-    # each equation divided by |G| so that every leaf weighs alike
-    scale = np.abs(G)
-    design = np.column_stack([value / scale, G / scale])
-    target = -value * H / scale
+    TG = soft_threshold(G, l1)
+    # leaves whose weight may be clipped: all of the largest |value| (float32 ties)
+    clipped = np.zeros(value.size, dtype=bool)
+    if max_delta_step > 0 and value.size:
+        clipped = np.abs(value) >= np.max(np.abs(value)) * (1 - 1e-6)
+    used = (TG != 0) & ~clipped
+    if np.count_nonzero(used) < 3:
+        raise LeafParamsError(f"only {np.count_nonzero(used)} leaves with rows to fit them on")
+    # each equation divided by |T(G)| so that every leaf weighs alike
+    v, tg, h = value[used], TG[used], H[used]
+    scale = np.abs(tg)
+    design = np.column_stack([v / scale, tg / scale])
+    target = -v * h / scale
     norms = np.linalg.norm(design, axis=0)
     if np.any(norms == 0):
         raise LeafParamsError("every leaf value is 0")
@@ -87,16 +104,19 @@ def fit_leaf_params(value, G, H, tolerance: float = _TOLERANCE) -> LeafParams:
             "cannot be told apart"
         )
     (l2, shrinkage), *_ = np.linalg.lstsq(design, target, rcond=None)
-    fitted = -shrinkage * G / (H + l2)
+    score = SplitScore(l1=l1, l2=max(float(l2), 0.0), max_delta_step=max_delta_step)
+    fitted = shrinkage * leaf_weight(G, H, score)
     misfit = float(np.max(np.abs(fitted - value)) / np.max(np.abs(value)))
     if not (shrinkage > 0 and l2 > -1e-6 * np.max(H)) or misfit > tolerance:
+        known = "".join(f", {name} {v:g}" for name, v in
+                        (("alpha", l1), ("max_delta_step", max_delta_step)) if v)
         raise LeafParamsError(
             f"the leaves do not follow value = -eta * G / (H + lambda) (best fit eta "
-            f"{shrinkage:.6g}, lambda {l2:.6g}, largest misfit {misfit:.2g} of the largest "
-            "leaf value); the model was likely trained with L1 (alpha), max_delta_step, "
-            "monotone constraints or row subsampling"
+            f"{shrinkage:.6g}, lambda {l2:.6g}{known}, largest misfit {misfit:.2g} of the "
+            "largest leaf value); the model was likely trained with L1 (alpha), "
+            "max_delta_step, monotone constraints or row subsampling"
         )
-    return LeafParams(float(shrinkage), float(max(l2, 0.0)), int(value.size), misfit)
+    return LeafParams(float(shrinkage), float(max(l2, 0.0)), int(v.size), misfit)
 
 
 def infer_leaf_params(model: Model, objective: Objective, train: RowSet) -> LeafParams:
@@ -131,7 +151,8 @@ def infer_leaf_params(model: Model, objective: Objective, train: RowSet) -> Leaf
 
     replay(replace(model, forest=head), objective, train=train, visit=visit)
     value, G, H = (np.concatenate(p) for p in zip(*parts))
-    return fit_leaf_params(value, G, H)
+    return fit_leaf_params(value, G, H, l1=model.split_score.l1,
+                           max_delta_step=model.split_score.max_delta_step)
 
 
 def with_leaf_params(model: Model, params: LeafParams) -> Model:

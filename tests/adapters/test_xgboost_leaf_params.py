@@ -102,6 +102,47 @@ def test_l1_or_max_delta_step_cannot_be_identified(data, params):
     uc.prune(model, X, y, Xv, yv, random_state=0)
 
 
+def test_poisson_clip_is_taken_into_the_inference():
+    """count:poisson clips leaf weights at max_delta_step 0.7 by default: eta and lambda are
+    inferred around the clipped leaves, for a loaded model and for a dump, and pruning either
+    equals pruning the live Booster."""
+    import json
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(3000, 3)), columns=list("abc"))
+    Xv = pd.DataFrame(rng.normal(size=(3000, 3)), columns=list("abc"))
+    y, yv = rng.poisson(np.exp(X["a"])), rng.poisson(np.exp(Xv["a"]))
+    live = xgb.train({"objective": "count:poisson", "nthread": 1, "max_depth": 3},
+                     xgb.DMatrix(X, y), 8)
+    read = ax.read_model(live)
+    clipped = [np.isclose(np.abs(t.value[t.is_leaf]), 0.3 * 0.7, rtol=1e-6).sum()
+               for t in read.forest.trees]
+    assert sum(clipped) > 0  # the case: some leaves are clipped
+    expected = uc.prune(live, X, y, Xv, yv, random_state=0)
+    config = json.loads(live.save_config())["learner"]["learner_model_param"]
+    params = {"objective": "count:poisson", "base_score": float(config["base_score"].strip("[]")),
+              "feature_names": list("abc")}
+    dump = live.get_dump(dump_format="json", with_stats=True)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*max_delta_step.*")  # the assumed 0.7
+        from_dump = uc.prune(dump, X, y, Xv, yv, random_state=0, host_params=params)
+        from_file = uc.prune(loaded(live), X, y, Xv, yv, random_state=0)
+    def flat(dumped):  # every node's (id, split, leaf value) in order
+        out, stack = [], [json.loads(t) for t in dumped][::-1]
+        while stack:
+            node = stack.pop()
+            out.append((node["nodeid"], node.get("split"), node.get("leaf", 0.0)))
+            stack.extend(node.get("children", [])[::-1])
+        return out
+
+    got, want = flat(from_dump), flat(expected.get_dump(dump_format="json", with_stats=True))
+    assert [n[:2] for n in got] == [n[:2] for n in want]  # the same splits kept
+    np.testing.assert_allclose([n[2] for n in got], [n[2] for n in want], rtol=1e-5)
+    d = xgb.DMatrix(Xv)
+    np.testing.assert_allclose(from_file.predict(d, output_margin=True),
+                               expected.predict(d, output_margin=True), atol=1e-5)
+
+
 def test_command_line_prunes_a_model_file_without_param(data, tmp_path):
     X, y, Xv, yv = data
     live = fit(data, eta=0.05, reg_lambda=2.0, rounds=30)

@@ -37,6 +37,29 @@ def test_l1_or_clipped_leaves_are_refused(score):
         fit_leaf_params(value, G, H)
 
 
+@pytest.mark.parametrize("score", [SplitScore(l1=2.0, l2=3.0),
+                                   SplitScore(l2=3.0, max_delta_step=0.25),
+                                   SplitScore(l1=2.0, l2=3.0, max_delta_step=0.25)],
+                         ids=["l1", "max_delta_step", "both"])
+def test_declared_l1_and_clip_are_taken_into_the_fit(score):
+    G, H = leaves()
+    w = leaf_weight(G, H, score)
+    value = 0.1 * w
+    if score.max_delta_step:
+        assert 5 < np.sum(np.abs(w) == score.max_delta_step) < G.size - 10  # some clipped
+    fit = fit_leaf_params(value, G, H, l1=score.l1, max_delta_step=score.max_delta_step)
+    assert fit.shrinkage == pytest.approx(0.1, rel=1e-9)
+    assert fit.l2 == pytest.approx(3.0, rel=1e-9)
+    # a clip the leaves do not follow (the model's is other than declared) is refused
+    if score.max_delta_step:
+        with pytest.raises(LeafParamsError, match="max_delta_step 0.35"):
+            fit_leaf_params(value, G, H, l1=score.l1, max_delta_step=0.35)
+    # and one declared where no leaf is clipped costs only the largest leaf
+    plain = 0.1 * leaf_weight(G, H, SplitScore(l2=3.0))
+    fit = fit_leaf_params(plain, G, H, max_delta_step=100.0)
+    assert fit.l2 == pytest.approx(3.0, rel=1e-9) and fit.n_leaves == G.size - 1
+
+
 def test_constant_hessians_cannot_tell_eta_from_lambda():
     G, _ = leaves()
     H = np.full(G.size, 50.0)
