@@ -77,6 +77,16 @@ def _recode_categories(X: pd.DataFrame, bst: xgboost.Booster, argument: str) -> 
     stored = _stored_categories(bst)
     plain = [c for c in X.columns if stored and stored.get(str(c)) is not None
              and c not in cat_columns]
+    text = [c for c in plain if not (pd.api.types.is_numeric_dtype(X[c].dtype)
+                                     or pd.api.types.is_bool_dtype(X[c].dtype))]
+    if text:  # not codes either: XGBoost cannot read them at all
+        c = text[0]
+        raise ValueError(
+            f"{argument}'s column {c!r} is a categorical feature of the model (categories "
+            f"{stored[str(c)][:5]}{'...' if len(stored[str(c)]) > 5 else ''}) but holds "
+            f"{X[c].dtype} values: pass it as a pandas category, as when the model was "
+            f"trained (.astype('category'))"
+            + (f"; so must {', '.join(repr(t) for t in text[1:])}" if len(text) > 1 else ""))
     if plain:  # XGBoost takes such values as category codes: say so, as it does not
         c = plain[0]
         warnings.warn(

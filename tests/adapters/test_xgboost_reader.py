@@ -808,6 +808,14 @@ def test_plain_values_in_a_categorical_feature_are_said_to_be_codes():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the category column itself: nothing to say
         uc.unbiased_importance(bst, X[:500], y[:500], X[500:], y[500:])
+    # text is not codes either: one error naming the column, before XGBoost's own
+    text = X[500:].assign(c=X["c"][500:].astype(str))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"X_valid's column 'c' is a categorical feature "
+                                             r"of the model .* holds (object|str) values: "
+                                             r"pass it as a pandas category"):
+            uc.unbiased_importance(bst, X[:500], y[:500], text, y[500:])
 
 
 def test_best_iteration_note_names_the_slice_the_estimator_predicts_with():
@@ -827,3 +835,25 @@ def test_best_iteration_note_names_the_slice_the_estimator_predicts_with():
     cut = booster[:stop]
     np.testing.assert_array_equal(cut.predict(xgb.DMatrix(Xv)), est.predict(Xv))
     assert not [m for m in ax.read_model(cut).notes if "best_iteration" in m]
+
+
+def test_custom_objective_note_is_answered_by_objective():
+    """A Booster trained with obj= keeps reg:squarederror and base_score 0.5: the reader asks
+    for objective=, and giving it (a name or a callable) silences the request; it did not."""
+    import warnings
+
+    import unbiased_criteria as uc
+
+    rng = np.random.default_rng(0)
+    X, Xv = rng.normal(size=(1000, 3)), rng.normal(size=(1000, 3))
+    y, yv = X[:, 0] + rng.normal(size=1000), Xv[:, 0] + rng.normal(size=1000)
+    bst = xgb.train({"nthread": 1, "max_depth": 3}, xgb.DMatrix(X, y), 5,
+                    obj=lambda p, d: (p - d.get_label(), np.ones_like(p)))
+    with pytest.warns(UserWarning, match=r"custom objective \(obj=\) leaves: if the model "
+                                         r"was trained with one, pass objective="):
+        uc.unbiased_importance(bst, X, y, Xv, yv)
+    for objective in ("reg:squarederror", lambda y, raw, w: (raw - y, np.ones_like(raw))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            uc.unbiased_importance(bst, X, y, Xv, yv, objective=objective)
+            uc.prune(bst, X, y, Xv, yv, objective=objective)
