@@ -157,9 +157,9 @@ def host_model(model: Any) -> Any:
 
 
 def reader_warnings(read: Model, objective_resolved: bool) -> list[str]:
-    """The reader's warnings to show: not its request for ``objective=`` when the objective
+    """The reader's warnings to show: not its requests for ``objective=`` when the objective
     was given or built from the training labels."""
-    if not objective_resolved or read.objective is not None:
+    if not objective_resolved:
         return list(read.messages)
     return [m for m in read.messages if "pass objective=" not in m]
 
