@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -57,6 +58,24 @@ def _lgb(params, df, y, rounds=5):
     base = {"verbose": -1, "num_leaves": 6, "min_data_per_group": 5, "cat_smooth": 1,
             "learning_rate": 0.1, "num_threads": 1}
     return lgb.train({**base, **params}, lgb.Dataset(df, y), rounds)
+
+
+def test_lightgbm_dump_reads_an_unseen_category_as_missing():
+    """A held-out category the model never saw is missing to LightGBM: the dump's router
+    codes it so by value (pandas deprecates building a Categorical over values outside its
+    categories, which it did), and the report equals the Booster's."""
+    df, y = _frame(600, 0)
+    b = _lgb({"objective": "regression"}, df[:300], y[:300])
+    valid = df[300:].copy()
+    valid["c"] = valid["c"].cat.add_categories([99])
+    valid.loc[valid.index[:40], "c"] = 99
+    args = (df[:300], y[:300], valid, y[300:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", message="the dump does not store")
+        r2 = uc.unbiased_importance(b.dump_model(), *args, random_state=0,
+                                    host_params={"cat_l2": 10})
+    _same(uc.unbiased_importance(b, *args, random_state=0), r2)
 
 
 @pytest.mark.parametrize("form", ["dict", "json", "file"])

@@ -83,8 +83,9 @@ def dense_features(
                 col = X.iloc[r0:r1, j]
                 if isinstance(col.dtype, pd.CategoricalDtype):
                     stored = (categories or {}).get(j)
-                    codes = (pd.Categorical(col, categories=stored).codes if stored is not None
-                             else col.cat.codes.to_numpy())
+                    # set_categories: by value, a category the model never saw is missing
+                    codes = (col.cat.set_categories(stored) if stored is not None
+                             else col).cat.codes.to_numpy()
                     out[:, j] = np.where(codes < 0, np.nan, codes)
                 else:
                     out[:, j] = col.to_numpy(np.float64, na_value=np.nan)
