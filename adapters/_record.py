@@ -1,4 +1,6 @@
-"""One way for both hosts to keep a training run's record with the Booster it returned.
+"""One way for both hosts to keep a training run's record with the Booster it returned, and
+the digests of the held-out rows that pruned a model (:attr:`Model.pruned_on`) where the
+model's format has no place for them.
 
 The record (:class:`unbiased_criteria.training_record.TrainingRecord`) is a Python attribute of
 the Booster object, not a weak map keyed by it, so that it travels with the Booster where the
@@ -20,6 +22,7 @@ from unbiased_criteria.model import Model
 from unbiased_criteria.training_record import TrainingRecord
 
 _ATTRIBUTE = "unbiased_training_record"
+_PRUNED_ON = "unbiased_pruned_on"
 
 
 def attach_record(booster: Any, record: TrainingRecord) -> None:
@@ -36,6 +39,19 @@ def record_of(booster: Any) -> TrainingRecord | None:
     """The record kept with ``booster``, or None."""
     record = getattr(booster, _ATTRIBUTE, None)
     return record if isinstance(record, TrainingRecord) else None
+
+
+def attach_pruned_on(obj: Any, digests: tuple[str, ...]) -> None:
+    """Keep with ``obj`` (a Booster or an estimator the writer made) the digests of the
+    held-out rows that pruned it; travels as the training record does (pickles, not files)."""
+    if digests:
+        setattr(obj, _PRUNED_ON, tuple(digests))
+
+
+def pruned_on_of(obj: Any) -> tuple[str, ...]:
+    """The digests :func:`attach_pruned_on` kept with ``obj``, or ()."""
+    digests = getattr(obj, _PRUNED_ON, ())
+    return tuple(digests) if isinstance(digests, tuple) else ()
 
 
 def model_record(booster: Any, model: Any = None) -> TrainingRecord | None:

@@ -94,3 +94,78 @@ def test_same_rows_is_exact_where_it_can_be():
     labels = rng.integers(0, 2, size=200).astype(float)
     other = rng.integers(0, 2, size=(200, 3)).astype(float)
     assert not same_rows(bits, labels, other, labels)
+
+
+PRUNED = "X_valid holds the rows that pruned this model"
+
+
+def test_scoring_a_model_on_the_rows_that_pruned_it_is_warned(model, data, tmp_path):
+    """prune keeps each split for its U on the held-out rows: U on them again is biased
+    upwards (on null data every noise feature came out positive, select() picked 23% of
+    them). The pruned model remembers the rows (a digest), in memory and, for XGBoost, in its
+    file; other rows, or the unpruned model, say nothing."""
+    X, y, Xv, yv = data
+    pruned = uc.prune(model, X, y, Xv, yv, random_state=0)
+    for rows in (Xv, Xv.copy(), Xv.convert_dtypes()):  # the rows, in any container
+        with pytest.warns(UserWarning, match=PRUNED) as caught:
+            uc.unbiased_importance(pruned, X, y, rows, np.asarray(yv), random_state=0)
+        assert [w.filename for w in caught if PRUNED in str(w.message)] == [__file__]
+    X2, y2 = paper_example(1500, random_state=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        uc.unbiased_importance(pruned, X, y, X2, y2, random_state=0)  # other rows
+        uc.unbiased_importance(model, X, y, Xv, yv, random_state=0)  # not pruned on them
+        # the same features with other labels are other rows
+        uc.unbiased_importance(pruned, X, y, Xv, y2, random_state=0)
+    # pruned again on other rows: both sets are remembered
+    twice = uc.prune(pruned, X, y, X2, y2, random_state=0)
+    for rows, labels in ((Xv, yv), (X2, y2)):
+        with pytest.warns(UserWarning, match=PRUNED):
+            uc.unbiased_importance(twice, X, y, rows, labels, random_state=0)
+    if isinstance(model, xgb.Booster):  # kept in the model file
+        pruned.save_model(tmp_path / "pruned.json")
+        loaded = xgb.Booster(model_file=str(tmp_path / "pruned.json"))
+        with pytest.warns(UserWarning, match=PRUNED):
+            uc.unbiased_importance(loaded, X, y, Xv, yv, random_state=0)
+    else:  # kept with the Booster object and its pickles
+        import pickle
+
+        with pytest.warns(UserWarning, match=PRUNED):
+            uc.unbiased_importance(pickle.loads(pickle.dumps(pruned)), X, y, Xv, yv,
+                                   random_state=0)
+
+
+def test_histgradientboosting_pruned_on_the_rows_is_warned(data):
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    X, y, Xv, yv = data
+    est = HistGradientBoostingRegressor(max_iter=10, categorical_features="from_dtype",
+                                        random_state=0).fit(X, y)
+    pruned = uc.prune(est, X, y, Xv, yv, random_state=0)
+    with pytest.warns(UserWarning, match=PRUNED):
+        uc.unbiased_importance(pruned, X, y, Xv, yv, random_state=0)
+
+
+def test_rows_digest_is_the_rows_in_any_container():
+    from unbiased_criteria.validation import rows_digest
+
+    rng = np.random.default_rng(0)
+    A, y = rng.normal(size=(300, 3)), rng.normal(size=300)
+    frame = pd.DataFrame(A, columns=list("abc"))
+    digest = rows_digest(A, y)
+    assert rows_digest(frame, pd.Series(y)) == digest
+    assert rows_digest(frame.convert_dtypes(), y) == digest
+    assert rows_digest(sparse.csr_matrix(A), y) == digest
+    negative_zero = A.copy()
+    negative_zero[0, 0] = -0.0
+    zero = A.copy()
+    zero[0, 0] = 0.0
+    assert rows_digest(negative_zero, y) == rows_digest(zero, y)
+    assert rows_digest(A[::-1], y) != digest
+    assert rows_digest(A, y[::-1]) != digest
+    assert rows_digest(A[:299], y[:299]) != digest
+    labels = np.array(["a", "b", "c"])[rng.integers(0, 3, 300)]
+    assert rows_digest(A, labels) == rows_digest(frame, list(labels))
+    cats = frame.assign(c=pd.Categorical(rng.integers(0, 4, 300)))
+    assert rows_digest(cats, y) == rows_digest(cats.copy(), y)
+    assert rows_digest(cats, y) != rows_digest(cats.assign(a=0.0), y)

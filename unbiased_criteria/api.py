@@ -39,6 +39,8 @@ from .validation import (
     check_weight,
     class_weights,
     encode_classes,
+    pruning_rows_held_out,
+    rows_digest,
     same_rows,
     training_rows_held_out,
 )
@@ -282,6 +284,9 @@ def _prepare(
     )
     if train is not None and same_rows(X_train, train.y, X_valid, valid.y):
         training_rows_held_out(needed_for, stacklevel=3 + extra_frames)
+    if needed_for == "importance" and read.pruned_on \
+            and rows_digest(X_valid, valid.y) in read.pruned_on:
+        pruning_rows_held_out(stacklevel=3 + extra_frames)
     read = resolve_bias(read, bias_objective(read, obj),
                         None if train is None else train.y,
                         None if train is None else train.weight)
@@ -744,11 +749,15 @@ class PruneResult:
     leaves_after: int
     #: the penalties the leaves were fit with (inferred where the model did not say)
     split_score: Any = None
+    #: digests of the held-out rows that pruned the model, these included (Model.pruned_on)
+    pruned_on: tuple[str, ...] = ()
 
     def write(self, model: Any) -> Any:
         """The pruned host model: ``model``'s type, the pruned trees, the leaves' penalties
-        kept where the host's format would lose them (an XGBoost model's eta and lambda)."""
-        return self.adapter.write_model(model, self.forest, split_score=self.split_score)
+        kept where the host's format would lose them (an XGBoost model's eta and lambda),
+        and the digests of the rows that pruned it."""
+        return self.adapter.write_model(model, self.forest, split_score=self.split_score,
+                                        pruned_on=self.pruned_on)
 
 
 def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
@@ -811,6 +820,8 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     before = sum(t.n_leaves for t in forest.trees)
     after = sum(t.n_leaves for t in result.trees)
     log.info("pruning kept %d of %d leaves", after, before)
+    digest = rows_digest(X_valid, prep.valid.y)
+    pruned_on = prep.model.pruned_on + (() if digest in prep.model.pruned_on else (digest,))
     return PruneResult(prep.adapter, forest.with_trees(result.trees), result, before, after,
-                       prep.model.split_score)
+                       prep.model.split_score, pruned_on)
 

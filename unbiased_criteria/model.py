@@ -75,6 +75,10 @@ class Model:
         ``is_unbalance`` class weights come from the label counts), ``objective`` is None
         and ``objective_from_labels(y_train=labels)`` builds it from the (encoded) training
         labels.
+    pruned_on : tuple of str
+        Digests of the held-out row sets whose ``U`` pruned the model
+        (:func:`unbiased_criteria.validation.rows_digest`), kept with the model by the
+        adapter's writer: ``U`` on those rows again is biased upwards.
     init_score_unseen : bool
         The host adds an init score to its first trees unless training started from given
         scores (LightGBM's ``boost_from_average`` and a Dataset ``init_score``), and these
@@ -98,6 +102,7 @@ class Model:
     objective_from_labels: Callable[..., Objective] | None = field(default=None, repr=False)
     class_weight: Any = None
     init_score_unseen: bool = False
+    pruned_on: tuple[str, ...] = ()
 
     @property
     def messages(self) -> tuple[str, ...]:

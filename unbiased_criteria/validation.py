@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from typing import Any
 
@@ -233,6 +234,55 @@ def same_rows(X_train: Any, y_train: np.ndarray, X_valid: Any, y_valid: np.ndarr
     n = np.shape(X_valid)[0]
     idx = np.unique(np.linspace(0, n - 1, min(n, _PROBE_ROWS)).astype(np.intp))
     return _same(_rows_at(X_train, idx), _rows_at(X_valid, idx))
+
+
+def _digest_values(digest: Any, values: np.ndarray) -> None:
+    """Add ``values`` to ``digest``: floats with one NaN and one zero whatever their bits,
+    anything else (labels, categories) by its text."""
+    if values.dtype.kind in "biuf":
+        values = values.astype(np.float64)
+        values = np.where(np.isnan(values), np.nan, values + 0.0)  # -0.0 + 0.0 is 0.0
+        digest.update(np.ascontiguousarray(values).tobytes())
+    else:
+        digest.update("\x1f".join(map(repr, values.ravel().tolist())).encode())
+
+
+def rows_digest(X: Any, y: np.ndarray) -> str:
+    """A digest of a set of held-out rows: its shape, its labels and the :data:`_PROBE_ROWS`
+    evenly spaced rows :func:`same_rows` compares, in any container or numeric dtype (a
+    categorical column by its values).
+
+    ``prune`` keeps the digest of the rows that decided it with the model it writes, so that
+    scoring it on them again can be told (:func:`pruning_rows_held_out`)."""
+    n = np.shape(X)[0]
+    idx = np.unique(np.linspace(0, n - 1, min(n, _PROBE_ROWS)).astype(np.intp))
+    digest = hashlib.sha256(repr(tuple(np.shape(X))).encode())
+    _digest_values(digest, np.asarray(y))
+    rows = _rows_at(X, idx)
+    numbers = _comparable(rows)
+    if numbers is not None:
+        _digest_values(digest, numbers)
+        return digest.hexdigest()
+    for name in rows.columns:  # a table with categorical or text columns, column by column
+        column = rows[name]
+        if pd.api.types.is_numeric_dtype(column.dtype) or pd.api.types.is_bool_dtype(
+                column.dtype):
+            _digest_values(digest, column.to_numpy(np.float64, na_value=np.nan))
+        else:
+            _digest_values(digest, np.asarray(column.astype(object).where(column.notna(),
+                                                                           None)))
+    return digest.hexdigest()
+
+
+def pruning_rows_held_out(stacklevel: int) -> None:
+    """Warn that the held-out rows are those that pruned the model: its splits were kept for
+    their ``U`` above the threshold on these very rows, so ``U`` on them is biased upwards
+    (the winner's curse)."""
+    warnings.warn(
+        "X_valid holds the rows that pruned this model (uc.prune kept each split for its U "
+        "on these rows): U on them is biased upwards, noise features included; score the "
+        "pruned model on rows that did not prune it",
+        UserWarning, stacklevel=stacklevel + 1)
 
 
 def training_rows_held_out(needed_for: str, stacklevel: int) -> None:

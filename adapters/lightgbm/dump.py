@@ -161,10 +161,12 @@ def dump_tree(tree: Tree) -> dict:
     return nodes[0]
 
 
-def write_model(model: Any, forest: Forest, split_score: Any = None) -> Any:
+def write_model(model: Any, forest: Forest, split_score: Any = None,
+                pruned_on: tuple[str, ...] = ()) -> Any:
     """A LightGBM dump of ``forest``'s trees, in the form ``model`` came in: a dict for a
     dict, a JSON string for a JSON string or a file. Everything else is ``model``'s
-    (``split_score`` is ignored: a dump keeps its own parameters)."""
+    (``split_score`` is ignored: a dump keeps its own parameters; so is ``pruned_on``: plain
+    data keeps no attribute)."""
     dump = as_dump(model)
     content = copy.deepcopy(dump.content)
     old = content["tree_info"]

@@ -16,7 +16,11 @@ from typing import Any
 
 import lightgbm
 import numpy as np
-from unbiased_criteria.adapters._record import model_record, with_held_out_warning
+from unbiased_criteria.adapters._record import (
+    model_record,
+    pruned_on_of,
+    with_held_out_warning,
+)
 from unbiased_criteria.adapters.lightgbm.compat import holds_training_data
 from unbiased_criteria.adapters.lightgbm.objectives import (
     MEAN_TYPE,
@@ -324,6 +328,7 @@ def read_model(model: lightgbm.Booster | lightgbm.LGBMModel) -> Model:
     class_weight = getattr(model, "class_weight", None)
     if isinstance(model, lightgbm.LGBMClassifier) and class_weight is not None:
         read = dataclasses.replace(read, class_weight=class_weight)
+    read = dataclasses.replace(read, pruned_on=pruned_on_of(booster))
     return with_held_out_warning(read, model_record(booster, model))
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import lightgbm
 import numpy as np
+from unbiased_criteria.adapters._record import attach_pruned_on
 from unbiased_criteria.adapters.lightgbm.compat import estimator_booster, set_estimator_booster
 from unbiased_criteria.adapters.lightgbm.reader import read_model
 from unbiased_criteria.adapters.lightgbm.source import RULES, LightGBMSource
@@ -180,7 +181,8 @@ def model_text(source: LightGBMSource, forest: Forest) -> str:
 
 
 def write_model(
-    model: lightgbm.Booster | lightgbm.LGBMModel, forest: Forest, split_score: Any = None
+    model: lightgbm.Booster | lightgbm.LGBMModel, forest: Forest, split_score: Any = None,
+    pruned_on: tuple[str, ...] = (),
 ) -> lightgbm.Booster | lightgbm.LGBMModel:
     """A new LightGBM model of the same type as ``model`` holding ``forest``'s trees.
 
@@ -193,6 +195,9 @@ def write_model(
         IR trees (e.g. pruned by ``trees.collapse_nodes``), in LightGBM's order.
     split_score : SplitScore, optional
         Ignored: the model text keeps its own parameters.
+    pruned_on : tuple of str
+        Digests of the held-out rows that pruned the trees (:attr:`Model.pruned_on`): kept
+        with the new Booster object (the model text has no place for them).
 
     Returns
     -------
@@ -213,6 +218,7 @@ def write_model(
     booster = lightgbm.Booster(model_str=text)
     # predict() uses best_iteration by default: keep the original's (within the new trees)
     booster.best_iteration = min(source.best_iteration, forest.n_trees // K)
+    attach_pruned_on(booster, pruned_on)
     if isinstance(model, lightgbm.Booster):
         return booster
     # a copy of the estimator whose booster is the new one (the old one is not copied)

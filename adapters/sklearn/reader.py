@@ -27,6 +27,7 @@ Host facts (scikit-learn 1.9, ``splitting.pyx`` and ``grower.py``):
 from __future__ import annotations
 
 import numpy as np
+from unbiased_criteria.adapters._record import pruned_on_of
 from unbiased_criteria.adapters.sklearn import compat
 from unbiased_criteria.adapters.sklearn.objectives import core_objective
 
@@ -177,6 +178,7 @@ def read_model(model) -> Model:
         source=st,
         # class_weight multiplied the training weights: the core weights the rows alike
         class_weight=_class_weight(model),
+        pruned_on=pruned_on_of(model),
     )
 
 

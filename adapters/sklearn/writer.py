@@ -13,6 +13,7 @@ apart).
 from __future__ import annotations
 
 import numpy as np
+from unbiased_criteria.adapters._record import attach_pruned_on
 from unbiased_criteria.adapters.sklearn import compat
 from unbiased_criteria.adapters.sklearn.reader import RULES
 
@@ -100,7 +101,7 @@ def tree_arrays(tree: Tree, index: int, model,
     return nodes, _pack(binned_sets), _pack(raw_sets)
 
 
-def write_model(model, forest: Forest, split_score=None):
+def write_model(model, forest: Forest, split_score=None, pruned_on: tuple[str, ...] = ()):
     """A new fitted estimator holding ``forest``'s trees; ``model`` is unchanged.
 
     Parameters
@@ -116,6 +117,9 @@ def write_model(model, forest: Forest, split_score=None):
         estimator's bin edges (both hold for trees read from it and pruned).
     split_score : SplitScore, optional
         Ignored: the estimator keeps its own parameters.
+    pruned_on : tuple of str
+        Digests of the held-out rows that pruned the trees (:attr:`Model.pruned_on`), kept
+        with the new estimator (and its pickles).
 
     Returns
     -------
@@ -135,4 +139,6 @@ def write_model(model, forest: Forest, split_score=None):
         raise ValueError(f"forest must hold {n_outputs} tree(s) per iteration, in class order")
     arrays = [tree_arrays(t, i, model, st) for i, t in enumerate(forest.trees)]
     predictors = [arrays[i : i + n_outputs] for i in range(0, len(arrays), n_outputs)]
-    return compat.with_predictors(model, predictors)
+    new = compat.with_predictors(model, predictors)
+    attach_pruned_on(new, pruned_on)
+    return new

@@ -314,12 +314,14 @@ def dump_tree(tree: Tree, names: tuple[str, ...]) -> dict:
     return nodes[0]
 
 
-def write_model(model: Any, forest: Forest, split_score: Any = None) -> Any:
+def write_model(model: Any, forest: Forest, split_score: Any = None,
+                pruned_on: tuple[str, ...] = ()) -> Any:
     """An XGBoost dump of ``forest``'s trees, in the form ``model`` came in: a list of tree
     dicts for a list of dicts, of JSON strings for a list of strings (``get_dump``'s), a JSON
     string (a list of trees, as ``Booster.dump_model(fname,
     dump_format="json")`` writes) for a JSON string or a file. A dump holds no training
-    parameters: ``split_score`` is ignored (pass them again as ``host_params``)."""
+    parameters: ``split_score`` is ignored (pass them again as ``host_params``), and so is
+    ``pruned_on`` (plain data keeps no attribute)."""
     dump = as_dump(model)
     names = forest.feature_names
     trees = [dump_tree(t, names) for t in forest.trees]

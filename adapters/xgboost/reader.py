@@ -23,6 +23,7 @@ from unbiased_criteria.adapters.xgboost import compat
 from unbiased_criteria.adapters.xgboost.layout import (
     _DELETED,
     _PARAMS_ATTR,
+    _PRUNED_ON_ATTR,
     _SHRINKAGE_ATTR,
     _WRITTEN_ATTR,
     RULES,
@@ -206,6 +207,12 @@ def _written_shrinkages(learner: Mapping, n_trees: int) -> np.ndarray | None:
         return None
     values = np.asarray(json.loads(text), dtype=np.float64)
     return values if values.shape == (n_trees,) else None
+
+
+def _pruned_on(learner: Mapping) -> tuple[str, ...]:
+    """The digests of the rows that pruned the model, as the writer stored them, or ()."""
+    text = learner.get("attributes", {}).get(_PRUNED_ON_ATTR)
+    return () if text is None else tuple(str(d) for d in json.loads(text))
 
 
 def _monotone_constraints(params: Mapping, names: Sequence[str] = ()) -> tuple[int, ...]:
@@ -417,6 +424,7 @@ def parse_model(
         warnings=tuple(warnings),
         notes=tuple(notes),
         source=js,
+        pruned_on=_pruned_on(learner),
     )
 
 

@@ -20,6 +20,7 @@ import pandas as pd
 import xgboost
 from unbiased_criteria.adapters.xgboost.layout import (
     _PARAMS_ATTR,
+    _PRUNED_ON_ATTR,
     _SHRINKAGE_ATTR,
     _WRITTEN_ATTR,
     RULES,
@@ -113,10 +114,12 @@ def leaf_params(forest: Forest, split_score: SplitScore, n_parallel: int = 1) ->
     return out
 
 
-def model_json(js: Mapping, forest: Forest, split_score: SplitScore | None = None) -> dict:
+def model_json(js: Mapping, forest: Forest, split_score: SplitScore | None = None,
+               pruned_on: tuple[str, ...] = ()) -> dict:
     """A copy of model JSON ``js`` holding ``forest``'s trees and base score; with
     ``split_score``, the leaves' training parameters as a model attribute (:func:`leaf_params`),
-    which the reader takes over the configuration's."""
+    which the reader takes over the configuration's; with ``pruned_on``, the digests of the
+    rows that pruned the trees as another."""
     js = copy.deepcopy(dict(js))
     learner = js["learner"]
     model, weights = _gbtree(learner)
@@ -144,6 +147,8 @@ def model_json(js: Mapping, forest: Forest, split_score: SplitScore | None = Non
         attributes[_SHRINKAGE_ATTR] = json.dumps(shrinkage.tolist(), ensure_ascii=False)
     else:
         attributes.pop(_SHRINKAGE_ATTR, None)
+    if pruned_on:
+        attributes[_PRUNED_ON_ATTR] = json.dumps(list(pruned_on))
     if split_score is not None:
         n_parallel = int(model.get("gbtree_model_param", {}).get("num_parallel_tree", 1))
         attributes[_PARAMS_ATTR] = json.dumps(leaf_params(forest, split_score, n_parallel))
@@ -179,7 +184,7 @@ def _load_with_config(js: Mapping, template: xgboost.Booster) -> xgboost.Booster
 
 
 def write_model(model: xgboost.Booster | xgboost.XGBModel, forest: Forest,
-                split_score: SplitScore | None = None):
+                split_score: SplitScore | None = None, pruned_on: tuple[str, ...] = ()):
     """A new model of ``model``'s type holding ``forest``'s trees; ``model`` is unchanged.
 
     Parameters
@@ -196,14 +201,17 @@ def write_model(model: xgboost.Booster | xgboost.XGBModel, forest: Forest,
         The penalties the leaves were fit with (the read model's, inferred where the model
         did not say): stored in the model with the trees' eta (:func:`leaf_params`) and set
         on the new Booster, so that the model, saved and loaded again, is read with them.
+    pruned_on : tuple of str
+        Digests of the held-out rows that pruned the trees (:attr:`Model.pruned_on`): a model
+        attribute, saved and loaded with it.
 
     Returns
     -------
     xgboost.Booster, or a fitted estimator of ``model``'s class
     """
     bst = _booster(model)
-    new = _load_with_config(model_json(json.loads(bst.save_raw("json")), forest, split_score),
-                            bst)
+    new = _load_with_config(
+        model_json(json.loads(bst.save_raw("json")), forest, split_score, pruned_on), bst)
     if isinstance(model, xgboost.Booster):
         return new
     # a copy of the estimator (fitted attributes included) around the new Booster
