@@ -433,3 +433,29 @@ def test_split_node_ids_are_the_hosts_own(host, data):
     joined = splits.merge(host_frame, on=["tree", "node"], how="left")
     assert len(joined) == len(splits) and joined["gain"].notna().all()
     np.testing.assert_allclose(joined["host_gain"], joined["gain"], rtol=1e-6)
+
+
+@pytest.mark.parametrize("value", [float("nan"), "nan", float("inf"), -1.0, "abc"])
+@pytest.mark.parametrize("host", HOSTS)
+def test_regularisation_parameters_must_be_finite(host, value, data):
+    """``lambda=nan`` (a dump's host_params, or an XGBoost Booster's set_param, which XGBoost
+    lets through) gave every biased gain 0 and pruned leaves 0, with exit 0: now one error
+    naming it."""
+    X, y, Xv, yv = data
+    model = fit(host, X, y)
+    if host == "lightgbm":
+        dump, key = model.dump_model(), "lambda_l2"
+        params = {key: value, "cat_l2": 10}
+    else:
+        dump, key = model.get_dump(dump_format="json", with_stats=True), "lambda"
+        params = {key: value, "objective": "reg:squarederror", "base_score": 0.5,
+                  "feature_names": list(X.columns)}
+    with pytest.raises(ValueError, match=rf"host_params: {key} must be a finite number >= 0, "
+                                         rf"got {value!r}"):
+        uc.unbiased_importance(dump, X, y, Xv, yv, host_params=params)
+    if host == "xgboost" and value not in (-1.0, "abc"):  # XGBoost refuses those itself
+        changed = model.copy()
+        changed.set_param({"lambda": value})
+        for call in (uc.unbiased_importance, uc.prune):
+            with pytest.raises(ValueError, match=r"lambda must be a finite number >= 0"):
+                call(changed, X, y, Xv, yv)

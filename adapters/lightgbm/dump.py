@@ -42,6 +42,15 @@ _OBJECTIVE_PARAMS = {
 }
 
 
+#: host_params the library reads as numbers, and those of them LightGBM holds >= 0
+_NUMBERS = frozenset({
+    "lambda_l1", "lambda_l2", "max_delta_step", "cat_l2", "cat_smooth", "path_smooth",
+    "max_cat_to_onehot", "sigmoid", "scale_pos_weight", "alpha", "fair_c",
+    "poisson_max_delta_step", "tweedie_variance_power",
+})
+_NON_NEGATIVE = frozenset({"lambda_l1", "lambda_l2", "cat_l2", "cat_smooth", "path_smooth"})
+
+
 def _params(dump: Dump) -> tuple[dict[str, str], list[str]]:
     """The ``parameters:`` block a dump lacks: its objective line's ``key:value`` tokens and
     ``host_params``; and a warning for each default assumed where it matters."""
@@ -55,6 +64,15 @@ def _params(dump: Dump) -> tuple[dict[str, str], list[str]]:
     if "learning_rate" in params:
         raise InputError("host_params: a LightGBM dump stores its learning rate as each "
                          "tree's shrinkage; do not pass learning_rate")
+    for key in set(dump.host_params) & _NUMBERS:
+        try:
+            number = float(params[key])
+        except ValueError:
+            number = float("nan")
+        if not (np.isfinite(number) and (number >= 0 or key not in _NON_NEGATIVE)):
+            raise InputError(f"host_params: {key} must be a finite number"
+                             f"{' >= 0' if key in _NON_NEGATIVE else ''}, got "
+                             f"{dump.host_params[key]!r}")
     notes = []
     for key, default in _OBJECTIVE_PARAMS.get(line[0] if line else "", {}).items():
         if key not in params:

@@ -28,7 +28,11 @@ from unbiased_criteria.adapters.xgboost import compat
 from unbiased_criteria.adapters.xgboost.layout import RULES
 from unbiased_criteria.adapters.xgboost.objectives import _core_objective, parse_base_score
 from unbiased_criteria.adapters.xgboost.objectives import make_objective as _make_objective
-from unbiased_criteria.adapters.xgboost.reader import _monotone_constraints
+from unbiased_criteria.adapters.xgboost.reader import (
+    _DEFAULT_TRAIN,
+    _monotone_constraints,
+    train_param,
+)
 
 from unbiased_criteria.dumps import Dump, as_dump
 from unbiased_criteria.errors import InputError
@@ -73,6 +77,11 @@ def _params(dump: Dump) -> dict[str, Any]:
     if unknown:
         raise InputError(f"host_params: unknown key(s) {unknown} for an XGBoost dump; "
                          f"expected some of {sorted(_KNOWN)}")
+    for key in set(params) & set(_DEFAULT_TRAIN):
+        try:
+            train_param(key, params[key])
+        except ValueError as err:
+            raise InputError(f"host_params: {err}") from None
     missing = [k for k in ("objective", "base_score") if k not in params]
     if missing:
         raise InputError(

@@ -12,6 +12,7 @@ internal nodes keep the value XGBoost would give them as a leaf (``eta * base_we
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -127,9 +128,24 @@ def _train_params(config: Mapping | None, overrides: Mapping[str, Any] | None) -
     for key, value in (overrides or {}).items():
         params[_ALIASES.get(key, key)] = value
     for key in _DEFAULT_TRAIN:
-        # TrainParam holds them as float32 (the config prints "0.699999988")
-        params[key] = float(np.float32(params[key]))
+        params[key] = train_param(key, params[key])
     return params
+
+
+def train_param(key: str, value: Any) -> float:
+    """XGBoost training parameter ``key`` (one of ``eta``, ``lambda``, ``alpha``,
+    ``max_delta_step``, the sampling fractions) as XGBoost's float32 holds it (the config
+    prints "0.699999988"); ``ValueError`` naming it unless it is a finite number in range
+    (XGBoost's ``set_param`` lets NaN and inf through)."""
+    try:
+        number = float(np.float32(value))
+    except (TypeError, ValueError):
+        number = math.nan
+    positive = key.startswith(("subsample", "colsample"))  # eta 0 is a model of 0 leaves
+    if not (math.isfinite(number) and (number > 0 if positive else number >= 0)):
+        raise ValueError(f"{key} must be a finite number {'>' if positive else '>='} 0, "
+                         f"got {value!r}")
+    return number
 
 
 def _params_mismatch(trees: list, eta: float, lam: float, max_delta_step: float = 0.0
