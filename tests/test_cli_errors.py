@@ -122,3 +122,34 @@ def test_missing_labels_name_the_file_column_and_row(xgb_files, capsys):
     err = capsys.readouterr().err.strip()
     assert err == (f"unbiased-criteria: error: --valid {xgb_files / 'd.csv'}: label column 'y' "
                    "has 2 missing value(s), the first in data row 4")
+
+
+def test_a_repeated_column_name_is_an_error_not_a_guess(xgb_files, capsys):
+    """pandas renames a repeated header name ('x', 'x.1') and the first column was read as
+    the feature, whichever it was; now one error naming it."""
+    frame = pd.read_csv(xgb_files / "d.csv")
+    frame.insert(0, "junk", 0.0)
+    frame.columns = ["x", *frame.columns[1:]]
+    frame.to_csv(xgb_files / "d.csv", index=False)
+    assert main(run(xgb_files)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"unbiased-criteria: error: --valid {xgb_files / 'd.csv'}: column name(s) x "
+                   "appear more than once in the header")
+
+
+def test_output_and_plot_on_one_path_are_refused_before_any_work(xgb_files, capsys):
+    pytest.importorskip("matplotlib")
+    target = xgb_files / "out.png"
+    assert main(run(xgb_files, "--output", str(target), "--plot", str(target))) == 2
+    assert "--plot" in capsys.readouterr().err and not target.exists()
+
+
+def test_output_through_a_symbolic_link_writes_its_target(xgb_files):
+    """An atomic write replaced the link by a file and left its target as it was."""
+    real = xgb_files / "real.csv"
+    real.write_text("old\n")
+    link = xgb_files / "link.csv"
+    link.symlink_to(real)
+    assert main(run(xgb_files, "--output", str(link), "--format", "csv")) == 0
+    assert link.is_symlink() and link.resolve() == real.resolve()
+    assert real.read_text().startswith("feature,")

@@ -113,6 +113,13 @@ def test_sklearn_host_is_histgradientboosting(data_file, capsys):
     (["--label", "z", "--host", "lightgbm"], "no label column 'z'"),
     (["--label", "y", "--host", "lightgbm", "--weight", "v"], "no weight column 'v'"),
     (["--label", "y", "--host", "lightgbm", "--drop", "v"], "--drop v: DATA"),
+    # the label or weight named again: a KeyError traceback, reported as a bug
+    (["--label", "y", "--host", "lightgbm", "--drop", "y"],
+     "--drop y: that is the label column (--label)"),
+    (["--label", "y", "--host", "lightgbm", "--weight", "y"],
+     "--weight y: that is the label column"),
+    (["--label", "y", "--host", "lightgbm", "--weight", "X1", "--drop", "X1"],
+     "--drop X1: that is the weight column (--weight)"),
     # LightGBM's own error is no ValueError: it was reported as a bug, with a traceback
     (["--label", "y", "--host", "lightgbm", "--param", "num_leaves=1"],
      "lightgbm refused the parameters or the rows: Check failed: (num_leaves) > (1)"),

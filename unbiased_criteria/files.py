@@ -26,8 +26,8 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
     Parameters
     ----------
     path : str or path-like
-        The file to create or replace. An existing file keeps its permissions; a new one gets
-        the usual ``0o666 & ~umask``.
+        The file to create or replace (a symbolic link's target). An existing file keeps its
+        permissions; a new one gets the usual ``0o666 & ~umask``.
     data : bytes or str
         The whole content; a str is written as UTF-8.
 
@@ -37,7 +37,8 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> None:
         The folder is not writable, the disk is full... ``path`` is then unchanged and the
         temporary file removed.
     """
-    target = Path(path)
+    # through a symbolic link, as a shell's redirection writes (the link itself stays)
+    target = Path(os.path.realpath(path))
     blob = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     try:
         mode = target.stat().st_mode & 0o7777

@@ -87,7 +87,7 @@ def cmd_importance(args) -> int:
         raise InputError("--correction corrects the --alpha test: give --alpha too")
     inputs = {"MODEL": args.model, "--train": args.train, "--valid": args.valid}
     check_target(args.output, "--output", inputs)
-    check_plot_target(args.plot, inputs)
+    check_plot_target(args.plot, {**inputs, "--output": args.output})
     data = load_inputs(args)
     report = unbiased_importance(
         data.model.model, data.X_train, data.y_train, data.X_valid, data.y_valid,

@@ -92,10 +92,15 @@ def read_table(path: str | Path, option: str = "data") -> pd.DataFrame:
                 raise InputError(f"{option} {path}: reading Parquet needs pyarrow "
                                 "(pip install pyarrow)")
             frame = pd.read_parquet(p)
-        elif _has_suffix(name, _CSV):
-            frame = pd.read_csv(p)
-        elif _has_suffix(name, _TSV):
-            frame = pd.read_csv(p, sep="\t")
+        elif _has_suffix(name, _CSV + _TSV):
+            sep = "," if _has_suffix(name, _CSV) else "\t"
+            # pandas renames a repeated name ("a", "a.1"): the header as written first
+            header = pd.read_csv(p, sep=sep, header=None, nrows=1, dtype=str).iloc[0]
+            repeated = header[header.duplicated()].dropna().unique().tolist()
+            if repeated:
+                raise InputError(f"{option} {path}: column name(s) {short(repeated)} appear "
+                                 "more than once in the header")
+            frame = pd.read_csv(p, sep=sep)
         else:
             raise InputError(
                 f"{option} {path}: unknown data format; name the file *.csv, *.tsv or "

@@ -6,6 +6,7 @@ import importlib.util
 import io
 import json
 import math
+import os
 import re
 import sys
 from pathlib import Path
@@ -99,8 +100,13 @@ def check_target(path: str | None, option: str,
     if target.is_dir():
         raise InputError(f"{option} {path}: is a directory")
     for name, source in (inputs or {}).items():
-        if source is not None and target.exists() and Path(source).exists() \
-                and target.samefile(source):
+        if source is None or source == "-":
+            continue
+        if target.exists() and Path(source).exists():
+            same = target.samefile(source)
+        else:  # another output not written yet
+            same = os.path.realpath(target) == os.path.realpath(source)
+        if same:
             raise InputError(f"{option} {path}: is {name} itself; write it elsewhere")
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():

@@ -60,9 +60,15 @@ def cmd_select(args) -> int:
         if column is not None and column not in frame.columns:
             raise InputError(f"DATA {args.data}: no {option} column {column!r} (columns: "
                              f"{short(list(frame.columns))})")
+    if args.weight is not None and args.weight == args.label:
+        raise InputError(f"--weight {args.weight}: that is the label column")
     for column in args.drop:
         if column not in frame.columns:
             raise InputError(f"--drop {column}: DATA {args.data} has no such column")
+        for option, used in (("--label", args.label), ("--weight", args.weight)):
+            if column == used:
+                raise InputError(f"--drop {column}: that is the {option[2:]} column "
+                                 f"({option})")
     frame = frame.drop(columns=args.drop)
     y = frame.pop(args.label)
     if y.isna().any():
