@@ -3,6 +3,7 @@ held-out rows, zero trees, zero weights, bad memory_budget / threshold are said 
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -187,3 +188,24 @@ def test_threshold_must_be_a_number(data, threshold):
         uc.prune(model, X, y, Xv, yv, threshold=threshold)
     assert "prune_threshold" not in str(error.value)
     assert "or None" not in str(error.value)  # prune() has no "no pruning" value
+
+
+def test_validation_only_unusable_splits_are_blamed_on_the_right_cause(data):
+    """Validation-only mode, no weights: a split unusable in one cross-fit direction only was
+    reported with the other direction's k (>= min_k) and blamed on zero-hessian rows, which
+    there are none of. Its k is now the smaller draw; the rows it says are needed count the
+    half that gives the ratios (twice that many rows make most splits usable)."""
+    X, y, Xv, yv = data
+    model = lgb.train({"objective": "regression", "verbose": -1, "num_leaves": 4,
+                       "num_threads": 1}, lgb.Dataset(X, y), 5)
+    with pytest.warns(UserWarning, match="splits have no usable evidence") as record:
+        report = uc.unbiased_importance(model, None, None, Xv[:30], yv[:30], random_state=0)
+    message = str(record[0].message)
+    assert "zero hessian" not in message
+    splits = report.splits
+    assert not (~splits["usable"] & (splits["k"] >= 5)).any()
+    need = int(re.search(r"needs about (\d+) held-out rows", message).group(1))
+    assert need > 30
+    bigger = uc.unbiased_importance(model, None, None, Xv[:2 * need], yv[:2 * need],
+                                    random_state=0)
+    assert bigger.splits["usable"].mean() >= 0.5

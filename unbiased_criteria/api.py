@@ -301,13 +301,14 @@ def _prepare(
 
 
 def _warn_unusable(usable: np.ndarray, k: np.ndarray, share: np.ndarray, min_k: int,
-                   n_valid: int, extra_frames: int = 0) -> None:
+                   n_valid: int, extra_frames: int = 0, halves: bool = False) -> None:
     """One warning when most splits had no usable evidence, saying why.
 
     ``k`` is each split's draw size: below ``min_k`` the split had too few held-out rows in a
     child (``share``, the smaller child's share of the rows that give G, says about
-    ``min_k / share`` held-out rows would do); at or above it, every drawn row of a node had a
-    zero hessian (weight 0), and more rows of the same weights would not help.
+    ``min_k / share`` held-out rows would do, twice that where the ratios come from ``halves``
+    of them: validation-only mode); at or above it, every drawn row of a node had a zero
+    hessian (weight 0), and more rows of the same weights would not help.
     """
     bad = ~usable
     if usable.size == 0 or bad.sum() * 2 <= usable.size:
@@ -318,7 +319,8 @@ def _warn_unusable(usable: np.ndarray, k: np.ndarray, share: np.ndarray, min_k: 
     if few.any():
         s = share[few]
         s = s[s > 0]
-        need = (f"; the median such split needs about {int(np.ceil(min_k / np.median(s))):,} "
+        rows = min_k / np.median(s) * (2 if halves else 1) if s.size else 0
+        need = (f"; the median such split needs about {int(np.ceil(rows)):,} "
                 f"held-out rows to reach {min_k} in its smaller child" if s.size else "")
         parts.append(f"{int(few.sum())} have fewer than min_k={min_k} held-out rows in a child "
                      f"(of {n_valid:,} held-out rows){need}")
@@ -648,7 +650,7 @@ def unbiased_importance(
     if records:
         _warn_unusable(np.concatenate([r["usable"] for r in records]),
                        np.concatenate([r["k"] for r in records]), np.concatenate(shares),
-                       options.min_k, prep.valid.n_rows)
+                       options.min_k, prep.valid.n_rows, halves=prep.train is None)
     jack = stack_replicates(replicates, options.n_blocks)
     report = ImportanceReport(_records_frame(records, forest.feature_names),
                               forest.feature_names, host=prep.model.host, jackknife=jack)
@@ -812,7 +814,8 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
                     visit=visit, progress=progress, valid_order=order, prefetch=threads > 1)
     if usable:
         _warn_unusable(np.concatenate(usable), np.concatenate(ks), np.concatenate(shares),
-                       options.min_k, prep.valid.n_rows, extra_frames=extra_frames)
+                       options.min_k, prep.valid.n_rows, extra_frames=extra_frames,
+                       halves=prep.train is None)
     if first:
         check_against_host(*map(np.concatenate, zip(*first)), prep.model,
                            extra_frames=extra_frames)

@@ -96,7 +96,8 @@ def score_tree(
     With training rows, G and H come from them and the ratios from the held-out rows. Without
     (validation-only mode), ``halves`` splits the held-out rows: G from one half, ratios from
     the other, and with ``options.cross_fit`` also the other way round, averaged; a split is
-    usable only when both directions are, and U (and its jackknife replicates) is 0 otherwise.
+    usable only when both directions are, and U (and its jackknife replicates) is 0 otherwise;
+    its ``k`` is then the smaller of the two draws.
     Both halves' rows belong to the jackknife's blocks: replicate ``b`` leaves block ``b``'s
     rows out of G's half as well as out of the ratios' half.
     ``ranked``: the held-out rows come in a uniformly random order independent of the tree
@@ -133,10 +134,11 @@ def score_tree(
         return sums, u
 
     sums_a, u = half(a, b)
-    gain, usable, jack = u.gain, u.usable, u.jackknife
+    gain, usable, jack, k = u.gain, u.usable, u.jackknife, u.k
     if options.cross_fit:
         _, u2 = half(b, a)
         usable = u.usable & u2.usable
+        k = np.minimum(u.k, u2.k)  # the draw that decides whether the split is usable
         # U = 0 wherever either half is unusable (leaves stay NaN)
         gain = np.where(usable, (u.gain + u2.gain) / 2.0, np.where(tree.is_leaf, np.nan, 0.0))
         if jack is not None:
@@ -144,6 +146,6 @@ def score_tree(
                             np.where(tree.is_leaf, np.nan, 0.0))
     all_rows = node_sums(tree, nv, gv, hv)
     return TreeScores(
-        biased_gain(tree, all_rows, score), gain, u.k, usable, sums_a.n, all_rows.n, sums_a,
+        biased_gain(tree, all_rows, score), gain, k, usable, sums_a.n, all_rows.n, sums_a,
         jack,
     )

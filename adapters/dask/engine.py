@@ -434,7 +434,7 @@ def unbiased_importance(
     if records:
         _warn_unusable(np.concatenate([r["usable"] for r in records]),
                        np.concatenate([r["k"] for r in records]), np.concatenate(shares),
-                       options.min_k, valid.n_rows)
+                       options.min_k, valid.n_rows, halves=train is None)
     report = ImportanceReport(_records_frame(records, forest.feature_names),
                               forest.feature_names, host=read.host,
                               jackknife=stack_replicates(replicates, options.n_blocks))
@@ -518,7 +518,7 @@ def prune(
     bar.close()
     if usable_all:
         _warn_unusable(np.concatenate(usable_all), np.concatenate(ks), np.concatenate(shares),
-                       options.min_k, valid.n_rows)
+                       options.min_k, valid.n_rows, halves=train is None)
     if first:
         check_against_host(*map(np.concatenate, zip(*first)), read, extra_frames=1)
     before = sum(t.n_leaves for t in forest.trees)
