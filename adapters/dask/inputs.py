@@ -41,7 +41,9 @@ def partition_futures(client, collection: Any, name: str, like: str | None = Non
             collection = collection.rechunk({1: -1})  # partitions hold whole rows
         parts = collection.to_delayed().ravel().tolist()
     elif isinstance(collection, dd.DataFrame | dd.Series):
-        parts = list(collection.to_delayed())
+        # as npartitions says: an optimised graph may fuse partitions otherwise for a column
+        # subset (dask-expr reads fewer, larger parts for the label than for the features)
+        parts = list(collection.to_delayed(optimize_graph=False))
     else:
         with_what = f" like {like}" if like else ""
         raise TypeError(

@@ -370,3 +370,27 @@ def test_trees_not_grown_on_the_given_rows_are_said_as_in_memory(client):
         warnings.simplefilter("error", UserWarning)
         uc.unbiased_importance(model, *_dask(3, X, y), *_dask(2, Xv, yv),
                                train_weight=_dask(3, w)[0])
+
+
+def test_parquet_columns_read_as_their_reported_partitions(client, tmp_path):
+    """dd.read_parquet, X = frame[features], y = frame['y'] (the README's example): dask
+    reported 4 partitions for both but, optimising each graph, read the label in 2 fused
+    parts, and the call refused y for its partitions. As in memory now."""
+    pytest.importorskip("pyarrow")
+    X, y, _ = _data(4000, 0)
+    Xv, yv, _ = _data(4000, 1)
+    for name, (A, b) in {"train": (X, y), "valid": (Xv, yv)}.items():
+        (tmp_path / name).mkdir()
+        frame = A.assign(y=b)
+        for i in range(4):
+            frame.iloc[1000 * i: 1000 * (i + 1)].to_parquet(tmp_path / name / f"{i}.parquet")
+    train, valid = dd.read_parquet(tmp_path / "train"), dd.read_parquet(tmp_path / "valid")
+    features = list(X.columns)
+    model = lightgbm.train({"verbose": -1, "num_leaves": 8, "num_threads": 1},
+                           lightgbm.Dataset(X, y), 5)
+    got = uc.unbiased_importance(model, train[features], train["y"], valid[features],
+                                 valid["y"], random_state=0)
+    want = uc.unbiased_importance(model, X, y, Xv, yv, random_state=0)
+    np.testing.assert_array_equal(got.splits["n_valid"], want.splits["n_valid"])
+    np.testing.assert_allclose(got.splits["biased_gain"], want.splits["biased_gain"],
+                               rtol=1e-9)
