@@ -153,3 +153,19 @@ def test_output_through_a_symbolic_link_writes_its_target(xgb_files):
     assert main(run(xgb_files, "--output", str(link), "--format", "csv")) == 0
     assert link.is_symlink() and link.resolve() == real.resolve()
     assert real.read_text().startswith("feature,")
+
+
+@pytest.mark.parametrize("suffix, start", [(".csv", "feature,"), (".json", "[\n {"),
+                                           (".txt", "feature ")])
+def test_output_format_follows_the_suffix(xgb_files, suffix, start):
+    """An aligned text table was written to out.csv / out.json unless --format was given."""
+    target = xgb_files / f"out{suffix}"
+    assert main(run(xgb_files, "--output", str(target))) == 0
+    assert target.read_text().lstrip().startswith(start)
+    assert main(run(xgb_files, "--output", str(target), "--format", "table")) == 0
+    assert target.read_text().lstrip().startswith("feature ")
+
+
+def test_binary_output_suffix_is_refused(xgb_files, capsys):
+    assert main(run(xgb_files, "--output", str(xgb_files / "out.parquet"))) == 2
+    assert "name the file .csv, .json or .txt" in capsys.readouterr().err

@@ -77,15 +77,15 @@ def _params(dump: Dump) -> tuple[dict[str, str], list[str]]:
     for key, default in _OBJECTIVE_PARAMS.get(line[0] if line else "", {}).items():
         if key not in params:
             notes.append(f"the dump does not store {key}: LightGBM's default {default} is "
-                         f"assumed; pass host_params={{'{key}': ...}} if the model used "
-                         "another")
+                         f"assumed; pass host_params={{'{key}': ...}} (--param {key}=... "
+                         "on the command line) if the model used another")
     has_categories = any(info.get("values") for info in content.get("feature_infos",
                                                                    {}).values())
     if has_categories and "cat_l2" not in params:
         notes.append("the dump does not store cat_l2 and max_cat_to_onehot: LightGBM's "
                      "defaults (10, 4) are assumed for categorical splits (their biased "
                      "gain, pruned leaves); pass host_params={'cat_l2': ..., "
-                     "'max_cat_to_onehot': ...}")
+                     "'max_cat_to_onehot': ...} (--param cat_l2=... on the command line)")
     return params, notes
 
 

@@ -219,8 +219,8 @@ def read_model(model: Any) -> Model:
     for key, default in _OBJECTIVE_PARAMS.get(obj_name, {}).items():
         if key not in params:
             notes.append(f"the dump does not store {key}: XGBoost's default {default:g} is "
-                         f"assumed; pass host_params={{'{key}': ...}} if the model used "
-                         "another")
+                         f"assumed; pass host_params={{'{key}': ...}} (--param {key}=... "
+                         "on the command line) if the model used another")
             params[key] = default
         objective_params[key] = json.dumps(params[key], ensure_ascii=False)
     objective = _core_objective(obj_name, objective_params, n_outputs)

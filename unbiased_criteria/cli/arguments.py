@@ -127,8 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "(with the block-jackknife standard error of the unbiased sum).",
     )
     add_model_arguments(imp)
-    imp.add_argument("--format", choices=("table", "csv", "json"), default="table",
-                     help="output format (default table)")
+    imp.add_argument("--format", choices=("table", "csv", "json"),
+                     help="output format (default: csv or json by the --output suffix, "
+                          "else table)")
     imp.add_argument("--output", metavar="FILE", help="write the table here, not to stdout")
     imp.add_argument("--plot", metavar="FILE.png", help="save a bar chart (needs matplotlib)")
     imp.add_argument("--splits", action="store_true", help="one row per split, not per feature")
@@ -196,8 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="splits with fewer held-out rows in a child score 0 (default 5)")
     sel.add_argument("--seed", type=int, default=0, metavar="S",
                      help="random seed of the folds' draws (default 0)")
-    sel.add_argument("--format", choices=("table", "csv", "json"), default="table",
-                     help="output format (default table)")
+    sel.add_argument("--format", choices=("table", "csv", "json"),
+                     help="output format (default: csv or json by the --output suffix, "
+                          "else table)")
     sel.add_argument("--output", metavar="FILE", help="write the table here, not to stdout")
     sel.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                      help="show tracebacks")

@@ -21,7 +21,14 @@ from ..files import write_atomic
 from ..model_files import ModelFile
 from ..validation import same_rows
 from .files import load_model, model_schema, prepare_data, read_table
-from .output import check_plot_target, check_target, format_frame, save_plot, write_output
+from .output import (
+    check_plot_target,
+    check_target,
+    format_frame,
+    output_format,
+    save_plot,
+    write_output,
+)
 
 __all__ = ["Inputs", "load_inputs", "api_options", "cmd_importance", "cmd_prune"]
 
@@ -88,6 +95,7 @@ def cmd_importance(args) -> int:
     inputs = {"MODEL": args.model, "--train": args.train, "--valid": args.valid}
     check_target(args.output, "--output", inputs)
     check_plot_target(args.plot, {**inputs, "--output": args.output})
+    args.format = output_format(args.format, args.output)
     data = load_inputs(args)
     report = unbiased_importance(
         data.model.model, data.X_train, data.y_train, data.X_valid, data.y_valid,

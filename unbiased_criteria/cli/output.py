@@ -19,7 +19,7 @@ from ..errors import InputError
 from ..files import write_atomic
 
 __all__ = ["PROG", "warn", "show_warning", "first_line", "short", "format_frame",
-           "write_output", "save_plot", "check_target", "check_plot_target"]
+           "write_output", "save_plot", "check_target", "check_plot_target", "output_format"]
 
 PROG = "unbiased-criteria"
 
@@ -87,6 +87,24 @@ def format_frame(frame: pd.DataFrame, fmt: str, index: bool) -> str:
                    for row in out.to_dict(orient="records")]
         return json.dumps(records, indent=1, allow_nan=False, ensure_ascii=False) + "\n"
     return out.to_string(index=False) + "\n"
+
+
+_SUFFIX_FORMATS = {".csv": "csv", ".json": "json"}
+_BINARY_SUFFIXES = (".parquet", ".pq", ".feather", ".arrow", ".xlsx", ".pkl", ".pickle")
+
+
+def output_format(fmt: str | None, output: str | None) -> str:
+    """``--format`` if given, else the ``--output`` file's suffix (``.csv``, ``.json``), else
+    an aligned table; a suffix of a binary format is refused (text would not be it)."""
+    if fmt is not None:
+        return fmt
+    if output is None or output == "-":
+        return "table"
+    suffix = Path(output).suffix.lower()
+    if suffix in _BINARY_SUFFIXES:
+        raise InputError(f"--output {output}: the table is written as text (table, csv or "
+                         "json); name the file .csv, .json or .txt, or give --format")
+    return _SUFFIX_FORMATS.get(suffix, "table")
 
 
 def check_target(path: str | None, option: str,

@@ -16,7 +16,16 @@ import pandas as pd
 from .. import model_files
 from ..errors import InputError
 from .files import _is_text, read_table, weight_values
-from .output import PROG, check_target, first_line, format_frame, short, warn, write_output
+from .output import (
+    PROG,
+    check_target,
+    first_line,
+    format_frame,
+    output_format,
+    short,
+    warn,
+    write_output,
+)
 
 __all__ = ["cmd_select", "param_value"]
 
@@ -55,6 +64,7 @@ def cmd_select(args) -> int:
     from .. import UnbiasedSelector
 
     check_target(args.output, "--output", {"DATA": args.data})  # before the cross-fit
+    args.format = output_format(args.format, args.output)
     frame = read_table(args.data, "DATA")
     for option, column in (("label", args.label), ("weight", args.weight)):
         if column is not None and column not in frame.columns:
