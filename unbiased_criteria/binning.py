@@ -111,8 +111,12 @@ class BinMapper:
         return codes
 
     def threshold(self, feature: int, bin_: int) -> float:
-        """The value threshold of the split "left iff bin <= ``bin_``": ``v <= threshold``."""
-        return float(self.bounds[feature][bin_])
+        """The value threshold of the split "left iff bin <= ``bin_``": ``v <= threshold``.
+
+        The last bin's bound (+inf: every value left, NaN right) is written as the largest
+        float32, which the hosts' model formats hold (LightGBM writes 1e300 there)."""
+        bound = float(self.bounds[feature][bin_])
+        return float(np.finfo(np.float32).max) if bound == np.inf else bound
 
 
 def _categories(x: np.ndarray, f: int, max_bin: int) -> np.ndarray:

@@ -179,8 +179,12 @@ def _best_thresholds(hist: np.ndarray, p: int, width: int, n_bins: np.ndarray,
     GL, HL, nL = side
     nR = n - nL
     gain = _split_scores(GL, HL, G, H, params.score)
+    # NaN right: up to the last bin (every value left, NaN right: the split on missingness,
+    # as the hosts make it); NaN left: up to the one before (the last would send all left)
+    last = (n_bins - 1)[None, :, None] - np.arange(side.shape[1])[:, None, None]
     valid = (
-        (np.arange(width - 1)[None, None, :] <= (n_bins - 2)[None, :, None])
+        (np.arange(width - 1)[None, None, :] <= last)
+        & (nL > 0) & (nR > 0)
         & (nL >= params.min_child_samples) & (nR >= params.min_child_samples)
         & (HL >= params.min_child_weight) & (H - HL >= params.min_child_weight)
         & (gain > params.min_split_gain)

@@ -240,7 +240,10 @@ def _to_xgboost_rules(tree: Tree) -> Tree:
     t32 = tree.threshold.astype(np.float32)
     if np.any(t32[numeric] != tree.threshold[numeric]):
         raise ValueError("thresholds must be float32 values to convert '<=' into '<' exactly")
-    up = np.nextafter(t32, np.float32(np.inf)).astype(np.float64)
+    # the largest float32 (the grower's "every value left, NaN right") stays itself: above
+    # it is inf, which model JSON cannot hold (only that one value would then go right)
+    below_top = np.nextafter(np.finfo(np.float32).max, np.float32(0))
+    up = np.nextafter(np.minimum(t32, below_top), np.float32(np.inf)).astype(np.float64)
     threshold = np.where(tree.is_leaf | cat, np.nan, up)
     left = np.where(cat, tree.right, tree.left)
     right = np.where(cat, tree.left, tree.right)

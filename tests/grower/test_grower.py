@@ -62,16 +62,19 @@ def test_bins_bad_input():
         fit_bins(np.array([[np.inf]]), 255)
 
 
-@pytest.mark.parametrize("objective,l2,leaves", [
-    ("regression", 0.0, 8), ("regression", 2.0, 15), ("regression", 100.0, 12),
-    ("binary", 0.0, 12), ("binary", 2.0, 12), ("binary", 10.0, 12), ("multiclass", 0.0, 10),
+@pytest.mark.parametrize("objective,l2,leaves,missing", [
+    ("regression", 0.0, 8, False), ("regression", 2.0, 15, False),
+    ("regression", 100.0, 12, False), ("binary", 0.0, 12, False), ("binary", 2.0, 12, False),
+    ("binary", 10.0, 12, False), ("multiclass", 0.0, 10, False),
+    ("regression", 0.0, 8, True), ("binary", 0.0, 12, True),
 ])
-def test_biased_first_iteration_equals_lightgbm(objective, l2, leaves):
+def test_biased_first_iteration_equals_lightgbm(objective, l2, leaves, missing):
     """criterion='biased', every row in D: LightGBM's first iteration, on data whose
     distinct values are fewer than max_bin (so both bin the same): same partition, same leaf
     values, same split gains. With L2 > 0 a feature without a valid split at a node is not
     tried below it (LightGBM's rule; binary L2 2 and 10, regression L2 100 stop early or
-    split elsewhere without it)."""
+    split elsewhere without it). ``missing``: NaN in two features, one of them a flag (1 or
+    NaN) whose only split is "every value left, NaN right", which the grower never tried."""
     lgb = pytest.importorskip("lightgbm")
     from unbiased_criteria.adapters.lightgbm import read_model
 
@@ -79,6 +82,10 @@ def test_biased_first_iteration_equals_lightgbm(objective, l2, leaves):
     n = 3000
     X = rng.integers(0, 12, size=(n, 5)).astype(np.float64)
     y = 0.4 * X[:, 0] - 0.3 * (X[:, 2] > 5) + rng.normal(size=n)
+    if missing:
+        X[rng.random(n) < 0.3, 2] = np.nan
+        X[:, 4] = np.where(rng.random(n) < 0.4, 1.0, np.nan)
+        y += 0.8 * np.isnan(X[:, 4]) + 0.5 * np.isnan(X[:, 2])
     K = 1
     if objective == "binary":
         y = (y > np.median(y)).astype(np.float64)
@@ -120,6 +127,8 @@ def test_biased_first_iteration_equals_lightgbm(objective, l2, leaves):
         # B on D is LightGBM's split gain (6 digits in the text model)
         np.testing.assert_allclose(np.sort(mine.host_gain[mine.feature >= 0]),
                                    np.sort(host.host_gain[host.feature >= 0]), rtol=1e-5)
+        if missing:  # the flag was split on: its only split is on missingness
+            assert 4 in mine.feature
 
 
 def test_nan_rows_follow_default_side_and_rows_route_as_ir():
