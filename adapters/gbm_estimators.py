@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -166,7 +166,9 @@ class _UnbiasedGBM(BaseEstimator):
         depth = self.max_depth
         if isinstance(depth, bool) or not isinstance(depth, int | np.integer):
             raise ValueError(f"max_depth: expected an integer (<= 0: no limit), got {depth!r}")
-        if isinstance(self.ratios, str | bytes) or not isinstance(self.ratios, Iterable) \
+        # an iterator would be used up by this check (and by clone): a sequence is needed
+        if isinstance(self.ratios, str | bytes | Iterator) \
+                or not isinstance(self.ratios, Iterable) \
                 or not all(isinstance(v, numbers.Real) and not isinstance(v, bool)
                            for v in self.ratios):
             raise ValueError(f"ratios: expected 2 or 3 positive numbers (|D| : |D1'| [: |D2'|]), "
@@ -466,6 +468,8 @@ class UnbiasedGBMClassifier(ClassifierMixin, _UnbiasedGBM):
         self.n_classes_ = K
 
         def encode(labels):
+            if pd.isna(labels).any():  # else searchsorted's TypeError on text classes
+                raise ValueError("eval_set: contains missing labels (None or NaN)")
             idx = np.searchsorted(self.classes_, labels)
             idx = np.minimum(idx, K - 1)
             if np.any(self.classes_[idx] != labels):

@@ -153,6 +153,10 @@ def fit_gbm(
     n, p = X.shape
     y = np.asarray(y)
     objective.check_labels(np.asarray(y, dtype=np.float64), "y")
+    big = np.abs(np.asarray(y, dtype=np.float64)) > np.finfo(np.float32).max
+    if big.any():  # float32 gradients of such labels overflow: the init score said it first
+        raise ValueError(f"y: labels must lie within float32's range (|y| <= 3.4e38), got "
+                         f"{float(np.asarray(y, dtype=np.float64)[big][0])!r}")
     K = objective.n_outputs
     seed = seed_sequence(random_state, "random_state")
     binner = fit_bins(X, params.max_bin, categorical)

@@ -104,12 +104,15 @@ _DEFS = [
 METRICS: dict[str, tuple[Callable, bool]] = {
     name: (func, hib) for names, func, hib in _DEFS for name in names
 }
+#: every accepted name -> LightGBM's own name of the metric (the first of its names)
+_CANONICAL = {name: names[0] for names, _, _ in _DEFS for name in names}
 
 
 def get_metric(name: str) -> Metric:
-    """A metric by the host's name (LightGBM's or XGBoost's)."""
+    """A metric by the host's name (LightGBM's or XGBoost's, aliases included); its ``name``
+    is LightGBM's own (``"mse"`` gives ``"l2"``), as LightGBM keys ``evals_result_``."""
     try:
         func, hib = METRICS[name]
-    except KeyError:
+    except (KeyError, TypeError):
         raise ValueError(f"unknown metric {name!r}; known: {sorted(METRICS)}") from None
-    return Metric(name, func, hib)
+    return Metric(_CANONICAL[name], func, hib)

@@ -162,13 +162,16 @@ class ImportanceReport:
 
         Columns: ``unbiased_gain``, ``std_error`` (its block-jackknife standard error),
         ``biased_gain``, ``host_gain`` (sums over the feature's splits; the host's gain
-        importance is ``host_gain``) and ``splits`` (count).
+        importance is ``host_gain``; NaN throughout where the model has no host gain, as the
+        native grower's) and ``splits`` (count).
         """
         grouped = self.splits.groupby("feature_index")
         out = pd.DataFrame(index=pd.RangeIndex(len(self.feature_names)))
         for col in _SUMMED:
             out[col] = grouped[col].sum(min_count=1)
         out[_SUMMED] = out[_SUMMED].fillna(0.0)
+        if len(self.splits) and self.splits["host_gain"].isna().all():
+            out["host_gain"] = np.nan  # no host gain at all (the native grower's): not 0
         out["splits"] = grouped.size().reindex(out.index, fill_value=0).astype(np.int64)
         out.index = pd.Index(self.feature_names, name="feature")
         out.insert(1, "std_error", self.std_error())

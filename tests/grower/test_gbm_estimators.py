@@ -168,6 +168,25 @@ def test_early_stopping_keeps_the_best_iteration():
     assert len(est._result.forest.trees) == est.best_iteration_
 
 
+@pytest.mark.parametrize("kind, alias, name", [
+    ("regression", "mse", "l2"), ("regression", "mae", "l1"), ("regression", "l2_root", "rmse"),
+    ("binary", "logloss", "binary_logloss"), ("binary", "error", "binary_error"),
+    ("multiclass", "multiclass", "multi_logloss"), ("multiclass", "merror", "multi_error"),
+])
+def test_metric_aliases_are_keyed_by_lightgbms_names(kind, alias, name):
+    """evals_result_ was keyed by the alias typed ('mse'), where LightGBM keys 'l2'."""
+    lgb = pytest.importorskip("lightgbm")
+    X, y = _data(kind, n=600, nan=0.0)
+    est = _estimator(kind).set_params(n_estimators=3).fit(X, y, eval_set=[(X, y)],
+                                                          eval_metric=alias)
+    assert list(est.evals_result_["valid_0"]) == [name]
+    if alias == "merror":  # XGBoost's name, which the grower takes too
+        return
+    host = (lgb.LGBMRegressor if kind == "regression" else lgb.LGBMClassifier)(
+        n_estimators=2, verbose=-1).fit(X, y, eval_set=[(X.copy(), y)], eval_metric=alias)
+    assert name in host.evals_result_["valid_0"]  # the oracle: LightGBM's own key
+
+
 def test_ratios_shared_validation_and_sample_weight():
     X, y = _data("regression", nan=0.0)
     w = np.random.default_rng(0).uniform(0.5, 2.0, size=y.size)
@@ -409,3 +428,26 @@ def test_n_jobs_is_ignored_with_a_warning():
         uc.UnbiasedGBMRegressor(n_estimators=2, n_jobs=1).fit(X, y)
     with pytest.warns(UserWarning, match="n_jobs=-1 is ignored"):
         uc.UnbiasedGBMRegressor(n_estimators=2, n_jobs=-1).fit(X, y)
+
+
+def test_missing_eval_labels_of_a_classifier_are_one_error():
+    """A None among text eval labels failed inside numpy's searchsorted (TypeError)."""
+    X, y = _data("binary", n=300, nan=0.0)
+    ey = y[:50].astype(object)
+    ey[3] = None
+    with pytest.raises(ValueError, match=r"eval_set: contains missing labels \(None or NaN\)"):
+        uc.UnbiasedGBMClassifier(n_estimators=2).fit(X, y, eval_set=[(X[:50], ey)])
+
+
+def test_small_input_errors_and_a_report_without_host_gains():
+    X, y = _data("regression", n=300, nan=0.0)
+    # labels beyond float32: the message blamed the init score and suggested poisson labels
+    with pytest.raises(ValueError, match=r"y: labels must lie within float32's range"):
+        uc.UnbiasedGBMRegressor(n_estimators=2).fit(X, y * 1e39)
+    # an iterator of ratios was used up by the check and reported as "got ()"
+    with pytest.raises(ValueError, match="ratios: expected 2 or 3 positive numbers .*generator"):
+        uc.UnbiasedGBMRegressor(ratios=(v for v in (1, 1, 1))).fit(X, y)
+    # the grower has no host gain: NaN per feature, not a sum of nothing shown as 0
+    est = uc.UnbiasedGBMRegressor(n_estimators=3, random_state=0).fit(X, y)
+    assert est.importance_report_.splits["host_gain"].isna().all()
+    assert est.importance_report_.to_frame()["host_gain"].isna().all()
