@@ -723,10 +723,14 @@ def unbiased_gain(
     split = inner[usable[inner]]
     gain = np.full(tree.n_nodes, np.nan)
     gain[inner] = 0.0
-    if split.size == 0:
-        return UnbiasedGain(gain, k, n_valid, usable)
-
     jack = blocks is not None and n_blocks > 1
+    if split.size == 0:  # nothing usable: U is 0 with any block left out, too
+        replicates = None
+        if jack:
+            replicates = np.full((n_blocks, tree.n_nodes), np.nan)
+            replicates[:, inner] = 0.0
+        return UnbiasedGain(gain, k, n_valid, usable, replicates)
+
     ratio = np.zeros(req_node.size)
     defined = np.ones(req_node.size, dtype=bool)  # every draw's denominator is non-zero
     ratio_out = np.zeros((req_node.size, n_blocks)) if jack else None

@@ -98,6 +98,27 @@ def test_cross_fit_gain_is_zero_where_either_half_is_unusable():
     assert all(zero_when_unusable)
 
 
+def test_cross_fit_with_one_half_without_any_usable_split():
+    """A stump whose split is usable from one half and not from the other (a rare group of
+    rows): that half's gain had no jackknife replicates (None) and the average of both
+    raised a TypeError; now the split is unusable, with U and its replicates 0."""
+    tree = make_tree([1, -1, -1], [2, -1, -1], [0, -1, -1], [0.5, np.nan, np.nan],
+                     [np.nan, 1.0, 2.0])  # one split
+    options = GainOptions(min_k=5, random_state=0, n_blocks=4)
+    n = 400
+    # six rows in the right child, all in the half that is not halves' True half: the ratios
+    # from that half have k = 6, those from the other half k = 0
+    nodes = np.full(n, 1)
+    nodes[1:13:2] = 2
+    halves = np.zeros(n, dtype=bool)
+    halves[::2] = True
+    step = TreeStep(0, tree, None, None, None, None, nodes, np.ones(n), np.ones(n), None)
+    s = score_tree(step, SplitScore(), options, halves=halves,
+                   blocks=jackknife_blocks(n, options))
+    assert not s.usable[0] and s.unbiased[0] == 0.0
+    assert (s.jackknife[:, 0] == 0.0).all()
+
+
 def test_non_finite_gradient_raises_naming_objective_and_rows():
     obj = make_objective("poisson")
     raw = np.zeros(50)
