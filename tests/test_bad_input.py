@@ -270,6 +270,25 @@ def test_one_huge_held_out_weight_keeps_finite_standard_errors(host, data):
 
 
 @pytest.mark.parametrize("host", HOSTS)
+def test_tiny_held_out_weights_beside_large_ones_keep_u_finite(host, data):
+    """Weights of 1e-20 on part of the held-out rows: a node's drawn sums lost the tiny rows
+    to cancellation, U was NaN on splits marked usable, to_frame raised and prune kept them."""
+    X, y, Xv, yv = data
+    model = fit(host, X, y)
+    wv = np.where(Xv["X3"].to_numpy() > 0.3, 1e-20, 1.0)
+    report = uc.unbiased_importance(model, X, y, Xv, yv, valid_weight=wv, random_state=0)
+    assert np.isfinite(report.splits["unbiased_gain"]).all()
+    assert np.isfinite(report.to_frame()["std_error"]).all()
+    # with the tiny weights at 1e-10 U is the same: a ratio over rows of one weight does not
+    # depend on it, and beside rows of weight 1 either is nothing
+    same = uc.unbiased_importance(model, X, y, Xv, yv,
+                                  valid_weight=np.where(wv < 1, 1e-10, 1.0), random_state=0)
+    pure = report.splits["unbiased_gain"].to_numpy()
+    other = same.splits["unbiased_gain"].to_numpy()
+    np.testing.assert_allclose(pure, other, rtol=1e-6, atol=1e-9 * np.abs(other).max())
+
+
+@pytest.mark.parametrize("host", HOSTS)
 def test_trees_not_grown_on_the_given_training_rows_are_said(host, data, tmp_path):
     """The first iteration's hessian sums depend on the training rows alone: where they
     differ from the model's own, biased_gain cannot match host_gain. A model trained with

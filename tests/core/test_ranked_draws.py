@@ -69,6 +69,31 @@ def test_first_k_sums_equal_brute_force(n, with_blocks, rank_search):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-9)
 
 
+@pytest.mark.parametrize("with_blocks", [False, True])
+def test_first_k_sums_keep_tiny_values_beside_large_ones(with_blocks, rank_search):
+    """Hessians of weight 1e-20 among rows of weight 1: a node's draw of tiny rows summed to
+    exactly 0 as a difference of prefix sums (then 0/0, NaN U marked usable); each sum is
+    now the tiny rows' own, to the brute force's precision."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    tree = _deep_tree()
+    X = rng.random((n, 2))
+    nodes = route_rows(tree, X)
+    tiny = X[:, 0] > 0.5  # the root's right subtree
+    g = rng.normal(size=n) * np.where(tiny, 1e-20, 1.0)
+    h = rng.random(n) * np.where(tiny, 1e-20, 1.0)
+    size = np.rint(tree.node_sums(nodes)).astype(np.int64)
+    node = np.flatnonzero(size > 0)
+    k = np.minimum(size[node], 7)
+    n_blocks = 4 if with_blocks else 1
+    blocks = rng.integers(0, n_blocks, n) if with_blocks else None
+    got = first_k_sums(tree, nodes, node, k, (g, h), blocks, n_blocks)
+    want = _brute(tree, nodes, node, k, (g, h), blocks, n_blocks)
+    assert (want[1][node >= 2] < 1e-18).any()  # requests of tiny rows only
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=0)
+
+
 @pytest.mark.parametrize("n", [50, 3000])
 def test_first_k_sums_rank_by_bin_then_position(n, rank_search):
     """With ``bins``, rows are ranked by (bin, position): the same sums as the position rank
