@@ -545,22 +545,18 @@ def first_k_sums(
     cuts = np.unique(cut_key)
     cut_of = np.searchsorted(cuts, cut_key)  # (unique's inverse costs more)
     m = cuts.size
-    relevant = np.zeros((n_nodes, m), dtype=bool)
-    relevant[pair_leaf, cut_of[pair_req]] = True
-    # seen[l, v]: how many of the first v cuts are leaf l's (a row's compact interval)
-    seen = np.zeros((n_nodes, m + 1), dtype=np.int64)
-    np.cumsum(relevant, axis=1, out=seen[:, 1:])
-    first = np.concatenate([[0], np.cumsum(seen[:, -1] + 1)])
-    n_cells = int(first[-1])
-    table = first[:-1, None] + seen
+    cells = _Cells(pair_leaf, cut_of[pair_req], n_nodes, m)
+    n_cells = cells.n_cells
+
     # a row's cell from its (bin, leaf), except in the crossing bins: there from its position;
     # with blocks the small table holds cell * n_blocks, so the rows take one pass less
     if blocks is None:
         n_blocks = 1
-    table = table * n_blocks
     cuts_before_bin = np.searchsorted(cuts, rank_of * (n + 1))
+    table = cells.by_cut_count(cuts_before_bin, leaves)  # (bin, leaf): rows' keys index it
+    table *= n_blocks
     cell = None if workspace is None else workspace.array("cell", n, np.intp)
-    cell = np.take(np.ascontiguousarray(table.T)[cuts_before_bin].ravel(), key, out=cell,
+    cell = np.take(table.ravel(), key, out=cell,
                    mode="clip")  # keys are in range; "clip" writes without a buffer
     if positional:  # cuts before each row of a crossing bin: its bin's, then a prefix count
         crossing_bins = np.unique(crossing_bin)
@@ -575,13 +571,13 @@ def first_k_sums(
         scan, passed = scan[valid], passed[valid]
     else:
         passed = np.searchsorted(cuts, rank_of[scan_bin] * (n + 1) + scan, side="right")
-    cell[scan] = np.take(table.ravel(), leaf[scan] * (m + 1) + passed)
+    cell[scan] = cells.cell(leaf[scan], passed) * n_blocks
     if blocks is not None:
         cell += blocks
 
     # 3. sums per cell; a (request, leaf) pair takes its leaf's cells up to the request's cut
-    lo = first[pair_leaf]
-    hi = lo + seen[pair_leaf, cut_of[pair_req]] + 1
+    lo = cells.first[pair_leaf]
+    hi = cells.cell(pair_leaf, cut_of[pair_req]) + 1
     out: list = []
     counted = None  # the per-request row counts, when a value needed them
     for v in values:
@@ -599,6 +595,56 @@ def first_k_sums(
 _CANCELLATION = 1e-8
 
 
+#: at most this many (node, cut) entries: a dense table of how many of the first cuts are
+#: each leaf's own (one gather per lookup); above it, each leaf's cuts as a sorted list (a
+#: binary search per lookup): the dense table grows with the square of the tree (3.7 GB for
+#: one tree of 8192 leaves), while the search made a tree of 255 leaves 50% slower to score
+_CELL_TABLE_LIMIT = 1 << 22
+
+
+class _Cells:
+    """Each leaf's rows split at the cuts of the requests above it: cell ids, a leaf's
+    ``first`` cell plus how many of the cuts a row has passed are the leaf's own.
+
+    The pairs' ``pair_cut`` (of ``m`` cuts) say which cuts each leaf has. Where
+    ``n_nodes * (m + 1) <= _CELL_TABLE_LIMIT`` a dense table of every (node, cut count)
+    cell answers by a gather, else each leaf's sorted cuts by a binary search."""
+
+    def __init__(self, pair_leaf: np.ndarray, pair_cut: np.ndarray, n_nodes: int, m: int):
+        self.m = m
+        if n_nodes * (m + 1) <= _CELL_TABLE_LIMIT:
+            relevant = np.zeros((n_nodes, m), dtype=bool)
+            relevant[pair_leaf, pair_cut] = True
+            seen = np.zeros((n_nodes, m + 1), dtype=np.int64)
+            np.cumsum(relevant, axis=1, out=seen[:, 1:])
+            count = seen[:, -1]
+            self.own = None
+        else:
+            self.own = np.unique(pair_leaf * (m + 1) + pair_cut)  # by leaf, then cut
+            self.start = np.searchsorted(self.own, np.arange(n_nodes + 1) * (m + 1))
+            count = np.diff(self.start)
+        self.first = np.concatenate([[0], np.cumsum(count + 1)])
+        self.n_cells = int(self.first[-1])
+        if self.own is None:
+            self.table = self.first[:-1, None] + seen  # (node, cuts passed) -> cell
+
+    def cell(self, leaf: np.ndarray, passed: np.ndarray) -> np.ndarray:
+        """The cell of a row of ``leaf`` that has passed ``passed`` cuts (elementwise)."""
+        if self.own is None:
+            return np.take(self.table.ravel(), leaf * (self.m + 1) + passed)
+        return (self.first[leaf] + np.searchsorted(self.own, leaf * (self.m + 1) + passed)
+                - self.start[leaf])
+
+    def by_cut_count(self, passed: np.ndarray, leaves: np.ndarray) -> np.ndarray:
+        """``(passed.size, n_nodes)``: the cell of a row of each leaf that has passed
+        ``passed[i]`` cuts (other nodes' entries are not cells)."""
+        if self.own is None:  # whole rows of the transposed table: contiguous copies
+            return np.ascontiguousarray(self.table.T)[passed]
+        out = np.zeros((passed.size, self.first.size - 1), dtype=np.int64)
+        out[:, leaves] = self.cell(leaves[None, :], passed[:, None])
+        return out
+
+
 def _cell_sums(cell, v, n_cells, n_blocks, lo, hi, starts) -> np.ndarray:
     """Sums of ``v`` (None: counts) per request and block: one bincount over the rows' cells,
     prefix sums over cells, each (request, leaf) pair takes its cells ``lo:hi``.
@@ -611,14 +657,35 @@ def _cell_sums(cell, v, n_cells, n_blocks, lo, hi, starts) -> np.ndarray:
     per_cell = per_cell.reshape(n_cells, n_blocks)
     cum_cells = np.zeros((n_cells + 1, n_blocks))
     np.cumsum(per_cell, axis=0, out=cum_cells[1:])
-    pair = cum_cells[hi] - cum_cells[lo]
-    if v is not None:
-        scale = np.maximum(np.abs(cum_cells[hi]), np.abs(cum_cells[lo]))
-        lost = np.flatnonzero(((np.abs(pair) < _CANCELLATION * scale).any(axis=1))
-                              & (hi > lo))
-        if lost.size:
-            pair[lost] = _range_sums(per_cell, lo[lost], hi[lost])
-    return np.add.reduceat(pair, starts, axis=0)
+    out = np.empty((starts.size, n_blocks))
+    for a, b in _request_chunks(starts, lo.size):  # one chunk but for trees of many nodes
+        p0, p1 = starts[a], starts[b] if b < starts.size else lo.size
+        l, h = lo[p0:p1], hi[p0:p1]
+        upper, lower = cum_cells[h], cum_cells[l]
+        pair = upper - lower
+        if v is not None:
+            scale = np.maximum(np.abs(upper), np.abs(lower), out=upper)
+            lost = np.flatnonzero((np.abs(pair) < _CANCELLATION * scale).any(axis=1)
+                                  & (h > l))
+            if lost.size:
+                pair[lost] = _range_sums(per_cell, l[lost], h[lost])
+        out[a:b] = np.add.reduceat(pair, starts[a:b] - p0, axis=0)
+    return out
+
+
+#: (request, leaf) pairs whose sums are taken at a time (arrays of pairs x blocks): a tree
+#: of 15,000 leaves has about a million pairs
+_PAIR_CHUNK = 1 << 16
+
+
+def _request_chunks(starts: np.ndarray, n_pairs: int) -> list[tuple[int, int]]:
+    """Consecutive ranges of requests holding about ``_PAIR_CHUNK`` pairs each (a request's
+    pairs are never split; ``starts``: each request's first pair)."""
+    if n_pairs <= _PAIR_CHUNK:
+        return [(0, starts.size)]
+    cut = np.searchsorted(starts, np.arange(_PAIR_CHUNK, n_pairs, _PAIR_CHUNK), side="right")
+    edges = np.unique(np.concatenate([[0], cut, [starts.size]]))
+    return list(zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True))
 
 
 def _range_sums(per_cell: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
