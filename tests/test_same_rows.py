@@ -79,6 +79,10 @@ def test_same_rows_is_exact_where_it_can_be():
     pytest.importorskip("pyarrow")
     assert same_rows(frame, y, frame.convert_dtypes(dtype_backend="pyarrow"), y)
     assert not same_rows(frame, y, frame.rename(columns={"a": "z"}), y)
+    # numeric categories (the paper's X2) compare by value with to_numpy()'s objects
+    cats = frame.assign(c=pd.Categorical(np.round(A[:, 2] * 2)))
+    assert same_rows(cats, y, cats.to_numpy(), y)
+    assert not same_rows(cats, y, cats.assign(c=cats["c"].cat.codes).to_numpy(), y)
     assert not same_rows(A.tolist(), y, A[::-1].tolist(), y)
     # other rows, or the same features of other rows, or the same rows with other labels
     B = rng.normal(size=(200, 3))

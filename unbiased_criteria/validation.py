@@ -190,15 +190,29 @@ def _rows_at(X: Any, idx: np.ndarray) -> Any:
     return np.asarray(X)[idx]
 
 
+def _numbers(dtype: Any) -> bool:
+    """Whether a column of ``dtype`` holds numbers: numeric, boolean, or categories that are
+    numbers (their values, as ``to_numpy()`` gives them, are what is compared)."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        return _numbers(dtype.categories.dtype)
+    return pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
+
+
 def _comparable(x: Any) -> np.ndarray | None:
     """``x``'s values as an array: float64 where they are numbers (so that a copy in other
-    dtypes or another container compares equal), None for a table holding other columns."""
+    dtypes or another container compares equal: a DataFrame with numeric categories and its
+    ``to_numpy()`` too), None for a table holding other columns."""
     if isinstance(x, pd.DataFrame):
-        if not all(pd.api.types.is_numeric_dtype(d) or pd.api.types.is_bool_dtype(d)
-                   for d in x.dtypes):
+        if not all(_numbers(d) for d in x.dtypes):
             return None
-        return x.to_numpy(dtype=np.float64, na_value=np.nan)
+        return np.column_stack([x[c].to_numpy(dtype=np.float64, na_value=np.nan)
+                                for c in x.columns]) if x.shape[1] else np.empty(x.shape)
     x = np.asarray(x)
+    if x.dtype.kind == "O":  # numbers held as objects (to_numpy() of a mixed frame)
+        try:
+            return x.astype(np.float64)
+        except (TypeError, ValueError):
+            return x
     return x.astype(np.float64) if x.dtype.kind in "biuf" else x
 
 
