@@ -478,3 +478,25 @@ def test_regularisation_parameters_must_be_finite(host, value, data):
         for call in (uc.unbiased_importance, uc.prune):
             with pytest.raises(ValueError, match=r"lambda must be a finite number >= 0"):
                 call(changed, X, y, Xv, yv)
+
+
+def test_a_negative_seed_is_named_through_every_entry_point(data, capsys):
+    """cross_fitted_importance and UnbiasedSelector gave numpy's "expected non-negative
+    integer" (and so did `select --seed -1`); the estimators said random_state=None."""
+    pytest.importorskip("sklearn")
+    lgb = pytest.importorskip("lightgbm")
+    from unbiased_criteria.adapters.lightgbm import UnbiasedLGBMRegressor
+
+    from unbiased_criteria.cli import main
+
+    X, y, _, _ = data
+    est = lgb.LGBMRegressor(n_estimators=3, verbose=-1)
+    with pytest.raises(ValueError, match="random_state must be .* got -1"):
+        uc.cross_fitted_importance(est, X, y, cv=2, random_state=-1)
+    with pytest.raises(ValueError, match="random_state must be .* got -1"):
+        uc.UnbiasedSelector(est, cv=2, random_state=-1).fit(X, y)
+    with pytest.raises(ValueError, match="an estimator's random_state.* got -1"):
+        UnbiasedLGBMRegressor(n_estimators=2, random_state=-1).fit(X, y)
+    with pytest.raises(SystemExit):
+        main(["select", "data.csv", "--label", "y", "--host", "lightgbm", "--seed", "-1"])
+    assert "--seed: must be >= 0, got -1" in capsys.readouterr().err

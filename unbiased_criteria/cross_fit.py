@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .api import DEFAULT_MEMORY_BUDGET, adapter_for, unbiased_importance
+from .options import seed_sequence
 from .progress import progress_bar
 from .report import _SUMMED, ImportanceReport
 from .significance import check_selection, significant
@@ -218,7 +219,9 @@ def _fold_seeds(random_state, n: int) -> list[np.random.SeedSequence]:
     """
     if random_state is None:
         random_state = 0
-    elif isinstance(random_state, np.random.Generator):
+    elif not isinstance(random_state, np.random.Generator | np.random.RandomState):
+        seed_sequence(random_state, "random_state")  # one error naming it, as elsewhere
+    if isinstance(random_state, np.random.Generator):
         random_state = int(random_state.integers(2**63))
     elif isinstance(random_state, np.random.RandomState):
         random_state = int(random_state.randint(2**31))

@@ -141,7 +141,8 @@ class GainOptions:
         if seed is None:
             # the one default-seed rule: the host's seed parameter if given, else 0
             seed = _host_seed(host_seed)
-            argument = f"the host's seed parameter (used as {name('random_state')}=None)"
+            argument = (f"the seed (the host's seed parameter, or an estimator's "
+                        f"random_state, used where {name('random_state')} is None)")
             seed = 0 if seed is None else seed
         else:
             argument = name("random_state")

@@ -46,7 +46,7 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
                    metavar="KEY=VALUE",
                    help="an XGBoost training parameter its model files do not store (eta, "
                         "lambda, alpha, max_delta_step); repeatable")
-    p.add_argument("--seed", type=int, default=0, metavar="S",
+    p.add_argument("--seed", type=seed, default=0, metavar="S",
                    help="random seed of the draws (default 0)")
     p.add_argument("--n-jobs", type=thread_count, default=None, metavar="N",
                    help="threads (default: every core, as the hosts; -1 too, -2 all but "
@@ -61,6 +61,14 @@ def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def seed(text: str) -> int:
+    """argparse type: a random seed, an integer >= 0 (numpy's seeds)."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
     return value
 
 
@@ -195,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="k-draws averaged per split (default 1)")
     sel.add_argument("--min-k", type=positive_int, default=5, metavar="K",
                      help="splits with fewer held-out rows in a child score 0 (default 5)")
-    sel.add_argument("--seed", type=int, default=0, metavar="S",
+    sel.add_argument("--seed", type=seed, default=0, metavar="S",
                      help="random seed of the folds' draws (default 0)")
     sel.add_argument("--format", choices=("table", "csv", "json"),
                      help="output format (default: csv or json by the --output suffix, "
@@ -208,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="the paper's example on generated data (no files)")
     demo.add_argument("--rows", type=positive_int, default=None,
                       help="training rows, as many held-out (default 10000; core demo 2000)")
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--seed", type=seed, default=0)
     demo.add_argument("--replications", type=int, default=2000,
                       help="replications of the core demo")
     demo.add_argument("--core", action="store_true",
