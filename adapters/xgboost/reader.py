@@ -148,8 +148,8 @@ def train_param(key: str, value: Any) -> float:
     return number
 
 
-def _params_mismatch(trees: list, eta: float, lam: float, max_delta_step: float = 0.0
-                     ) -> float:
+def _params_mismatch(trees: list, eta: float, lam: float, max_delta_step: float = 0.0,
+                     alpha: float = 0.0) -> float:
     """Largest relative misfit of ``eta`` and ``lambda`` to the trees' own weights.
 
     A parent of two leaves satisfies ``base_weight = (v_L (H_L + lam) + v_R (H_R + lam)) /
@@ -157,7 +157,10 @@ def _params_mismatch(trees: list, eta: float, lam: float, max_delta_step: float 
     misfit is relative to the size of the two terms, which bounds float32 rounding (below
     2e-7 in XGBoost's models) even where they cancel; the largest, not a typical one, since
     clipping may touch a few nodes only. Parents whose weight, or a leaf's (as ``eta`` has
-    it), reaches ``max_delta_step`` may be clipped and are left out.
+    it), reaches ``max_delta_step`` may be clipped and are left out. With ``alpha`` the
+    leaves give ``-G = v (H + lam) / eta + sign(v) alpha`` (``v != 0``: their ``|G| >
+    alpha``), and the parent ``w = T(-G_L - G_R) / (H + lam)``, soft-thresholded; parents
+    of a zero leaf, whose ``G`` the leaf does not tell, are left out.
     """
     errors = []
     if eta == 0:
@@ -177,6 +180,16 @@ def _params_mismatch(trees: list, eta: float, lam: float, max_delta_step: float 
         den = np.where(ok, den, 1.0)
         scale = (np.abs(term_l) + np.abs(term_r)) / den
         ok &= scale > 1e-6
+        if alpha > 0:
+            vl, vr = a["cond"][L], a["cond"][R]
+            ok &= (vl != 0) & (vr != 0)
+            minus_g = (term_l + term_r) / eta + alpha * (np.sign(vl) + np.sign(vr))
+            hl = a["hess"][both] + lam
+            w = np.sign(minus_g) * np.maximum(np.abs(minus_g) - alpha, 0.0) / np.where(
+                ok, hl, 1.0)
+            scale = scale + 2 * alpha / np.where(ok, hl, 1.0)
+            errors.append(np.abs(w - a["weight"][both])[ok] / scale[ok])
+            continue
         errors.append(np.abs((term_l + term_r) / den - a["weight"][both])[ok] / scale[ok])
     errors = np.concatenate(errors) if errors else np.zeros(0)
     return float(errors.max()) if errors.size else 0.0
@@ -249,14 +262,15 @@ def _monotone(params: Mapping) -> bool:
 
 def _params_fit(learner: Mapping, model: Mapping, params: Mapping, renews: bool,
                 shrinkage: float) -> bool:
-    """Whether eta and lambda reproduce the trees' own weights (True where it cannot be told:
-    L1, monotone constraints, renewed leaves, models this library wrote)."""
+    """Whether eta and lambda reproduce the trees' own weights, with the model's alpha (True
+    where it cannot be told: monotone constraints, renewed leaves, models this library
+    wrote)."""
     mono = _monotone(params)
     written = _WRITTEN_ATTR in learner.get("attributes", {})
-    if renews or written or params["alpha"] != 0 or mono:
+    if renews or written or mono:
         return True
     return _params_mismatch(model["trees"], shrinkage, params["lambda"],
-                            params["max_delta_step"]) <= 1e-4
+                            params["max_delta_step"], params["alpha"]) <= 1e-4
 
 
 def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,

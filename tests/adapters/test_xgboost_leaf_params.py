@@ -102,6 +102,25 @@ def test_l1_or_max_delta_step_cannot_be_identified(data, params):
     uc.prune(model, X, y, Xv, yv, random_state=0)
 
 
+def test_a_declared_alpha_lets_a_loaded_model_infer_eta_and_lambda(data):
+    """A loaded model trained with alpha: declaring alpha alone (set_param or --param) was
+    taken as the whole story, eta and lambda kept XGBoost's defaults and pruning wrote wrong
+    leaves (a keep-all refit moved predictions by 1.06). The weights' check now accounts for
+    alpha, so eta and lambda are inferred and the refit keeps the model."""
+    X, y, Xv, yv = data
+    live = fit(data, eta=0.1, reg_lambda=2.0, alpha=0.5, rounds=20)
+    model = loaded(live)
+    model.set_param({"alpha": 0.5})
+    d = xgb.DMatrix(Xv)
+    kept = uc.prune(model, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True,
+                    random_state=0)
+    np.testing.assert_allclose(kept.predict(d, output_margin=True),
+                               live.predict(d, output_margin=True), atol=1e-5)
+    # the live model's configuration fits its weights: nothing inferred, nothing warned
+    assert not ax.read_model(live).leaf_params_unknown
+    assert ax.read_model(model).leaf_params_unknown
+
+
 def test_poisson_clip_is_taken_into_the_inference():
     """count:poisson clips leaf weights at max_delta_step 0.7 by default: eta and lambda are
     inferred around the clipped leaves, for a loaded model and for a dump, and pruning either
@@ -230,15 +249,17 @@ def test_a_model_written_without_its_parameters_is_not_read_with_the_defaults(da
 def test_continued_training_with_other_penalties_is_said(data, extra):
     """A model keeps only its last stage's parameters: trees grown before max_delta_step or
     alpha was added were scored (and refit) with them, B off by up to 290%, silently. The
-    first iteration's gains against the model's own (loss_changes) now say so."""
+    first iteration's gains against the model's own (loss_changes) now say so; for alpha,
+    which the check of the trees' weights takes into account, the weights say it first."""
     X, y, Xv, yv = data
     first = fit(data, rounds=3, eta=0.1)
     both = xgb.train({"objective": "binary:logistic", "max_depth": 4, "nthread": 1,
                       "eta": 0.1, **extra}, xgb.DMatrix(X, y), 3, xgb_model=first)
-    with pytest.warns(UserWarning, match=r"biased_gain misses the model's own gains at \d+ of "
-                                         r"\d+ splits"):
+    said = (r"biased_gain misses the model's own gains at \d+ of \d+ splits"
+            if "max_delta_step" in extra else "do not reproduce the trees' own weights")
+    with pytest.warns(UserWarning, match=said):
         uc.unbiased_importance(both, X, y, Xv, yv, random_state=0)
-    with pytest.warns(UserWarning, match="biased_gain misses the model's own gains"):
+    with pytest.warns(UserWarning, match=said):
         uc.prune(both, X, y, Xv, yv, random_state=0)
     with warnings.catch_warnings():  # the same parameters throughout: nothing to say
         warnings.simplefilter("error")
