@@ -231,7 +231,8 @@ def _to_xgboost_rules(tree: Tree) -> Tree:
     """A tree with LightGBM's rules (``v <= t``, float32 thresholds; category set left, NaN
     and other values right) under XGBoost's: ``v < t'`` with ``t'`` the next float32 above
     ``t`` (the same rule on the float32 values XGBoost reads); a categorical node's children
-    swap (XGBoost sends its set right) and NaN defaults to the new left child (the others')."""
+    swap (XGBoost sends its set right) and NaN defaults to the new left child (the others').
+    A threshold at the largest float32 becomes ``v < -largest`` with its children swapped."""
     if tree.rules.operator != "<=" or tree.rules.categories_go != "left":
         raise ValueError(f"expected LightGBM's decision rules, got {tree.rules}")
     inner = tree.internal_nodes
@@ -240,14 +241,17 @@ def _to_xgboost_rules(tree: Tree) -> Tree:
     t32 = tree.threshold.astype(np.float32)
     if np.any(t32[numeric] != tree.threshold[numeric]):
         raise ValueError("thresholds must be float32 values to convert '<=' into '<' exactly")
-    # the largest float32 (the grower's "every value left, NaN right") stays itself: above
-    # it is inf, which model JSON cannot hold (only that one value would then go right)
-    below_top = np.nextafter(np.finfo(np.float32).max, np.float32(0))
-    up = np.nextafter(np.minimum(t32, below_top), np.float32(np.inf)).astype(np.float64)
-    threshold = np.where(tree.is_leaf | cat, np.nan, up)
-    left = np.where(cat, tree.right, tree.left)
-    right = np.where(cat, tree.left, tree.right)
-    default_left = np.where(cat, True, tree.default_left)
+    # "v <= largest float32" (the grower's every value left, NaN right) has no "v < t'" (t'
+    # would be inf, which model JSON cannot hold): it is written "v < -largest" with the
+    # children swapped, NaN going where it went
+    top = np.finfo(np.float32).max
+    every = ~tree.is_leaf & ~cat & (t32 == top)
+    up = np.nextafter(np.where(every, 0, t32), np.float32(np.inf)).astype(np.float64)
+    threshold = np.where(tree.is_leaf | cat, np.nan, np.where(every, -float(top), up))
+    swap = cat | every
+    left = np.where(swap, tree.right, tree.left)
+    right = np.where(swap, tree.left, tree.right)
+    default_left = np.where(cat, True, np.where(every, ~tree.default_left, tree.default_left))
     arrays = {"threshold": threshold, "left": left.astype(np.int32),
               "right": right.astype(np.int32), "default_left": default_left}
     for a in arrays.values():

@@ -451,3 +451,26 @@ def test_small_input_errors_and_a_report_without_host_gains():
     est = uc.UnbiasedGBMRegressor(n_estimators=3, random_state=0).fit(X, y)
     assert est.importance_report_.splits["host_gain"].isna().all()
     assert est.importance_report_.to_frame()["host_gain"].isna().all()
+
+
+def test_a_split_on_missingness_exports_to_both_hosts():
+    """'Every value left, NaN right' (threshold: the largest float32): both exports route as
+    the grower, the largest float32 itself and its negative included (XGBoost's '<' has no
+    threshold above it but inf: it is written 'v < -largest', children swapped)."""
+    lgb = pytest.importorskip("lightgbm")
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(0)
+    n = 2000
+    flag = np.where(rng.random(n) < 0.5, 1.0, np.nan)
+    X = np.column_stack([flag, rng.normal(size=n)])
+    y = np.where(np.isnan(flag), 2.0, 0.0) + X[:, 1] + 0.1 * rng.normal(size=n)
+    est = uc.UnbiasedGBMRegressor(n_estimators=5, learning_rate=0.5, random_state=0).fit(X, y)
+    top = float(np.finfo(np.float32).max)
+    assert any(top in t.threshold for t in est._result.forest.trees)
+    q = np.array([[1.0, 0.0], [np.nan, 0.0], [top, 0.5], [-top, -0.5], [1e38, 1.0],
+                  [-1e38, 2.0]])
+    own = est.predict(q)
+    assert isinstance(est.to_lightgbm(), lgb.Booster)
+    np.testing.assert_allclose(est.to_lightgbm().predict(q), own, rtol=0, atol=1e-9)
+    dm = xgb.DMatrix(q, feature_names=["Column_0", "Column_1"])
+    np.testing.assert_allclose(est.to_xgboost().predict(dm), own, rtol=0, atol=1e-6)
