@@ -166,6 +166,19 @@ def test_output_format_follows_the_suffix(xgb_files, suffix, start):
     assert target.read_text().lstrip().startswith("feature ")
 
 
-def test_binary_output_suffix_is_refused(xgb_files, capsys):
-    assert main(run(xgb_files, "--output", str(xgb_files / "out.parquet"))) == 2
+@pytest.mark.parametrize("name", ["out.parquet", "out.csv.gz", "out.tsv"])
+def test_output_suffix_the_table_is_not_is_refused(xgb_files, capsys, name):
+    """A text table went silently into out.csv.gz (not gzip) or out.tsv (not tab-separated)."""
+    assert main(run(xgb_files, "--output", str(xgb_files / name))) == 2
     assert "name the file .csv, .json or .txt" in capsys.readouterr().err
+    assert not (xgb_files / name).exists()
+
+
+def test_a_repeated_header_name_pandas_reads_as_missing_is_caught(xgb_files, capsys):
+    frame = pd.read_csv(xgb_files / "d.csv")
+    frame.insert(0, "NA", 0.0)
+    frame.insert(1, "NA ", 0.0)
+    (xgb_files / "d.csv").write_text(
+        frame.to_csv(index=False).replace("NA,NA ,", "NA,NA,", 1))
+    assert main(run(xgb_files)) == 2
+    assert "column name(s) NA appear more than once" in capsys.readouterr().err

@@ -139,6 +139,23 @@ def test_scoring_a_model_on_the_rows_that_pruned_it_is_warned(model, data, tmp_p
                                    random_state=0)
 
 
+def test_pruned_rows_kept_by_estimator_copies_and_not_said_for_keep_all(data):
+    """LightGBM's deepcopy rebuilds a Booster from its text: a copied pruned estimator forgot
+    its pruning rows (the estimator keeps them now). threshold=-inf keeps every split, so
+    it decided nothing on its rows, and scoring on them is not warned about."""
+    import copy
+
+    X, y, Xv, yv = data
+    est = lgb.LGBMRegressor(n_estimators=10, verbose=-1, n_jobs=1).fit(X, y)
+    pruned = uc.prune(est, X, y, Xv, yv, random_state=0)
+    with pytest.warns(UserWarning, match=PRUNED):
+        uc.unbiased_importance(copy.deepcopy(pruned), X, y, Xv, yv, random_state=0)
+    kept = uc.prune(est, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        uc.unbiased_importance(kept, X, y, Xv, yv, random_state=0)
+
+
 def test_histgradientboosting_pruned_on_the_rows_is_warned(data):
     from sklearn.ensemble import HistGradientBoostingRegressor
 

@@ -823,8 +823,10 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     before = sum(t.n_leaves for t in forest.trees)
     after = sum(t.n_leaves for t in result.trees)
     log.info("pruning kept %d of %d leaves", after, before)
-    digest = rows_digest(X_valid, prep.valid.y)
-    pruned_on = prep.model.pruned_on + (() if digest in prep.model.pruned_on else (digest,))
+    # rows that decided something: not those of threshold=-inf, which keeps every split
+    digest = rows_digest(X_valid, prep.valid.y) if threshold > -np.inf else None
+    pruned_on = prep.model.pruned_on + (
+        () if digest is None or digest in prep.model.pruned_on else (digest,))
     return PruneResult(prep.adapter, forest.with_trees(result.trees), result, before, after,
                        prep.model.split_score, pruned_on)
 

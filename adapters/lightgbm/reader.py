@@ -328,7 +328,7 @@ def read_model(model: lightgbm.Booster | lightgbm.LGBMModel) -> Model:
     class_weight = getattr(model, "class_weight", None)
     if isinstance(model, lightgbm.LGBMClassifier) and class_weight is not None:
         read = dataclasses.replace(read, class_weight=class_weight)
-    read = dataclasses.replace(read, pruned_on=pruned_on_of(booster))
+    read = dataclasses.replace(read, pruned_on=pruned_on_of(booster) or pruned_on_of(model))
     return with_held_out_warning(read, model_record(booster, model))
 
 

@@ -226,6 +226,8 @@ def write_model(
     if estimator_booster(new) is not booster:
         # lightgbm.dask estimators deep-copy their state in __getstate__, past the memo
         set_estimator_booster(new, booster)
+    # the estimator keeps them too: LightGBM's deepcopy of a Booster rebuilds it from text
+    attach_pruned_on(new, pruned_on)
     return new
 
 

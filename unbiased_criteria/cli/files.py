@@ -95,8 +95,10 @@ def read_table(path: str | Path, option: str = "data") -> pd.DataFrame:
         elif _has_suffix(name, _CSV + _TSV):
             sep = "," if _has_suffix(name, _CSV) else "\t"
             # pandas renames a repeated name ("a", "a.1"): the header as written first
-            header = pd.read_csv(p, sep=sep, header=None, nrows=1, dtype=str).iloc[0]
-            repeated = header[header.duplicated()].dropna().unique().tolist()
+            header = pd.read_csv(p, sep=sep, header=None, nrows=1, dtype=str,
+                                 keep_default_na=False).iloc[0]  # "NA" is a name here
+            named = header[header != ""]  # pandas names empty ones apart ("Unnamed: 3")
+            repeated = named[named.duplicated()].unique().tolist()
             if repeated:
                 raise InputError(f"{option} {path}: column name(s) {short(repeated)} appear "
                                  "more than once in the header")

@@ -90,20 +90,24 @@ def format_frame(frame: pd.DataFrame, fmt: str, index: bool) -> str:
 
 
 _SUFFIX_FORMATS = {".csv": "csv", ".json": "json"}
-_BINARY_SUFFIXES = (".parquet", ".pq", ".feather", ".arrow", ".xlsx", ".pkl", ".pickle")
+#: suffixes of what the table is not: binary formats, compressed files, tab-separated text
+_REFUSED_SUFFIXES = (".parquet", ".pq", ".feather", ".arrow", ".xlsx", ".pkl", ".pickle",
+                     ".gz", ".bz2", ".xz", ".zip", ".zst", ".tsv")
 
 
 def output_format(fmt: str | None, output: str | None) -> str:
     """``--format`` if given, else the ``--output`` file's suffix (``.csv``, ``.json``), else
-    an aligned table; a suffix of a binary format is refused (text would not be it)."""
+    an aligned table; a suffix the table would not be (binary, compressed, ``.tsv``) is
+    refused."""
     if fmt is not None:
         return fmt
     if output is None or output == "-":
         return "table"
     suffix = Path(output).suffix.lower()
-    if suffix in _BINARY_SUFFIXES:
-        raise InputError(f"--output {output}: the table is written as text (table, csv or "
-                         "json); name the file .csv, .json or .txt, or give --format")
+    if suffix in _REFUSED_SUFFIXES:
+        raise InputError(f"--output {output}: the table is written as uncompressed text "
+                         "(an aligned table, csv or json); name the file .csv, .json or "
+                         ".txt, or give --format")
     return _SUFFIX_FORMATS.get(suffix, "table")
 
 
