@@ -63,8 +63,9 @@ def test_default_seed_is_the_host_seed_else_zero():
     assert entropy(GainOptions(host_seed=7)) == 7
     assert entropy(GainOptions(host_seed="7")) == 7  # hosts take parameters as text too
     assert entropy(GainOptions(random_state=3, host_seed=7)) == 3
-    with pytest.raises(ValueError, match=r"^the host's seed parameter \(used as "
-                                         r"random_state=None\) must be"):
+    with pytest.raises(ValueError, match=r"^the seed \(the host's seed parameter, or an "
+                                         r"estimator's random_state, used where random_state "
+                                         r"is None\) must be"):
         GainOptions(host_seed="x")
 
 
