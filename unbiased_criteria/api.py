@@ -578,7 +578,9 @@ def unbiased_importance(
     Warns
     -----
     UserWarning
-        When more than half the splits have fewer than ``min_k`` held-out rows in a child,
+        When ``X_valid`` holds the training rows, or the rows that pruned the model (``prune``
+        kept each split for its ``U`` on them: ``U`` there is biased upwards), when more than
+        half the splits have fewer than ``min_k`` held-out rows in a child,
         when the model has no trees, and when an XGBoost model's eta and lambda are not stored
         and cannot be inferred (only ``biased_gain`` depends on them). For a dumped model: when
         rows lie within the printed precision of a threshold (``report.rows_near_threshold``
