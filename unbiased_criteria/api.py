@@ -720,7 +720,10 @@ def prune(
     Returns
     -------
     A new model of the same type as ``model`` (Booster or fitted estimator); ``model`` is not
-    changed. A dumped model gives a dump of the same format holding the pruned trees: a dict
+    changed. It keeps a digest of ``X_valid, y_valid`` (with the object; for XGBoost also in
+    its model file): :func:`unbiased_importance` on those rows warns, since the splits it
+    kept were kept for their ``U`` there (not with ``threshold=-inf``, which keeps all).
+    A dumped model gives a dump of the same format holding the pruned trees: a dict
     (LightGBM) or list of tree dicts (XGBoost) for a parsed dump, a JSON string for a JSON
     string or a file. Dask collections run on the current ``distributed`` cluster (README,
     "Dask"); an ``xgboost.dask.train`` result gives the same dict with the pruned Booster.
