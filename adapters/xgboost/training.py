@@ -21,7 +21,7 @@ from unbiased_criteria.adapters._record import attach_record
 from unbiased_criteria.adapters.xgboost import compat
 from unbiased_criteria.adapters.xgboost.compat import stored_categories
 from unbiased_criteria.adapters.xgboost.grower import XGBGrower
-from unbiased_criteria.adapters.xgboost.layout import _gbtree, _outputs
+from unbiased_criteria.adapters.xgboost.layout import _SHRINKAGE_ATTR, _gbtree, _outputs
 from unbiased_criteria.adapters.xgboost.metrics import (
     _DEFAULT_METRIC,
     _maximize,
@@ -562,9 +562,21 @@ def run_training(
         booster = out if isinstance(out, xgboost.Booster) else booster
     # the record covers the returned trees only (EarlyStopping(save_best=True) slices them)
     n_returned = min(n_trees, booster.num_boosted_rounds() * K)
+    _cut_shrinkages(booster, n_returned)
     record = TrainingRecord.from_result(result, n_returned, K, forest.feature_names,
                                         options.n_blocks)
     attach_record(booster, record)
     if evals_result is not None:
         evals_result.update(result.evals_result)
     return TrainingRun(booster, result, raw_eval)
+
+
+def _cut_shrinkages(booster: xgboost.Booster, n_trees: int) -> None:
+    """Keep the trees' etas the writer stored (a schedule's) for the first ``n_trees`` only:
+    a slice of the model (``EarlyStopping(save_best=True)``) kept them all, and the reader
+    then could not tell which tree had which (pruned leaves off by up to 0.75)."""
+    text = booster.attr(_SHRINKAGE_ATTR)
+    if text is None:
+        return
+    etas = json.loads(text)[:n_trees]
+    booster.set_attr(**{_SHRINKAGE_ATTR: json.dumps(etas) if np.ptp(etas or [0]) > 0 else None})

@@ -135,6 +135,34 @@ def test_save_best_record_holds_only_the_returned_trees():
     assert int(splits["kept"].sum()) == n_splits
 
 
+def test_save_best_with_a_schedule_keeps_the_returned_trees_etas():
+    """A LearningRateScheduler stores each tree's eta with the model; EarlyStopping(save_best=
+    True) then sliced the model and kept every round's etas: pruning it afterwards warned
+    that it could not tell which tree had which and refit leaves with one eta (off by 0.75).
+    The returned model's etas are its own trees', and pruning it keeps it as it is."""
+    import unbiased_criteria as uc
+
+    rng = np.random.default_rng(3)
+    X, Xv = rng.normal(size=(1500, 4)), rng.normal(size=(600, 4))
+    y, yv = X[:, 0] + rng.normal(size=1500), Xv[:, 0] + rng.normal(size=600)
+    rates = [0.3, 0.1, 0.05]
+    schedule = xgb.callback.LearningRateScheduler(lambda epoch: rates[epoch % 3])
+    stopper = xgb.callback.EarlyStopping(rounds=3, save_best=True)
+    bst = ax.train({"max_depth": 3, "nthread": 1}, xgb.DMatrix(X, y), 40,
+                   evals=[(xgb.DMatrix(Xv, yv), "v")], callbacks=[schedule, stopper],
+                   verbose_eval=False, random_state=0)
+    assert bst.num_boosted_rounds() < 40
+    etas = json.loads(bst.attr("unbiased_criteria_shrinkage"))
+    assert len(etas) == bst.num_boosted_rounds()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*hessian sums differ|.*training hook grew")
+        warnings.filterwarnings("error", message=".*learning rates")
+        kept = uc.prune(bst, X, y, Xv, yv, threshold=-np.inf, refit_leaves=False,
+                        random_state=0)
+    d = xgb.DMatrix(Xv)
+    np.testing.assert_allclose(kept.predict(d), bst.predict(d), atol=1e-6)
+
+
 def test_before_iteration_is_called_and_stops_as_in_xgb_train():
     """``before_iteration`` runs before each round and returning True stops before it, as in
     ``xgb.train``; the hook never called it."""
