@@ -166,7 +166,9 @@ def train(
         from ``params['early_stopping_round']``), ``lightgbm.log_evaluation(period)``,
         ``lightgbm.record_evaluation(d)``. ``env.model`` is the Booster that grows the trees
         (it holds them unpruned). Callbacks that run before an iteration
-        (``lightgbm.reset_parameter``) are refused: the learning rate must stay fixed.
+        (``lightgbm.reset_parameter``) run on that Booster, as in ``lightgbm.train``: each
+        tree keeps its own round's learning rate; one that changes ``lambda_l1``,
+        ``lambda_l2``, ``max_delta_step``, ``path_smooth`` or ``cat_l2`` is an error.
     holdout_fraction : float
         Fraction of the training rows held out each round, in [0, 1). Held-out rows stay in
         the Dataset with zero gradient and hessian, so LightGBM still counts them for
@@ -188,7 +190,8 @@ def train(
         get ``U = 0`` (and are pruned at the default threshold).
     n_blocks : int
         Jackknife blocks for the standard errors of :func:`training_report`: every training
-        row gets one block for the whole run; 0 (or 1) records none.
+        row gets one block for the whole run; 0 records none (1 is an error: a jackknife
+        needs two blocks).
     random_state : int, numpy Generator / RandomState / SeedSequence, optional
         Seeds the held-out draws and the k-draws; ``None`` takes LightGBM's ``seed`` parameter
         (or its aliases) if given, else 0, so training is deterministic as LightGBM's is.

@@ -290,7 +290,8 @@ def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
     if str(params.get("device", "cpu")).startswith(("cuda", "gpu")):
         out.append("GPU training quantises gradients: recomputed gains are approximate")
     best = learner.get("attributes", {}).get("best_iteration")
-    if best is not None:
+    indptr = model.get("iteration_indptr") or [0]
+    if best is not None and int(best) + 1 < len(indptr) - 1:  # some iterations past it
         notes.append(
             f"the model has best_iteration={best}: the IR holds all its iterations (as "
             "Booster.predict uses), while the scikit-learn predict stops at best_iteration; "

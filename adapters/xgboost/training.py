@@ -341,7 +341,8 @@ def train(
         Options of the unbiased gain (see :func:`unbiased_criteria.unbiased_importance`).
     n_blocks : int
         Jackknife blocks for the standard errors of :func:`training_report`: every training
-        row gets one block for the whole run; 0 (or 1) records none.
+        row gets one block for the whole run; 0 records none (1 is an error: a jackknife
+        needs two blocks).
     random_state : int, numpy Generator / RandomState / SeedSequence, optional
         Seeds the held-out draws and the k-draws; ``None`` takes XGBoost's ``seed`` parameter
         (or its alias ``random_state``) if given, else 0, so training is deterministic as

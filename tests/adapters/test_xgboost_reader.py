@@ -857,3 +857,23 @@ def test_custom_objective_note_is_answered_by_objective():
             warnings.simplefilter("error")
             uc.unbiased_importance(bst, X, y, Xv, yv, objective=objective)
             uc.prune(bst, X, y, Xv, yv, objective=objective)
+
+
+def test_no_best_iteration_note_when_it_is_the_last_iteration():
+    """EarlyStopping(save_best=True) returns the model up to best_iteration, and early
+    stopping that runs to the last round keeps it there: the note asked to pass the slice
+    of the whole model (LightGBM's reader already said nothing then)."""
+    rng = np.random.default_rng(0)
+    X, Xv = rng.normal(size=(800, 3)), rng.normal(size=(400, 3))
+    y, yv = X[:, 0] + rng.normal(size=800), Xv[:, 0] + rng.normal(size=400)
+    stopper = xgb.callback.EarlyStopping(rounds=2, save_best=True)
+    bst = xgb.train({"max_depth": 2, "nthread": 1, "eta": 0.5}, xgb.DMatrix(X, y), 60,
+                    evals=[(xgb.DMatrix(Xv, yv), "v")], callbacks=[stopper],
+                    verbose_eval=False)
+    assert bst.num_boosted_rounds() == bst.best_iteration + 1 < 60
+    assert not [m for m in ax.read_model(bst).notes if "best_iteration" in m]
+    longer = xgb.train({"max_depth": 2, "nthread": 1, "eta": 0.5}, xgb.DMatrix(X, y),
+                       bst.num_boosted_rounds() + 5, evals=[(xgb.DMatrix(Xv, yv), "v")],
+                       early_stopping_rounds=50, verbose_eval=False)
+    if longer.best_iteration + 1 < longer.num_boosted_rounds():
+        assert [m for m in ax.read_model(longer).notes if "best_iteration" in m]
