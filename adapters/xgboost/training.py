@@ -423,6 +423,10 @@ def run_training(
         _check_dmatrix(pair[0], f"evals[{i}] ({pair[1]!r})", dtrain)
         if "-" in pair[1]:
             raise ValueError(f"evals[{i}]: the name {pair[1]!r} must not contain '-'")
+    names = [str(name) for _, name in evals]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:  # the hook keeps each set's results by name: one would replace the other
+        raise ValueError(f"evals: each set needs its own name, got {repeated} more than once")
     if early_stopping_rounds and not evals:
         raise ValueError("early_stopping_rounds needs at least one eval set in evals")
     options.warn_if_nothing_held_out(stacklevel=3)

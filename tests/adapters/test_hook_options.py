@@ -230,3 +230,17 @@ def test_the_estimators_errors_name_fits_arguments(data):
     bad[5] = np.nan
     with pytest.raises(ValueError, match=r"^eval_set\[0\]'s label"):
         UnbiasedLGBMRegressor(n_estimators=2, verbose=-1).fit(X, y, eval_set=[(X, bad)])
+
+
+def test_eval_sets_of_one_name_are_refused(data):
+    """The hooks keep each evaluation set's results by name: two sets named alike kept the
+    last one's only (early stopping then watched one set, where the host watches both)."""
+    X, y = data
+    with pytest.raises(ValueError, match=r"valid_names: each set needs its own name, got "
+                                         r"\['v'\] more than once"):
+        uc.adapters.lightgbm.train({"verbose": -1}, lgb.Dataset(X, y), 2,
+                                   valid_sets=[lgb.Dataset(X, y), lgb.Dataset(X, y)],
+                                   valid_names=["v", "v"])
+    d = xgb.DMatrix(X, y)
+    with pytest.raises(ValueError, match=r"evals: each set needs its own name, got \['v'\]"):
+        uc.adapters.xgboost.train({"nthread": 1}, d, 2, evals=[(d, "v"), (d, "v")])
