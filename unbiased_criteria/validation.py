@@ -182,6 +182,13 @@ def check_column_names(columns, expected, argument: str, shown=None) -> None:
         )
 
 
+def _probe_rows(X: Any) -> Any:
+    """The :data:`_PROBE_ROWS` evenly spaced rows of ``X`` that :func:`same_rows` compares
+    and :func:`rows_digest` digests."""
+    n = np.shape(X)[0]
+    return _rows_at(X, np.unique(np.linspace(0, n - 1, min(n, _PROBE_ROWS)).astype(np.intp)))
+
+
 def _rows_at(X: Any, idx: np.ndarray) -> Any:
     if isinstance(X, pd.DataFrame):
         return X.iloc[idx].reset_index(drop=True)
@@ -245,9 +252,7 @@ def same_rows(X_train: Any, y_train: np.ndarray, X_valid: Any, y_valid: np.ndarr
         return True
     if np.shape(X_train) != np.shape(X_valid) or not _same(y_train, y_valid):
         return False
-    n = np.shape(X_valid)[0]
-    idx = np.unique(np.linspace(0, n - 1, min(n, _PROBE_ROWS)).astype(np.intp))
-    return _same(_rows_at(X_train, idx), _rows_at(X_valid, idx))
+    return _same(_probe_rows(X_train), _probe_rows(X_valid))
 
 
 def _digest_values(digest: Any, values: np.ndarray) -> None:
@@ -268,11 +273,9 @@ def rows_digest(X: Any, y: np.ndarray) -> str:
 
     ``prune`` keeps the digest of the rows that decided it with the model it writes, so that
     scoring it on them again can be told (:func:`pruning_rows_held_out`)."""
-    n = np.shape(X)[0]
-    idx = np.unique(np.linspace(0, n - 1, min(n, _PROBE_ROWS)).astype(np.intp))
     digest = hashlib.sha256(repr(tuple(np.shape(X))).encode())
     _digest_values(digest, np.asarray(y))
-    rows = _rows_at(X, idx)
+    rows = _probe_rows(X)
     numbers = _comparable(rows)
     if numbers is not None:
         _digest_values(digest, numbers)
@@ -297,6 +300,16 @@ def pruning_rows_held_out(stacklevel: int) -> None:
         "on these rows): U on them is biased upwards, noise features included; score the "
         "pruned model on rows that did not prune it",
         UserWarning, stacklevel=stacklevel + 1)
+
+
+def check_unique_names(names: Any, argument: str) -> None:
+    """Evaluation sets' names must differ: the training hooks keep each set's results by
+    name, and one would replace another (``ValueError`` naming ``argument``)."""
+    names = [str(n) for n in names]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"{argument}: each set needs its own name, got {repeated} more than "
+                         "once")
 
 
 def training_rows_held_out(needed_for: str, stacklevel: int) -> None:

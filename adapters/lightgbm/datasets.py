@@ -27,7 +27,7 @@ from unbiased_criteria.adapters.lightgbm.source import (
 )
 
 from unbiased_criteria import objectives as _objectives
-from unbiased_criteria.validation import check_labels
+from unbiased_criteria.validation import check_labels, check_unique_names
 
 __all__ = ["Labels", "Rows", "Setup", "check_sets", "construct"]
 
@@ -81,10 +81,7 @@ def check_sets(train_set, valid_sets, valid_names):
             raise TypeError(f"valid_sets[{i}] must be a lightgbm.Dataset, got {type(ds).__name__}")
     if isinstance(valid_names, str):
         valid_names = [valid_names]
-    repeated = sorted({str(n) for n in valid_names or [] if list(valid_names).count(n) > 1})
-    if repeated:  # the hook keeps each set's results by name: one would replace the other
-        raise ValueError(f"valid_names: each set needs its own name, got {repeated} more "
-                         "than once")
+    check_unique_names(valid_names or [], "valid_names")
     return list(valid_sets), valid_names
 
 

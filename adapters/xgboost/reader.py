@@ -42,7 +42,7 @@ from unbiased_criteria.adapters.xgboost.objectives import (
     parse_base_score,
 )
 
-from unbiased_criteria.gains import SplitScore
+from unbiased_criteria.gains import SplitScore, soft_threshold
 from unbiased_criteria.model import Model
 from unbiased_criteria.trees import MISSING_NAN, Forest, Tree, make_tree
 
@@ -185,8 +185,7 @@ def _params_mismatch(trees: list, eta: float, lam: float, max_delta_step: float 
             ok &= (vl != 0) & (vr != 0)
             minus_g = (term_l + term_r) / eta + alpha * (np.sign(vl) + np.sign(vr))
             hl = a["hess"][both] + lam
-            w = np.sign(minus_g) * np.maximum(np.abs(minus_g) - alpha, 0.0) / np.where(
-                ok, hl, 1.0)
+            w = soft_threshold(minus_g, alpha) / np.where(ok, hl, 1.0)
             scale = scale + 2 * alpha / np.where(ok, hl, 1.0)
             errors.append(np.abs(w - a["weight"][both])[ok] / scale[ok])
             continue

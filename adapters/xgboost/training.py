@@ -36,7 +36,7 @@ from unbiased_criteria.boosting import BoostResult, EvalSet, boost
 from unbiased_criteria.importance import GainOptions
 from unbiased_criteria.model import UnsupportedModelError
 from unbiased_criteria.training_record import TrainingRecord
-from unbiased_criteria.validation import check_labels
+from unbiased_criteria.validation import check_labels, check_unique_names
 
 #: objectives the training hook drives (the core has their gradients, XGBoost keeps its leaves)
 _TRAIN_OBJECTIVES = (
@@ -423,10 +423,7 @@ def run_training(
         _check_dmatrix(pair[0], f"evals[{i}] ({pair[1]!r})", dtrain)
         if "-" in pair[1]:
             raise ValueError(f"evals[{i}]: the name {pair[1]!r} must not contain '-'")
-    names = [str(name) for _, name in evals]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:  # the hook keeps each set's results by name: one would replace the other
-        raise ValueError(f"evals: each set needs its own name, got {repeated} more than once")
+    check_unique_names([name for _, name in evals], "evals")
     if early_stopping_rounds and not evals:
         raise ValueError("early_stopping_rounds needs at least one eval set in evals")
     options.warn_if_nothing_held_out(stacklevel=3)
@@ -584,4 +581,5 @@ def _cut_shrinkages(booster: xgboost.Booster, n_trees: int) -> None:
     if text is None:
         return
     etas = json.loads(text)[:n_trees]
-    booster.set_attr(**{_SHRINKAGE_ATTR: json.dumps(etas) if np.ptp(etas or [0]) > 0 else None})
+    kept = json.dumps(etas, ensure_ascii=False) if np.ptp(etas or [0]) > 0 else None
+    booster.set_attr(**{_SHRINKAGE_ATTR: kept})

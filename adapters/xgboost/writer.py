@@ -148,7 +148,7 @@ def model_json(js: Mapping, forest: Forest, split_score: SplitScore | None = Non
     else:
         attributes.pop(_SHRINKAGE_ATTR, None)
     if pruned_on:
-        attributes[_PRUNED_ON_ATTR] = json.dumps(list(pruned_on))
+        attributes[_PRUNED_ON_ATTR] = json.dumps(list(pruned_on), ensure_ascii=False)
     if split_score is not None:
         n_parallel = int(model.get("gbtree_model_param", {}).get("num_parallel_tree", 1))
         attributes[_PARAMS_ATTR] = json.dumps(leaf_params(forest, split_score, n_parallel))
@@ -264,21 +264,21 @@ def _template_data(names: list[str], label: np.ndarray,
     """The rows a template Booster is trained on, and its rounds: a DataFrame with the
     pandas ``categories`` and one round where this XGBoost stores them (it stores a
     DataFrame's categories in the model only once it grows a tree), else zeros and none."""
-    if categories is None or not any(c is not None for c in categories) \
-            or not hasattr(xgboost.Booster, "get_categories"):
-        data = np.zeros((label.size, len(names)))
-        return xgboost.DMatrix(data, label=label, feature_names=names), 0
-    unstorable = [name for name, cats in zip(names, categories, strict=True)
-                  if cats is not None and len(cats)
+    keeps = hasattr(xgboost.Booster, "get_categories")
+    unstorable = [name for name, cats in zip(names, categories or [None] * len(names),
+                                             strict=True)
+                  if keeps and cats is not None and len(cats)
                   and pd.Index(cats).inferred_type not in ("string", "integer")]
-    if unstorable:
+    if unstorable:  # those features keep their codes; the others' categories are stored
         warnings.warn(f"XGBoost keeps only string or integer categories, not those of "
                       f"{unstorable}: the model reads their codes (predict on the training "
                       f"run's codes, or categories listed in the training run's order)",
                       UserWarning, stacklevel=4)
         categories = [None if name in unstorable else cats
                       for name, cats in zip(names, categories, strict=True)]
-        return _template_data(names, label, categories)
+    if not keeps or categories is None or not any(c is not None for c in categories):
+        data = np.zeros((label.size, len(names)))
+        return xgboost.DMatrix(data, label=label, feature_names=names), 0
     columns = {}
     for name, cats in zip(names, categories, strict=True):
         if cats is None:
