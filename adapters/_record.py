@@ -1,5 +1,5 @@
 """One way for both hosts to keep a training run's record with the Booster it returned, and
-the digests of the held-out rows that pruned a model (:attr:`Model.pruned_on`) where the
+the sketches of the held-out rows that pruned a model (:attr:`Model.pruned_on`) where the
 model's format has no place for them.
 
 The record (:class:`unbiased_criteria.training_record.TrainingRecord`) is a Python attribute of
@@ -41,17 +41,17 @@ def record_of(booster: Any) -> TrainingRecord | None:
     return record if isinstance(record, TrainingRecord) else None
 
 
-def attach_pruned_on(obj: Any, digests: tuple[str, ...]) -> None:
-    """Keep with ``obj`` (a Booster or an estimator the writer made) the digests of the
+def attach_pruned_on(obj: Any, sketches: tuple[str, ...]) -> None:
+    """Keep with ``obj`` (a Booster or an estimator the writer made) the sketches of the
     held-out rows that pruned it; travels as the training record does (pickles, not files)."""
-    if digests:
-        setattr(obj, _PRUNED_ON, tuple(digests))
+    if sketches:
+        setattr(obj, _PRUNED_ON, tuple(sketches))
 
 
 def pruned_on_of(obj: Any) -> tuple[str, ...]:
-    """The digests :func:`attach_pruned_on` kept with ``obj``, or ()."""
-    digests = getattr(obj, _PRUNED_ON, ())
-    return tuple(digests) if isinstance(digests, tuple) else ()
+    """The sketches :func:`attach_pruned_on` kept with ``obj``, or ()."""
+    sketches = getattr(obj, _PRUNED_ON, ())
+    return tuple(sketches) if isinstance(sketches, tuple) else ()
 
 
 def model_record(booster: Any, model: Any = None) -> TrainingRecord | None:

@@ -100,13 +100,13 @@ def test_same_rows_is_exact_where_it_can_be():
     assert not same_rows(bits, labels, other, labels)
 
 
-PRUNED = "X_valid holds the rows that pruned this model"
+PRUNED = "X_valid holds rows that pruned this model"
 
 
 def test_scoring_a_model_on_the_rows_that_pruned_it_is_warned(model, data, tmp_path):
     """prune keeps each split for its U on the held-out rows: U on them again is biased
     upwards (on null data every noise feature came out positive, select() picked 23% of
-    them). The pruned model remembers the rows (a digest), in memory and, for XGBoost, in its
+    them). The pruned model remembers the rows (a sketch), in memory and, for XGBoost, in its
     file; other rows, or the unpruned model, say nothing."""
     X, y, Xv, yv = data
     pruned = uc.prune(model, X, y, Xv, yv, random_state=0)
@@ -115,6 +115,14 @@ def test_scoring_a_model_on_the_rows_that_pruned_it_is_warned(model, data, tmp_p
             uc.unbiased_importance(pruned, X, y, rows, np.asarray(yv), random_state=0)
         assert [w.filename for w in caught if PRUNED in str(w.message)] == [__file__]
     X2, y2 = paper_example(1500, random_state=2)
+    # shuffled, a part of them, or mixed with fresh rows: still those rows
+    order = np.random.default_rng(0).permutation(1500)
+    for rows, labels, share in [(Xv.iloc[order], np.asarray(yv)[order], "100%"),
+                                (Xv.iloc[order[:300]], np.asarray(yv)[order[:300]], "100%"),
+                                (pd.concat([Xv.iloc[:500], X2.iloc[:1000]]),
+                                 np.concatenate([yv[:500], y2[:1000]]), r"3\d%")]:
+        with pytest.warns(UserWarning, match=f"{PRUNED} \\(about {share} of its rows\\)"):
+            uc.unbiased_importance(pruned, X, y, rows, labels, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         uc.unbiased_importance(pruned, X, y, X2, y2, random_state=0)  # other rows
@@ -167,26 +175,123 @@ def test_histgradientboosting_pruned_on_the_rows_is_warned(data):
         uc.unbiased_importance(pruned, X, y, Xv, yv, random_state=0)
 
 
-def test_rows_digest_is_the_rows_in_any_container():
-    from unbiased_criteria.validation import rows_digest
+def test_row_hashes_are_the_rows_in_any_container():
+    from unbiased_criteria.row_sets import row_hashes
 
     rng = np.random.default_rng(0)
     A, y = rng.normal(size=(300, 3)), rng.normal(size=300)
+    A[::11, 1] = np.nan
     frame = pd.DataFrame(A, columns=list("abc"))
-    digest = rows_digest(A, y)
-    assert rows_digest(frame, pd.Series(y)) == digest
-    assert rows_digest(frame.convert_dtypes(), y) == digest
-    assert rows_digest(sparse.csr_matrix(A), y) == digest
-    negative_zero = A.copy()
-    negative_zero[0, 0] = -0.0
-    zero = A.copy()
-    zero[0, 0] = 0.0
-    assert rows_digest(negative_zero, y) == rows_digest(zero, y)
-    assert rows_digest(A[::-1], y) != digest
-    assert rows_digest(A, y[::-1]) != digest
-    assert rows_digest(A[:299], y[:299]) != digest
+    hashes = row_hashes(A, y)
+    assert np.unique(hashes).size == 300
+    for X2, y2 in [(frame, pd.Series(y, index=np.arange(300) + 7)), (frame.convert_dtypes(), y),
+                   (A.astype(np.float32), y), (np.asfortranarray(A), list(y)),
+                   (A.astype(object), y)]:
+        np.testing.assert_array_equal(row_hashes(X2, y2), hashes)
+    dense = np.nan_to_num(A)
+    np.testing.assert_array_equal(row_hashes(sparse.csc_matrix(dense), y),
+                                  row_hashes(dense, y))
+    negative_zero, zero = A.copy(), A.copy()
+    negative_zero[0, 0], zero[0, 0] = -0.0, 0.0
+    np.testing.assert_array_equal(row_hashes(negative_zero, y), row_hashes(zero, y))
+    np.testing.assert_array_equal(row_hashes(A[::-1], y[::-1]), hashes[::-1])
+    # another label or another value is another row
+    assert (row_hashes(A, y + 1) != hashes).all()
+    moved = A.copy()
+    moved[:, 0] += 1e-3
+    assert (row_hashes(moved, y) != hashes).all()
     labels = np.array(["a", "b", "c"])[rng.integers(0, 3, 300)]
-    assert rows_digest(A, labels) == rows_digest(frame, list(labels))
+    np.testing.assert_array_equal(row_hashes(A, labels), row_hashes(frame, list(labels)))
     cats = frame.assign(c=pd.Categorical(rng.integers(0, 4, 300)))
-    assert rows_digest(cats, y) == rows_digest(cats.copy(), y)
-    assert rows_digest(cats, y) != rows_digest(cats.assign(a=0.0), y)
+    np.testing.assert_array_equal(row_hashes(cats, y), row_hashes(cats.to_numpy(), y))
+    words = frame.assign(c=pd.Categorical(np.array(["u", "v"])[rng.integers(0, 2, 300)]))
+    np.testing.assert_array_equal(row_hashes(words, y),
+                                  row_hashes(words.assign(c=words["c"].astype(str)), y))
+    assert (row_hashes(words.assign(a=0.0), y) != row_hashes(words, y)).all()
+    # chunks: a table longer than one chunk hashes as its parts
+    from unbiased_criteria import row_sets
+
+    big = rng.normal(size=(row_sets._CHUNK_ROWS + 5, 2))
+    labels = rng.normal(size=big.shape[0])
+    np.testing.assert_array_equal(row_hashes(big, labels)[-10:],
+                                  row_hashes(big[-10:], labels[-10:]))
+
+
+SHARED = "X_valid holds rows of X_train"
+
+
+def test_training_rows_in_another_order_or_in_part_are_warned(model, data):
+    """The same rows shuffled are the same rows (prune refuses); a third of the held-out rows
+    from the training set is warned of with its share; fresh rows say nothing."""
+    X, y, Xv, yv = data
+    order = np.random.default_rng(3).permutation(len(y))
+    shuffled, shuffled_y = X.iloc[order], np.asarray(y)[order]
+    with pytest.warns(UserWarning, match=SAME):
+        uc.unbiased_importance(model, X, y, shuffled, shuffled_y, random_state=0)
+    with pytest.raises(ValueError, match=SAME):
+        uc.prune(model, X, y, shuffled.to_numpy(), shuffled_y, random_state=0)
+    mixed = pd.concat([X.iloc[:500], Xv.iloc[:1000]])
+    mixed_y = np.concatenate([np.asarray(y)[:500], np.asarray(yv)[:1000]])
+    for call in (uc.unbiased_importance, uc.prune):
+        with pytest.warns(UserWarning, match=SHARED + r" \(33% of its rows\)") as caught:
+            call(model, X, y, mixed, mixed_y, random_state=0)
+        assert [w.filename for w in caught if SHARED in str(w.message)] == [__file__]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # 5% of the rows: below what is warned of
+        uc.unbiased_importance(model, X, y, mixed.iloc[450:], mixed_y[450:], random_state=0)
+
+
+def test_rows_repeated_by_chance_are_not_warned():
+    """Binary features and labels: independent samples share every row by chance (the
+    training rows repeat among themselves as often); only a share beyond it is warned."""
+    rng = np.random.default_rng(1)
+
+    def sample(n):
+        X = rng.integers(0, 2, size=(n, 3)).astype(float)
+        return X, (X[:, 0] + rng.integers(0, 2, n) > 1).astype(float)
+
+    X, y = sample(2000)
+    Xv, yv = sample(1000)
+    model = lgb.train({"objective": "binary", "verbose": -1, "num_threads": 1,
+                       "min_data_in_leaf": 5}, lgb.Dataset(X, y), 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        uc.unbiased_importance(model, X, y, Xv, yv, random_state=0)
+        pruned = uc.prune(model, X, y, Xv, yv, random_state=0)
+        X2, y2 = sample(1000)
+        uc.unbiased_importance(pruned, X, y, X2, y2, random_state=0)
+    from unbiased_criteria.row_sets import overlap, row_hashes
+
+    found = overlap(row_hashes(X, y), row_hashes(Xv, yv))
+    assert found.share == 1.0 and found.chance == 1.0 and found.excess == 0.0
+
+
+def test_a_part_of_many_pruning_rows_is_recognised_from_the_sketch():
+    """More distinct pruning rows than the sketch keeps: the share of given rows among them is
+    estimated from the given rows below the sketch's bound, with its standard error."""
+    from unbiased_criteria.row_sets import SKETCH_SIZE, overlap_with_sketch, row_hashes, sketch
+
+    rng = np.random.default_rng(2)
+    P, yp = rng.normal(size=(50_000, 4)), rng.normal(size=50_000)
+    text = sketch(row_hashes(P, yp))
+    fresh, yf = rng.normal(size=(20_000, 4)), rng.normal(size=20_000)
+    for share in (0.0, 0.3, 1.0):
+        n_old = int(share * 20_000)
+        rows = np.concatenate([P[:n_old], fresh[n_old:]])
+        labels = np.concatenate([yp[:n_old], yf[n_old:]])
+        found = overlap_with_sketch(text, row_hashes(rows, labels))
+        assert found.estimated and found.chance == 0.0
+        expected_tested = 20_000 * SKETCH_SIZE / 50_000
+        assert abs(found.tested - expected_tested) < 5 * np.sqrt(expected_tested)
+        se = max(np.sqrt(share * (1 - share) / found.tested), 1e-12)
+        assert abs(found.share - share) <= 4 * se
+    assert overlap_with_sketch("rows0:junk", row_hashes(fresh, yf)) is None  # unreadable
+
+
+def test_a_part_of_the_training_rows_is_said_so(model, data):
+    X, y, _, _ = data
+    with pytest.warns(UserWarning, match="every row of X_valid is a row of X_train"):
+        uc.unbiased_importance(model, X, y, X.iloc[::3], np.asarray(y)[::3], random_state=0)
+    with pytest.raises(ValueError, match="every row of X_valid is a row of X_train"):
+        uc.prune(model, X, y, X.iloc[::3], np.asarray(y)[::3], random_state=0)

@@ -33,14 +33,13 @@ from .parallel import OrderedPool, resolve_n_jobs, scoring_threads
 from .pruning import prune_tree
 from .replay import ReplayResult, RowSet, TreeStep, replay, resolve_bias
 from .report import ImportanceReport
+from .row_sets import overlap, overlap_with_sketch, row_hashes, sketch, warn_overlap
 from .validation import (
     check_labels,
     check_pair,
     check_weight,
     class_weights,
     encode_classes,
-    pruning_rows_held_out,
-    rows_digest,
     same_rows,
     training_rows_held_out,
 )
@@ -93,6 +92,8 @@ class _Prepared:
     objective: Objective
     train: RowSet | None
     valid: RowSet
+    #: row hashes of the held-out rows (``row_sets.row_hashes``), where they were needed
+    valid_hashes: np.ndarray | None = None
 
 
 _PARAMS_ADVICE = (
@@ -179,6 +180,48 @@ def bias_objective(read: Model, obj: Objective) -> Objective:
             "was trained with"
         )
     return read.objective
+
+
+#: share of held-out rows beyond chance that are training rows: the same rows, reordered
+_SAME_ROWS_EXCESS = 0.99
+
+
+def _check_held_out_rows(X_train, X_valid, train: RowSet | None, valid: RowSet, read: Model,
+                         needed_for: str, extra_frames: int) -> np.ndarray | None:
+    """Warn (``prune``: refuse) where the held-out rows are rows that decided something: the
+    training rows (all of them, or a share beyond chance) or, for importance, the rows that
+    pruned the model (its sketches, ``Model.pruned_on``). Returns the held-out rows' hashes
+    where they were computed."""
+    stacklevel = 4 + extra_frames
+    if train is not None and same_rows(X_train, train.y, X_valid, valid.y):
+        training_rows_held_out(needed_for, stacklevel=stacklevel)  # prune: raises
+        return None
+    hashes = None
+    if train is not None:
+        hashes = row_hashes(X_valid, valid.y)
+        train_hashes = row_hashes(X_train, train.y)
+        found = overlap(train_hashes, hashes)
+        if found.excess >= _SAME_ROWS_EXCESS:  # the same rows in another order, or a part
+            part = not np.isin(train_hashes, hashes).all()
+            training_rows_held_out(needed_for, stacklevel=stacklevel, part=part)
+        elif needed_for == "prune":
+            warn_overlap(found, "X_valid holds rows of X_train",
+                         "U on them is biased upwards, so the splits they score are kept "
+                         "more often than they should be; prune on rows that did not train "
+                         "the model", stacklevel)
+        else:
+            warn_overlap(found, "X_valid holds rows of X_train",
+                         "U on them is biased upwards, noise features included; score on "
+                         "rows that did not train the model", stacklevel)
+    if needed_for == "importance" and read.pruned_on:
+        hashes = row_hashes(X_valid, valid.y) if hashes is None else hashes
+        found = [overlap_with_sketch(text, hashes) for text in read.pruned_on]
+        worst = max((f for f in found if f is not None), key=lambda f: f.excess, default=None)
+        warn_overlap(worst, "X_valid holds rows that pruned this model",
+                     "uc.prune kept each split for its U on those rows, so U on them is "
+                     "biased upwards, noise features included; score the pruned model on "
+                     "rows that did not prune it", stacklevel)
+    return hashes
 
 
 def _warn_init_score_unseen(read: Model, obj: Objective, train: RowSet | None,
@@ -282,11 +325,8 @@ def _prepare(
         if X_train is not None
         else None
     )
-    if train is not None and same_rows(X_train, train.y, X_valid, valid.y):
-        training_rows_held_out(needed_for, stacklevel=3 + extra_frames)
-    if needed_for == "importance" and read.pruned_on \
-            and rows_digest(X_valid, valid.y) in read.pruned_on:
-        pruning_rows_held_out(stacklevel=3 + extra_frames)
+    valid_hashes = _check_held_out_rows(X_train, X_valid, train, valid, read, needed_for,
+                                        extra_frames)
     read = resolve_bias(read, bias_objective(read, obj),
                         None if train is None else train.y,
                         None if train is None else train.weight)
@@ -297,7 +337,7 @@ def _prepare(
     if read.forest.n_trees == 0:
         warnings.warn("the model has no trees: there is no split to score",
                       UserWarning, stacklevel=3 + extra_frames)
-    return _Prepared(adapter, read, obj, train, valid)
+    return _Prepared(adapter, read, obj, train, valid, valid_hashes)
 
 
 def _warn_unusable(usable: np.ndarray, k: np.ndarray, share: np.ndarray, min_k: int,
@@ -720,8 +760,9 @@ def prune(
     Returns
     -------
     A new model of the same type as ``model`` (Booster or fitted estimator); ``model`` is not
-    changed. It keeps a digest of ``X_valid, y_valid`` (with the object; for XGBoost also in
-    its model file): :func:`unbiased_importance` on those rows warns, since the splits it
+    changed. It keeps a sketch of the rows ``X_valid, y_valid`` (with the object; for XGBoost in
+    its model file too): :func:`unbiased_importance` on those rows (in any order, or a part of
+    them) warns, since the splits it
     kept were kept for their ``U`` there (not with ``threshold=-inf``, which keeps all).
     A dumped model gives a dump of the same format holding the pruned trees: a dict
     (LightGBM) or list of tree dicts (XGBoost) for a parsed dump, a JSON string for a JSON
@@ -756,13 +797,13 @@ class PruneResult:
     leaves_after: int
     #: the penalties the leaves were fit with (inferred where the model did not say)
     split_score: Any = None
-    #: digests of the held-out rows that pruned the model, these included (Model.pruned_on)
+    #: sketches of the held-out rows that pruned the model, these included (Model.pruned_on)
     pruned_on: tuple[str, ...] = ()
 
     def write(self, model: Any) -> Any:
         """The pruned host model: ``model``'s type, the pruned trees, the leaves' penalties
         kept where the host's format would lose them (an XGBoost model's eta and lambda),
-        and the digests of the rows that pruned it."""
+        and the sketches of the rows that pruned it."""
         return self.adapter.write_model(model, self.forest, split_score=self.split_score,
                                         pruned_on=self.pruned_on)
 
@@ -829,9 +870,11 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     after = sum(t.n_leaves for t in result.trees)
     log.info("pruning kept %d of %d leaves", after, before)
     # rows that decided something: not those of threshold=-inf, which keeps every split
-    digest = rows_digest(X_valid, prep.valid.y) if threshold > -np.inf else None
-    pruned_on = prep.model.pruned_on + (
-        () if digest is None or digest in prep.model.pruned_on else (digest,))
+    pruned_on = prep.model.pruned_on
+    if threshold > -np.inf:
+        hashes = (prep.valid_hashes if prep.valid_hashes is not None
+                  else row_hashes(X_valid, prep.valid.y))
+        pruned_on += tuple({sketch(hashes)} - set(pruned_on))
     return PruneResult(prep.adapter, forest.with_trees(result.trees), result, before, after,
                        prep.model.split_score, pruned_on)
 

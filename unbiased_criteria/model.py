@@ -76,9 +76,9 @@ class Model:
         and ``objective_from_labels(y_train=labels)`` builds it from the (encoded) training
         labels.
     pruned_on : tuple of str
-        Digests of the held-out row sets whose ``U`` pruned the model
-        (:func:`unbiased_criteria.validation.rows_digest`), kept with the model by the
-        adapter's writer: ``U`` on those rows again is biased upwards.
+        Sketches of the held-out row sets whose ``U`` pruned the model
+        (:func:`unbiased_criteria.row_sets.sketch`), kept with the model by the adapter's
+        writer: ``U`` on those rows again (or on a part of them) is biased upwards.
     init_score_unseen : bool
         The host adds an init score to its first trees unless training started from given
         scores (LightGBM's ``boost_from_average`` and a Dataset ``init_score``), and these

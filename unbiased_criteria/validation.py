@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 from typing import Any
 
@@ -18,7 +17,7 @@ __all__ = [
     "training_rows_held_out",
 ]
 
-#: rows compared by :func:`check_held_out_rows`
+#: rows compared by :func:`same_rows`
 _PROBE_ROWS = 32
 
 
@@ -183,8 +182,7 @@ def check_column_names(columns, expected, argument: str, shown=None) -> None:
 
 
 def _probe_rows(X: Any) -> Any:
-    """The :data:`_PROBE_ROWS` evenly spaced rows of ``X`` that :func:`same_rows` compares
-    and :func:`rows_digest` digests."""
+    """The :data:`_PROBE_ROWS` evenly spaced rows of ``X`` that :func:`same_rows` compares."""
     n = np.shape(X)[0]
     return _rows_at(X, np.unique(np.linspace(0, n - 1, min(n, _PROBE_ROWS)).astype(np.intp)))
 
@@ -242,8 +240,9 @@ def same_rows(X_train: Any, y_train: np.ndarray, X_valid: Any, y_valid: np.ndarr
     splits; on the training rows it is the biased gain again, and nothing in the numbers
     says so. True for the same object, arrays sharing memory, or tables of the same shape
     whose labels and :data:`_PROBE_ROWS` evenly spaced rows are equal (distinct samples of
-    real data agree on so many rows only when every row is the same). Held-out rows that
-    overlap the training rows in part are not detected.
+    real data agree on so many rows only when every row is the same). A cheap first test:
+    the same rows in another order, or in part, are found by their hashes
+    (:mod:`unbiased_criteria.row_sets`).
     """
     if X_valid is X_train:
         return True
@@ -253,53 +252,6 @@ def same_rows(X_train: Any, y_train: np.ndarray, X_valid: Any, y_valid: np.ndarr
     if np.shape(X_train) != np.shape(X_valid) or not _same(y_train, y_valid):
         return False
     return _same(_probe_rows(X_train), _probe_rows(X_valid))
-
-
-def _digest_values(digest: Any, values: np.ndarray) -> None:
-    """Add ``values`` to ``digest``: floats with one NaN and one zero whatever their bits,
-    anything else (labels, categories) by its text."""
-    if values.dtype.kind in "biuf":
-        values = values.astype(np.float64)
-        values = np.where(np.isnan(values), np.nan, values + 0.0)  # -0.0 + 0.0 is 0.0
-        digest.update(np.ascontiguousarray(values).tobytes())
-    else:
-        digest.update("\x1f".join(map(repr, values.ravel().tolist())).encode())
-
-
-def rows_digest(X: Any, y: np.ndarray) -> str:
-    """A digest of a set of held-out rows: its shape, its labels and the :data:`_PROBE_ROWS`
-    evenly spaced rows :func:`same_rows` compares, in any container or numeric dtype (a
-    categorical column by its values).
-
-    ``prune`` keeps the digest of the rows that decided it with the model it writes, so that
-    scoring it on them again can be told (:func:`pruning_rows_held_out`)."""
-    digest = hashlib.sha256(repr(tuple(np.shape(X))).encode())
-    _digest_values(digest, np.asarray(y))
-    rows = _probe_rows(X)
-    numbers = _comparable(rows)
-    if numbers is not None:
-        _digest_values(digest, numbers)
-        return digest.hexdigest()
-    for name in rows.columns:  # a table with categorical or text columns, column by column
-        column = rows[name]
-        if pd.api.types.is_numeric_dtype(column.dtype) or pd.api.types.is_bool_dtype(
-                column.dtype):
-            _digest_values(digest, column.to_numpy(np.float64, na_value=np.nan))
-        else:
-            _digest_values(digest, np.asarray(column.astype(object).where(column.notna(),
-                                                                           None)))
-    return digest.hexdigest()
-
-
-def pruning_rows_held_out(stacklevel: int) -> None:
-    """Warn that the held-out rows are those that pruned the model: its splits were kept for
-    their ``U`` above the threshold on these very rows, so ``U`` on them is biased upwards
-    (the winner's curse)."""
-    warnings.warn(
-        "X_valid holds the rows that pruned this model (uc.prune kept each split for its U "
-        "on these rows): U on them is biased upwards, noise features included; score the "
-        "pruned model on rows that did not prune it",
-        UserWarning, stacklevel=stacklevel + 1)
 
 
 def check_unique_names(names: Any, argument: str) -> None:
@@ -312,13 +264,15 @@ def check_unique_names(names: Any, argument: str) -> None:
                          "once")
 
 
-def training_rows_held_out(needed_for: str, stacklevel: int) -> None:
-    """What :func:`same_rows` being true means: ``prune`` refuses (every split would score
+def training_rows_held_out(needed_for: str, stacklevel: int, part: bool = False) -> None:
+    """What :func:`same_rows` being true means (``part``: every held-out row is a training
+    row, but not every training row is held out): ``prune`` refuses (every split would score
     above 0 and be kept), importance warns (``biased_gain`` on given rows is a quantity of
     its own, e.g. the gain on held-out rows when both are held-out rows)."""
-    message = ("X_valid holds the same rows as X_train: the unbiased gain needs held-out rows "
-               "that did not train the model (on the training rows it is the biased gain "
-               "again)")
+    what = ("every row of X_valid is a row of X_train" if part
+            else "X_valid holds the same rows as X_train")
+    message = (f"{what}: the unbiased gain needs held-out rows that did not train the model "
+               "(on the training rows it is the biased gain again)")
     if needed_for == "prune":
         raise ValueError(f"{message}; pass other rows, or X_train=None, y_train=None to "
                          "score the held-out rows alone")

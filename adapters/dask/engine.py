@@ -524,8 +524,8 @@ def prune(
     before = sum(t.n_leaves for t in forest.trees)
     after = sum(t.n_leaves for t in trees)
     log.info("pruning kept %d of %d leaves", after, before)
-    # the rows that pruned it earlier stay recorded; dask partitions get no digest of their
-    # own (their probe rows would be one more pass over the cluster)
+    # the rows that pruned it earlier stay recorded; dask partitions get no sketch of their
+    # own (their rows' hashes would be one more pass over the cluster)
     pruned = adapter.write_model(unwrap_model(model), forest.with_trees(trees),
                                  split_score=read.split_score, pruned_on=read.pruned_on)
     if is_xgboost_dask_result(model):

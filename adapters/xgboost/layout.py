@@ -33,7 +33,7 @@ _SHRINKAGE_ATTR = "unbiased_criteria_shrinkage"
 #: (eta, lambda, alpha, max_delta_step, monotone_constraints), as JSON. A Booster loaded from
 #: a file reports XGBoost's defaults, and a written model's leaves cannot tell them
 _PARAMS_ATTR = "unbiased_criteria_params"
-#: model attribute set by the writer of a pruned model: the digests of the held-out row sets
+#: model attribute set by the writer of a pruned model: the sketches of the held-out row sets
 #: that pruned it (Model.pruned_on), as a JSON list; saved and loaded with the model
 _PRUNED_ON_ATTR = "unbiased_criteria_pruned_on"
 

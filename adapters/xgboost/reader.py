@@ -238,7 +238,7 @@ def _written_shrinkages(learner: Mapping, n_trees: int) -> np.ndarray | None:
 
 
 def _pruned_on(learner: Mapping) -> tuple[str, ...]:
-    """The digests of the rows that pruned the model, as the writer stored them, or ()."""
+    """The sketches of the rows that pruned the model, as the writer stored them, or ()."""
     text = learner.get("attributes", {}).get(_PRUNED_ON_ATTR)
     return () if text is None else tuple(str(d) for d in json.loads(text))
 

@@ -118,7 +118,7 @@ def model_json(js: Mapping, forest: Forest, split_score: SplitScore | None = Non
                pruned_on: tuple[str, ...] = ()) -> dict:
     """A copy of model JSON ``js`` holding ``forest``'s trees and base score; with
     ``split_score``, the leaves' training parameters as a model attribute (:func:`leaf_params`),
-    which the reader takes over the configuration's; with ``pruned_on``, the digests of the
+    which the reader takes over the configuration's; with ``pruned_on``, the sketches of the
     rows that pruned the trees as another."""
     js = copy.deepcopy(dict(js))
     learner = js["learner"]
@@ -202,7 +202,7 @@ def write_model(model: xgboost.Booster | xgboost.XGBModel, forest: Forest,
         did not say): stored in the model with the trees' eta (:func:`leaf_params`) and set
         on the new Booster, so that the model, saved and loaded again, is read with them.
     pruned_on : tuple of str
-        Digests of the held-out rows that pruned the trees (:attr:`Model.pruned_on`): a model
+        Sketches of the held-out rows that pruned the trees (:attr:`Model.pruned_on`): a model
         attribute, saved and loaded with it.
 
     Returns

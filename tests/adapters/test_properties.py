@@ -150,8 +150,8 @@ def test_gains_scores_and_written_models_agree_with_the_host(host, data, params)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             # the written model is checked, not the statistics: held-out rows may be the
-            # training rows but one (prune refuses exactly the training rows)
-            pruned = prune_forest(model, X, y, X[:0:-1], y[:0:-1], train_weight=w,
+            # training features with other rows' labels (prune refuses the training rows)
+            pruned = prune_forest(model, X, y, X[:0:-1], np.roll(y, 1)[:0:-1], train_weight=w,
                                   random_state=1)
         written = adapter.write_model(model, pruned.forest)
         np.testing.assert_allclose(_raw(host, written, X), pruned.replay.raw_train, rtol=0,

@@ -213,7 +213,7 @@ def test_a_written_model_saved_and_loaded_is_read_with_its_own_parameters(data, 
             warnings.filterwarnings("ignore", message=".*hessian sums differ")
         else:  # scored on the rows that pruned it (said, and kept in the file): the same
             # numbers as the live model's are what this test compares
-            warnings.filterwarnings("ignore", message="X_valid holds the rows that pruned")
+            warnings.filterwarnings("ignore", message="X_valid holds rows that pruned")
         read = ax.read_model(again)
         report = uc.unbiased_importance(again, X, y, Xv, yv, random_state=0)
     assert read.split_score.l2 == pytest.approx(5.0, rel=1e-3)

@@ -1,0 +1,200 @@
+"""Which held-out rows already decided something: rows of the training set, or rows that
+pruned the model.
+
+``U`` is unbiased because its ratios come from rows that did not choose the splits (and did
+not choose which splits to keep). Held-out rows that are in part training rows, or in part
+the rows a model was pruned on, bias it upwards in proportion to their share, and nothing in
+the numbers says so. Two sets are compared by a 64-bit hash of each row (its feature values
+and its label), the same in any container or numeric dtype:
+
+* the training and held-out rows are both at hand: the share of held-out rows whose hash is a
+  training row's is exact;
+* the rows that pruned a model are gone when it is scored: the model keeps a *sketch* of them
+  instead (:func:`sketch`), the :data:`SKETCH_SIZE` smallest distinct hashes. A held-out row
+  whose hash is at most the sketch's largest is a pruning row exactly when the sketch holds
+  its hash, and which rows fall below that bound depends on their hash alone, so the share
+  among them estimates the share among all (rows shuffled, a part of them, or mixed with
+  fresh ones are all recognised).
+
+Real data with few distinct values repeat rows by chance: a fresh sample then also "shares"
+rows with the training set. The share expected by chance is the share of the reference set's
+own rows that repeat inside it (a held-out row matches one of ``n`` reference rows as often as
+a reference row matches one of the other ``n - 1``), and only the excess over it is reported
+(:attr:`Overlap.excess`).
+"""
+
+from __future__ import annotations
+
+import base64
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import sparse
+
+__all__ = ["SKETCH_SIZE", "Overlap", "row_hashes", "sketch", "overlap", "overlap_with_sketch",
+           "warn_overlap"]
+
+#: distinct row hashes a sketch keeps (8 bytes each)
+SKETCH_SIZE = 1024
+#: rows converted at a time: bounds the float64 copy of a large input
+_CHUNK_ROWS = 1 << 16
+#: excess share of held-out rows that are warned of
+WARN_EXCESS = 0.1
+#: fewest held-out rows below a sketch's bound that estimate a share
+_FEWEST_TESTED = 10
+_PREFIX = "rows1"
+
+
+def _holds_numbers(dtype: Any) -> bool:
+    """A column that holds numbers, booleans, or categories that are numbers (compared by
+    value, as their ``to_numpy()``)."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        return _holds_numbers(dtype.categories.dtype)
+    return pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
+
+
+def _numbers(values: np.ndarray) -> np.ndarray:
+    """Numbers as the hosts' float32 (a float32 copy of the rows is the same rows), held in
+    float64 so that they hash alike from every container."""
+    return values.astype(np.float32).astype(np.float64)
+
+
+def _canonical(X: Any, start: int, stop: int) -> pd.DataFrame:
+    """Rows ``start:stop`` of ``X`` as a frame whose numbers are float32 values (text and
+    other categories as objects), so that equal values hash equal in any container."""
+    if isinstance(X, pd.DataFrame):
+        part = X.iloc[start:stop]
+        return pd.DataFrame({
+            i: (_numbers(part.iloc[:, i].to_numpy(np.float64, na_value=np.nan))
+                if _holds_numbers(part.dtypes.iloc[i])
+                else part.iloc[:, i].astype(object).where(part.iloc[:, i].notna(), None)
+                .to_numpy())
+            for i in range(part.shape[1])
+        })
+    if sparse.issparse(X):
+        return pd.DataFrame(_numbers(X[start:stop].toarray()))
+    part = np.asarray(X)[start:stop]
+    if part.dtype.kind in "biuf":
+        return pd.DataFrame(_numbers(part))
+    if part.dtype.kind == "O":
+        try:
+            return pd.DataFrame(_numbers(part.astype(np.float64)))
+        except (TypeError, ValueError):  # text among the values: hashed as text
+            return pd.DataFrame(part)
+    return pd.DataFrame(part.astype(object))
+
+
+def row_hashes(X: Any, y: Any) -> np.ndarray:
+    """A 64-bit hash of each row of ``X`` with its label in ``y`` (uint64, one per row).
+
+    Equal for the same values in a numpy array of any numeric dtype, a DataFrame (pandas'
+    nullable or pyarrow-backed columns, numeric categories by value) or a scipy sparse
+    matrix (absent entries are 0), and for a float32 copy of the values (the precision the
+    hosts route rows in); NaN is one value and -0.0 is 0.0. pandas' ``hash_pandas_object``
+    hashes each chunk of rows.
+    """
+    labels = np.asarray(y)
+    labels = labels.astype(np.float64) if labels.dtype.kind in "biuf" else labels.astype(object)
+    labels = labels.reshape(len(labels), -1)  # a multi-target model's: a column per target
+    if sparse.issparse(X):
+        X = sparse.csr_matrix(X)  # rows sliced by chunk (no copy of a CSR matrix)
+    n = np.shape(X)[0]
+    out = np.empty(n, dtype=np.uint64)
+    for start in range(0, n, _CHUNK_ROWS):
+        stop = min(n, start + _CHUNK_ROWS)
+        frame = _canonical(X, start, stop)
+        width = frame.shape[1]
+        for j in range(labels.shape[1]):
+            frame[width + j] = labels[start:stop, j]
+        out[start:stop] = pd.util.hash_pandas_object(frame, index=False).to_numpy()
+    return out
+
+
+def _repeated_share(hashes: np.ndarray) -> float:
+    """Share of rows whose hash another row of the same set also has."""
+    if hashes.size < 2:
+        return 0.0
+    _, inverse, counts = np.unique(hashes, return_inverse=True, return_counts=True)
+    return float(np.mean(counts[inverse] > 1))
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """How many held-out rows are rows of a reference set.
+
+    ``share``: the share of held-out rows that are reference rows (exact, or ``estimated``
+    from ``tested`` rows against a sketch); ``chance``: the share a fresh sample would have, from
+    the reference rows that repeat among themselves.
+    """
+
+    share: float
+    chance: float
+    tested: int
+    estimated: bool = False
+
+    @property
+    def excess(self) -> float:
+        """The share beyond chance (0 where the held-out rows share no more than chance)."""
+        return max(0.0, self.share - self.chance)
+
+
+def overlap(reference: np.ndarray, held_out: np.ndarray) -> Overlap:
+    """The held-out rows' overlap with the reference rows, from both sets' row hashes."""
+    share = float(np.isin(held_out, reference).mean()) if held_out.size else 0.0
+    return Overlap(share, _repeated_share(reference), int(held_out.size))
+
+
+def sketch(hashes: np.ndarray) -> str:
+    """A sketch of a set of rows from their hashes: the :data:`SKETCH_SIZE` smallest distinct
+    hashes, with the share of rows that repeat (the chance level of :func:`overlap`), as text
+    a model file can keep (about 11 kB)."""
+    kept = np.unique(hashes)[:SKETCH_SIZE].astype("<u8")
+    body = base64.b64encode(kept.tobytes()).decode("ascii")
+    complete = int(np.unique(hashes).size <= SKETCH_SIZE)
+    return f"{_PREFIX}:{complete}:{_repeated_share(hashes):.6f}:{body}"
+
+
+def _parse(text: str) -> tuple[np.ndarray, bool, float] | None:
+    parts = text.split(":") if isinstance(text, str) else []
+    if len(parts) != 4 or parts[0] != _PREFIX:
+        return None
+    try:
+        kept = np.frombuffer(base64.b64decode(parts[3], validate=True), dtype="<u8")
+        return kept.astype(np.uint64), parts[1] == "1", float(parts[2])
+    except ValueError:  # binascii.Error is a ValueError, as a bad float or buffer size
+        return None
+
+
+def overlap_with_sketch(text: str, held_out: np.ndarray) -> Overlap | None:
+    """The held-out rows' overlap with the rows :func:`sketch` described, or None where the
+    sketch cannot be read (another version's) or too few held-out rows fall below its bound
+    to estimate a share."""
+    parsed = _parse(text)
+    if parsed is None:
+        return None
+    kept, complete, chance = parsed
+    if kept.size == 0:
+        return None
+    tested = held_out if complete else held_out[held_out <= kept[-1]]
+    if tested.size < min(_FEWEST_TESTED, held_out.size) or tested.size == 0:
+        return None
+    return Overlap(float(np.isin(tested, kept).mean()), chance, int(tested.size),
+                   estimated=not complete)
+
+
+def warn_overlap(found: Overlap | None, subject: str, consequence: str,
+                 stacklevel: int) -> bool:
+    """Warn where more than :data:`WARN_EXCESS` of the held-out rows beyond chance are rows
+    that decided something (``subject``: "X_valid holds rows of X_train"); True if it
+    warned."""
+    if found is None or found.excess < WARN_EXCESS:
+        return False
+    share = f"{'about ' if found.estimated else ''}{found.share:.0%} of its rows"
+    if found.chance >= 0.005:
+        share += f"; {found.chance:.0%} would share them by chance, as rows repeat in this data"
+    warnings.warn(f"{subject} ({share}): {consequence}", UserWarning,
+                  stacklevel=stacklevel + 1)
+    return True
