@@ -113,12 +113,12 @@ def row_hashes(X: Any, y: Any) -> np.ndarray:
     return out
 
 
-def _repeated_share(hashes: np.ndarray) -> float:
-    """Share of rows whose hash another row of the same set also has."""
-    if hashes.size < 2:
-        return 0.0
-    _, inverse, counts = np.unique(hashes, return_inverse=True, return_counts=True)
-    return float(np.mean(counts[inverse] > 1))
+def _distinct(hashes: np.ndarray) -> tuple[np.ndarray, float]:
+    """The distinct hashes, sorted, and the share of rows whose hash another row of the same
+    set also has."""
+    distinct, counts = np.unique(hashes, return_counts=True)
+    repeated = float(counts[counts > 1].sum() / hashes.size) if hashes.size else 0.0
+    return distinct, repeated
 
 
 @dataclass(frozen=True)
@@ -143,18 +143,26 @@ class Overlap:
 
 def overlap(reference: np.ndarray, held_out: np.ndarray) -> Overlap:
     """The held-out rows' overlap with the reference rows, from both sets' row hashes."""
-    share = float(np.isin(held_out, reference).mean()) if held_out.size else 0.0
-    return Overlap(share, _repeated_share(reference), int(held_out.size))
+    distinct, repeated = _distinct(reference)
+    share = float(_among(held_out, distinct).mean()) if held_out.size else 0.0
+    return Overlap(share, repeated, int(held_out.size))
+
+
+def _among(hashes: np.ndarray, distinct: np.ndarray) -> np.ndarray:
+    """Whether each hash is in ``distinct`` (sorted): a binary search, no sort of ``hashes``."""
+    if distinct.size == 0:
+        return np.zeros(hashes.shape, dtype=bool)
+    at = np.minimum(np.searchsorted(distinct, hashes), distinct.size - 1)
+    return distinct[at] == hashes
 
 
 def sketch(hashes: np.ndarray) -> str:
     """A sketch of a set of rows from their hashes: the :data:`SKETCH_SIZE` smallest distinct
     hashes, with the share of rows that repeat (the chance level of :func:`overlap`), as text
     a model file can keep (about 11 kB)."""
-    kept = np.unique(hashes)[:SKETCH_SIZE].astype("<u8")
-    body = base64.b64encode(kept.tobytes()).decode("ascii")
-    complete = int(np.unique(hashes).size <= SKETCH_SIZE)
-    return f"{_PREFIX}:{complete}:{_repeated_share(hashes):.6f}:{body}"
+    distinct, repeated = _distinct(hashes)
+    body = base64.b64encode(distinct[:SKETCH_SIZE].astype("<u8").tobytes()).decode("ascii")
+    return f"{_PREFIX}:{int(distinct.size <= SKETCH_SIZE)}:{repeated:.6f}:{body}"
 
 
 def _parse(text: str) -> tuple[np.ndarray, bool, float] | None:
@@ -181,7 +189,7 @@ def overlap_with_sketch(text: str, held_out: np.ndarray) -> Overlap | None:
     tested = held_out if complete else held_out[held_out <= kept[-1]]
     if tested.size < min(_FEWEST_TESTED, held_out.size) or tested.size == 0:
         return None
-    return Overlap(float(np.isin(tested, kept).mean()), chance, int(tested.size),
+    return Overlap(float(_among(tested, kept).mean()), chance, int(tested.size),
                    estimated=not complete)
 
 
