@@ -295,3 +295,26 @@ def test_a_part_of_the_training_rows_is_said_so(model, data):
         uc.unbiased_importance(model, X, y, X.iloc[::3], np.asarray(y)[::3], random_state=0)
     with pytest.raises(ValueError, match="every row of X_valid is a row of X_train"):
         uc.prune(model, X, y, X.iloc[::3], np.asarray(y)[::3], random_state=0)
+
+
+@pytest.mark.parametrize("n_features, p, n_train, n_valid",
+                         [(16, 0.5, 20_000, 5_000), (12, 0.2, 2_000, 20_000),
+                          (14, 0.3, 50_000, 500)])
+def test_the_chance_level_is_the_share_a_fresh_sample_shares(n_features, p, n_train, n_valid):
+    """Independent samples of discrete rows: the held-out rows' share among the training rows
+    is, in expectation, the share of training rows that repeat among themselves (a held-out
+    row meets n training rows as a training row meets the n - 1 others). Checked against
+    its standard error over 20 pairs of samples."""
+    from unbiased_criteria.row_sets import overlap, row_hashes
+
+    rng = np.random.default_rng(n_features)
+    diffs = []
+    for _ in range(20):
+        Xt, Xv = (rng.random((n_train, n_features)) < p), (rng.random((n_valid, n_features)) < p)
+        yt, yv = rng.random(n_train) < 0.5, rng.random(n_valid) < 0.5
+        found = overlap(row_hashes(Xt, yt), row_hashes(Xv, yv))
+        diffs.append(found.share - found.chance)
+    diffs = np.array(diffs)
+    assert 0.02 < found.share < 0.98  # neither level is trivial
+    assert abs(diffs.mean()) <= 4 * diffs.std(ddof=1) / np.sqrt(diffs.size)
+    assert diffs.max() < 0.1  # what would be warned of
