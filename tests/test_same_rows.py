@@ -211,7 +211,7 @@ def test_row_hashes_are_the_rows_in_any_container():
     # chunks: a table longer than one chunk hashes as its parts
     from unbiased_criteria import row_sets
 
-    big = rng.normal(size=(row_sets._CHUNK_ROWS + 5, 2))
+    big = rng.normal(size=(row_sets._CHUNK_VALUES // 3 + 5, 2))  # 3 values a row
     labels = rng.normal(size=big.shape[0])
     np.testing.assert_array_equal(row_hashes(big, labels)[-10:],
                                   row_hashes(big[-10:], labels[-10:]))

@@ -39,8 +39,8 @@ __all__ = ["SKETCH_SIZE", "Overlap", "row_hashes", "sketch", "overlap", "overlap
 
 #: distinct row hashes a sketch keeps (8 bytes each)
 SKETCH_SIZE = 1024
-#: rows converted at a time: bounds the float64 copy of a large input
-_CHUNK_ROWS = 1 << 16
+#: values converted at a time: bounds the float64 copy of a large input (32 MB)
+_CHUNK_VALUES = 1 << 22
 #: excess share of held-out rows that are warned of
 WARN_EXCESS = 0.1
 #: fewest held-out rows below a sketch's bound that estimate a share
@@ -102,9 +102,10 @@ def row_hashes(X: Any, y: Any) -> np.ndarray:
     if sparse.issparse(X):
         X = sparse.csr_matrix(X)  # rows sliced by chunk (no copy of a CSR matrix)
     n = np.shape(X)[0]
+    chunk = max(1, _CHUNK_VALUES // max(1, np.shape(X)[1] + labels.shape[1]))
     out = np.empty(n, dtype=np.uint64)
-    for start in range(0, n, _CHUNK_ROWS):
-        stop = min(n, start + _CHUNK_ROWS)
+    for start in range(0, n, chunk):
+        stop = min(n, start + chunk)
         frame = _canonical(X, start, stop)
         width = frame.shape[1]
         for j in range(labels.shape[1]):
