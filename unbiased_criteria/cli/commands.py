@@ -64,11 +64,12 @@ def load_inputs(args) -> Inputs:
     _apply_params(mf, args.param)
     schema = model_schema(mf)
     train: tuple = (None, None, None)
+    columns = {"schema": schema, "label": args.label, "weight": args.weight}
     if args.train is not None:
-        train = prepare_data(read_table(args.train, "--train"), schema, args.label,
+        train = prepare_data(read_table(args.train, "--train", **columns), schema, args.label,
                              args.weight, "--train", args.train)
-    valid = prepare_data(read_table(args.valid, "--valid"), schema, args.label, args.weight,
-                         "--valid", args.valid)
+    valid = prepare_data(read_table(args.valid, "--valid", **columns), schema, args.label,
+                         args.weight, "--valid", args.valid)
     if train[0] is not None and same_rows(train[0], train[1], valid[0], valid[1]):
         raise InputError(
             "--valid holds the same rows as --train: the unbiased gain needs held-out rows "
