@@ -210,3 +210,27 @@ def test_broken_compressed_file_is_one_line_exit_2(numeric, tmp_path, capsys, na
     assert main(["select", str(path), "--label", "y", "--host", "lightgbm"]) == 2
     assert one_error_line(capsys.readouterr().err).startswith(
         f"unbiased-criteria: error: DATA {path}: cannot be read: ")
+
+
+# ------------------------------------------------------------ a plot format not writable
+
+
+def test_plot_format_that_cannot_be_written_is_refused_before_any_work(
+        numeric, tmp_path, capsys, monkeypatch):
+    """pgf without LaTeX: matplotlib lists the format, and saving failed after the whole
+    computation (RuntimeError traceback, exit 1)."""
+    pytest.importorskip("matplotlib")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no TeX program on it
+    from unbiased_criteria.cli import commands
+
+    def no_work(args):
+        raise AssertionError("the data were read before the plot format was checked")
+
+    monkeypatch.setattr(commands, "load_inputs", no_work)
+    target = tmp_path / "imp.pgf"
+    assert main(importance(numeric / "m.txt", numeric / "valid.csv", "--plot",
+                           str(target))) == 2
+    out = capsys.readouterr()
+    line = one_error_line(out.err)
+    assert f"--plot {target}: cannot be written in format 'pgf': " in line
+    assert out.out == "" and list(tmp_path.iterdir()) == []

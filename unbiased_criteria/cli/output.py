@@ -149,11 +149,24 @@ def write_output(text: str, output: str | None) -> None:
 def check_plot_target(path: str | None, inputs: dict[str, str | None] | None = None) -> None:
     """:func:`check_target` for ``--plot``, and before any work: matplotlib is installed and
     writes the format of the file's suffix (both were found after the computation, once the
-    table was printed)."""
+    table was printed): a figure with text is saved in that format to memory, since a format
+    matplotlib lists may still need a program it does not have (``pgf``: LaTeX)."""
     if path is None:
         return
     check_target(path, "--plot", inputs)
-    _plot_format(path)
+    fmt = _plot_format(path)
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(1, 1))  # no pyplot: nothing to close, no backend switched
+    figure.add_subplot().set_title("x")  # with text: the pgf backend sets it with LaTeX
+    try:
+        figure.savefig(io.BytesIO(), format=fmt, bbox_inches="tight", dpi=10)
+    except (ValueError, RuntimeError, OSError, ImportError) as err:
+        import matplotlib
+
+        raise InputError(f"--plot {path}: cannot be written in format "
+                         f"{fmt or matplotlib.rcParams['savefig.format']!r}: "
+                         f"{first_line(err)}") from None
 
 
 def _plot_format(path: str) -> str | None:
@@ -187,7 +200,7 @@ def save_plot(report, path: str, title: str) -> None:
         write_atomic(path, buffer.getvalue())
     except OSError as err:  # its strerror: the message names our temporary file
         raise InputError(f"--plot {path}: cannot be written: {err.strerror or err}") from None
-    except ValueError as err:
+    except (ValueError, RuntimeError) as err:  # RuntimeError: LaTeX refused a name (pgf)
         raise InputError(f"--plot {path}: cannot be written: {first_line(err)}") from None
     finally:
         plt.close(ax.figure)
