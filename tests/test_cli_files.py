@@ -12,6 +12,10 @@ import bz2
 import gzip
 import io
 import lzma
+import os
+import subprocess
+import sys
+import threading
 import zipfile
 
 import numpy as np
@@ -19,6 +23,7 @@ import pandas as pd
 import pytest
 
 import unbiased_criteria as uc
+from unbiased_criteria import files
 from unbiased_criteria.cli import main
 
 lgb = pytest.importorskip("lightgbm")
@@ -210,6 +215,97 @@ def test_broken_compressed_file_is_one_line_exit_2(numeric, tmp_path, capsys, na
     assert main(["select", str(path), "--label", "y", "--host", "lightgbm"]) == 2
     assert one_error_line(capsys.readouterr().err).startswith(
         f"unbiased-criteria: error: DATA {path}: cannot be read: ")
+
+
+# ------------------------------------------------------- output that is no regular file
+
+
+def test_write_atomic_writes_a_fifo_in_place(tmp_path):
+    """The FIFO was replaced by a regular file, its reader got nothing."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    files.write_atomic(fifo, b"through the pipe\n")
+    reader.join(10)
+    assert got == [b"through the pipe\n"]
+    assert fifo.is_fifo() and sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]
+
+
+@pytest.mark.parametrize("form", ["/dev/fd/{fd}", "/proc/self/fd/{fd}", "link"])
+def test_write_atomic_writes_an_open_descriptor_where_it_stands(tmp_path, form):
+    """/dev/stdout of a log opened with >> replaced the log (its earlier lines lost)."""
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc/self/fd (Linux)")
+    log = tmp_path / "log.txt"
+    log.write_text("earlier line\n")
+    inode = log.stat().st_ino
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+    try:
+        path = form.format(fd=fd)
+        if form == "link":  # a link to the descriptor, as /dev/stdout is to /proc/self/fd/1
+            (tmp_path / "out").symlink_to(f"/proc/self/fd/{fd}")
+            path = tmp_path / "out"
+        files.write_atomic(path, "the table\n")
+    finally:
+        os.close(fd)
+    assert log.read_text() == "earlier line\nthe table\n" and log.stat().st_ino == inode
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["log.txt"] + (["out"] if form == "link" else []))
+
+
+def test_write_atomic_into_a_pipe_descriptor():
+    read, write = os.pipe()
+    try:
+        files.write_atomic(f"/dev/fd/{write}", b"x" * 1000)
+        os.close(write)
+        write = -1
+        with os.fdopen(read, "rb") as f:
+            read = -1
+            assert f.read() == b"x" * 1000
+    finally:
+        for fd in (read, write):
+            if fd >= 0:
+                os.close(fd)
+
+
+def test_cli_output_fifo_reaches_its_reader_and_stays_a_fifo(numeric, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
+    reader.start()
+    assert main(importance(numeric / "m.txt", numeric / "valid.csv", "--format", "csv",
+                           "--output", str(fifo))) == 0
+    reader.join(10)
+    assert got and got[0].startswith("feature,unbiased_gain")
+    assert fifo.is_fifo()
+
+
+def test_cli_output_dev_stdout_into_a_pipe_and_an_appended_log(numeric, tmp_path):
+    """--output /dev/stdout failed into a pipe and clobbered a log opened with >>."""
+    args = [sys.executable, "-m", "unbiased_criteria.cli",
+            *importance(numeric / "m.txt", numeric / "valid.csv", "--format", "csv",
+                        "--output", "/dev/stdout")]
+    res = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("feature,unbiased_gain")
+    log = tmp_path / "log.txt"
+    log.write_text("earlier line\n")
+    with open(log, "a") as f:
+        res = subprocess.run(args, stdout=f, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert log.read_text().startswith("earlier line\nfeature,unbiased_gain")
+    # prune's model to standard output: its summary goes to stderr, not after the model
+    res = subprocess.run([sys.executable, "-m", "unbiased_criteria.cli", "prune",
+                          str(numeric / "m.txt"), "--valid", str(numeric / "valid.csv"),
+                          "--label", "y", "--n-jobs", "1", "--output", "/dev/stdout"],
+                         capture_output=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert b"leaves before" in res.stderr and b"leaves before" not in res.stdout
+    pruned = lgb.Booster(model_str=res.stdout.decode())
+    assert pruned.num_trees() == 8
 
 
 # ------------------------------------------------------------ a plot format not writable

@@ -8,6 +8,8 @@ inputs.
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -141,7 +143,17 @@ def cmd_prune(args) -> int:
     before, after = result.leaves_before, result.leaves_after
     n_trees = len(result.forest.trees)
     share = after / before if before else 1.0
-    print(f"leaves before: {before}")
-    print(f"leaves after:  {after} ({share:.1%} kept, {n_trees} trees)")
-    print(f"wrote {output}")
+    # the model went to stdout (--output /dev/stdout): the summary must not follow it there
+    summary = sys.stderr if _is_stdout(args.output) else sys.stdout
+    print(f"leaves before: {before}", file=summary)
+    print(f"leaves after:  {after} ({share:.1%} kept, {n_trees} trees)", file=summary)
+    print(f"wrote {output}", file=summary)
     return 0
+
+
+def _is_stdout(path: str) -> bool:
+    """``path`` is the file or pipe standard output writes to."""
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno()))
+    except (OSError, AttributeError, ValueError):  # no stdout, or one with no descriptor
+        return False

@@ -136,7 +136,9 @@ def check_target(path: str | None, option: str,
 
 
 def write_output(text: str, output: str | None) -> None:
-    """``text`` to stdout (``output`` None or ``-``) or atomically to the file ``output``."""
+    """``text`` to stdout (``output`` None or ``-``) or to ``output`` with
+    :func:`~unbiased_criteria.files.write_atomic` (atomically to a regular file, in place to
+    a pipe, device or descriptor)."""
     if output is None or output == "-":
         sys.stdout.write(text)
         return
