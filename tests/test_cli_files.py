@@ -13,8 +13,10 @@ import gzip
 import io
 import lzma
 import os
+import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import zipfile
 
@@ -330,3 +332,38 @@ def test_plot_format_that_cannot_be_written_is_refused_before_any_work(
     line = one_error_line(out.err)
     assert f"--plot {target}: cannot be written in format 'pgf': " in line
     assert out.out == "" and list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------ SIGTERM while writing
+
+
+def test_sigterm_during_the_write_leaves_no_temporary_file(numeric, tmp_path):
+    """The temporary file .out.csv.XXXX.tmp stayed next to the target: SIGTERM's default
+    action ends the process without any cleanup."""
+    out = tmp_path / "out.csv"
+    out.write_text("the old table\n")
+    script = textwrap.dedent("""
+        import os, signal, sys
+        from unbiased_criteria import files
+        from unbiased_criteria.cli import main
+        real_fsync = os.fsync
+        def killed_while_syncing(fd):  # as `kill` during a slow disk's fsync
+            os.kill(os.getpid(), signal.SIGTERM)
+            real_fsync(fd)
+        files.os.fsync = killed_while_syncing
+        sys.exit(main(sys.argv[1:]))
+    """)
+    res = subprocess.run([sys.executable, "-c", script,
+                          *importance(numeric / "m.txt", numeric / "valid.csv", "--output",
+                                      str(out))],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 128 + signal.SIGTERM, (res.returncode, res.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
+    assert out.read_text() == "the old table\n"
+
+
+def test_the_signal_handlers_are_restored_after_the_command(numeric, capsys):
+    before = signal.getsignal(signal.SIGTERM)
+    assert main(importance(numeric / "m.txt", numeric / "valid.csv")) == 0
+    assert signal.getsignal(signal.SIGTERM) is before
+    capsys.readouterr()
