@@ -310,6 +310,39 @@ def test_cli_output_dev_stdout_into_a_pipe_and_an_appended_log(numeric, tmp_path
     assert pruned.num_trees() == 8
 
 
+# ------------------------------------------------------------ output paths that are no file
+
+
+def test_prune_output_dash_is_refused(numeric, tmp_path, capsys, monkeypatch):
+    """'-' passed the up-front checks as standard output, then a file '-' was written."""
+    monkeypatch.chdir(tmp_path)
+    args = ["prune", str(numeric / "m.txt"), "--valid", str(numeric / "valid.csv"),
+            "--label", "y", "--n-jobs", "1", "--output", "-"]
+    assert main(args) == 2
+    assert "--output -: prune writes a model file" in one_error_line(capsys.readouterr().err)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("option", ["prune --output", "--output", "--plot"])
+def test_output_path_ending_in_a_separator_is_a_folder(numeric, tmp_path, capsys, option):
+    """'newdir/' (no such folder) was written as a file 'newdir'."""
+    target = f"{tmp_path / 'newdir'}{os.sep}"
+    if option == "prune --output":
+        args = ["prune", str(numeric / "m.txt"), "--valid", str(numeric / "valid.csv"),
+                "--label", "y", "--output", target]
+    else:
+        if option == "--plot":
+            pytest.importorskip("matplotlib")
+        args = importance(numeric / "m.txt", numeric / "valid.csv", option, target)
+    assert main(args) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert f"{option.split()[-1]} {target}: names a folder" in line
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(IsADirectoryError):
+        files.write_atomic(target, "x")
+    assert list(tmp_path.iterdir()) == []
+
+
 # ------------------------------------------------------------ a plot format not writable
 
 

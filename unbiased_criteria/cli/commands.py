@@ -122,6 +122,9 @@ def cmd_prune(args) -> int:
     """``unbiased-criteria prune``: remove the splits with unbiased gain <= threshold."""
     from ..api import prune_forest
 
+    if args.output == "-":  # check_target lets "-" (stdout) through, as for the tables
+        raise InputError("--output -: prune writes a model file, give its name (standard "
+                         "output, '-', is for the tables of importance and select)")
     # --output may be MODEL (written atomically), never a data file
     check_target(args.output, "--output", {"--train": args.train, "--valid": args.valid})
     data = load_inputs(args)

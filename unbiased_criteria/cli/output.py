@@ -121,6 +121,9 @@ def check_target(path: str | None, option: str,
     target = Path(path)
     if target.is_dir():
         raise InputError(f"{option} {path}: is a directory")
+    if path.endswith(tuple(s for s in (os.sep, os.altsep) if s)):  # Path() drops it
+        raise InputError(f"{option} {path}: names a folder (it ends with {path[-1]!r}); give "
+                         "a file name")
     for name, source in (inputs or {}).items():
         if source is None or source == "-":
             continue
