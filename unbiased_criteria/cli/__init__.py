@@ -13,13 +13,18 @@ Input errors (:class:`~unbiased_criteria.errors.InputError` and the API's other
 ValueErrors, file errors) go to stderr as one line ``unbiased-criteria: error: ...``
 with exit code 2 (the traceback too with ``--debug``). Anything else is a bug: its traceback
 is shown and the exit code is 1. Warnings go to stderr as one line
-``unbiased-criteria: warning: ...``. Results go to stdout (or ``--output``).
+``unbiased-criteria: warning: ...``. Results go to stdout (or ``--output``). SIGTERM and
+SIGHUP end the command through ``SystemExit`` (exit code 128 + the signal's number), so that
+a file being written leaves no temporary file behind.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import sys
+import threading
 import traceback
 import warnings
 
@@ -49,6 +54,28 @@ def _user_message(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+def _exit_on_signal(signum, frame) -> None:
+    raise SystemExit(128 + signum)  # unwinds: write_atomic removes its temporary file
+
+
+@contextlib.contextmanager
+def _signals_exit():
+    """SIGTERM and SIGHUP raise SystemExit while the command runs (their default action ends
+    the process at once, leaving a half-written temporary file). An ignored signal stays
+    ignored (``nohup``); the previous handlers are restored after."""
+    previous = {}
+    if threading.current_thread() is threading.main_thread():  # signal() works only there
+        for name in ("SIGTERM", "SIGHUP"):
+            signum = getattr(signal, name, None)
+            if signum is not None and signal.getsignal(signum) is signal.SIG_DFL:
+                previous[signum] = signal.signal(signum, _exit_on_signal)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``unbiased-criteria`` console script.
 
@@ -63,6 +90,12 @@ def main(argv: list[str] | None = None) -> int:
         Exit status: 0 success; 2 usage or input error (:class:`InputError`, the API's other
         ValueErrors for bad input, file errors), one line on stderr; 1 a bug (any other
         exception), with its traceback.
+
+    Raises
+    ------
+    SystemExit
+        SIGTERM or SIGHUP arrived (code 128 + its number), after the file being written,
+        if any, was cleaned up.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -71,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     previous = warnings.showwarning
     warnings.showwarning = show_warning
     try:
-        return args.func(args)
+        with _signals_exit():
+            return args.func(args)
     except BrokenPipeError:  # e.g. piped into head
         sys.stderr.close()
         return 0

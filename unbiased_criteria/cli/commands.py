@@ -8,6 +8,8 @@ inputs.
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,11 +66,12 @@ def load_inputs(args) -> Inputs:
     _apply_params(mf, args.param)
     schema = model_schema(mf)
     train: tuple = (None, None, None)
+    columns = {"schema": schema, "label": args.label, "weight": args.weight}
     if args.train is not None:
-        train = prepare_data(read_table(args.train, "--train"), schema, args.label,
+        train = prepare_data(read_table(args.train, "--train", **columns), schema, args.label,
                              args.weight, "--train", args.train)
-    valid = prepare_data(read_table(args.valid, "--valid"), schema, args.label, args.weight,
-                         "--valid", args.valid)
+    valid = prepare_data(read_table(args.valid, "--valid", **columns), schema, args.label,
+                         args.weight, "--valid", args.valid)
     if train[0] is not None and same_rows(train[0], train[1], valid[0], valid[1]):
         raise InputError(
             "--valid holds the same rows as --train: the unbiased gain needs held-out rows "
@@ -119,6 +122,9 @@ def cmd_prune(args) -> int:
     """``unbiased-criteria prune``: remove the splits with unbiased gain <= threshold."""
     from ..api import prune_forest
 
+    if args.output == "-":  # check_target lets "-" (stdout) through, as for the tables
+        raise InputError("--output -: prune writes a model file, give its name (standard "
+                         "output, '-', is for the tables of importance and select)")
     # --output may be MODEL (written atomically), never a data file
     check_target(args.output, "--output", {"--train": args.train, "--valid": args.valid})
     data = load_inputs(args)
@@ -140,7 +146,17 @@ def cmd_prune(args) -> int:
     before, after = result.leaves_before, result.leaves_after
     n_trees = len(result.forest.trees)
     share = after / before if before else 1.0
-    print(f"leaves before: {before}")
-    print(f"leaves after:  {after} ({share:.1%} kept, {n_trees} trees)")
-    print(f"wrote {output}")
+    # the model went to stdout (--output /dev/stdout): the summary must not follow it there
+    summary = sys.stderr if _is_stdout(args.output) else sys.stdout
+    print(f"leaves before: {before}", file=summary)
+    print(f"leaves after:  {after} ({share:.1%} kept, {n_trees} trees)", file=summary)
+    print(f"wrote {output}", file=summary)
     return 0
+
+
+def _is_stdout(path: str) -> bool:
+    """``path`` is the file or pipe standard output writes to."""
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno()))
+    except (OSError, AttributeError, ValueError):  # no stdout, or one with no descriptor
+        return False

@@ -4,6 +4,11 @@ data tables (CSV or Parquet) matched to the model's features."""
 from __future__ import annotations
 
 import importlib.util
+import lzma
+import sys
+import zipfile
+import zlib
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -65,7 +70,45 @@ def _has_suffix(name: str, suffixes: tuple[str, ...]) -> bool:
     return any(name.endswith(s + c) for s in suffixes for c in _COMPRESSED)
 
 
-def read_table(path: str | Path, option: str = "data") -> pd.DataFrame:
+def _read_errors() -> tuple[type[BaseException], ...]:
+    """What pandas and its decompressors raise for a file that cannot be read: a parse error,
+    a truncated (``EOFError``) or corrupt compressed stream (``zlib.error``, ``LZMAError``,
+    ``BadZipFile``, ``OSError`` from gzip and bz2, zstandard's ``ZstdError``)."""
+    errors: list[type[BaseException]] = [ValueError, OSError, ImportError, EOFError,
+                                         zlib.error, lzma.LZMAError, zipfile.BadZipFile]
+    zstandard = sys.modules.get("zstandard")  # imported by pandas for a .zst file only
+    if zstandard is not None and isinstance(getattr(zstandard, "ZstdError", None), type):
+        errors.append(zstandard.ZstdError)
+    return tuple(errors)
+
+
+try:  # the values pandas reads as missing by default (no public name for them)
+    from pandas._libs.parsers import STR_NA_VALUES as _DEFAULT_NA
+except ImportError:  # pragma: no cover
+    _DEFAULT_NA = {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan",
+                   "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a",
+                   "nan", "null"}
+
+
+def _read_csv(p: Path, sep: str, header: list[str], text: set[str]) -> pd.DataFrame:
+    """The CSV with pandas' type guessing, except the columns ``text`` (names as pandas gives
+    them): read as written, only an empty field is missing, so that a category "NA" or "007"
+    stays one."""
+    if not text:
+        return pd.read_csv(p, sep=sep)
+    default = sorted(_DEFAULT_NA)
+    na_values: dict = {}
+    for i, name in enumerate(header):
+        # an unnamed column by its position (pandas names it "Unnamed: i")
+        key, pandas_name = (name, name) if name != "" else (i, f"Unnamed: {i}")
+        na_values[key] = [""] if pandas_name in text else default
+    return pd.read_csv(p, sep=sep, dtype={name: str for name in text},
+                       keep_default_na=False, na_values=na_values)
+
+
+def read_table(path: str | Path, option: str = "data", *, schema: Schema | None = None,
+               label: str | Iterable[str] | None = None, weight: str | None = None
+               ) -> pd.DataFrame:
     """Read a CSV (``.csv``, ``.tsv``, optionally compressed) or Parquet file by its suffix.
 
     Parameters
@@ -73,6 +116,13 @@ def read_table(path: str | Path, option: str = "data") -> pd.DataFrame:
     path : str or pathlib.Path
     option : str
         The command-line option that named the file, for error messages.
+    schema : Schema, optional
+        The model the rows are for: in a CSV file, the columns of its categorical features
+        that have stored categories are read as text (only an empty field is missing), to be
+        matched with those categories; pandas' guess would read a category "NA" as missing
+        and "01" as the number 1.
+    label, weight : str, list of str or None
+        The label and weight columns (not features), with ``schema``.
 
     Returns
     -------
@@ -81,7 +131,8 @@ def read_table(path: str | Path, option: str = "data") -> pd.DataFrame:
     Raises
     ------
     InputError
-        Missing, unreadable or empty file, unknown suffix.
+        Missing, unreadable (corrupt or truncated compressed file too) or empty file,
+        unknown suffix.
     """
     p = _readable_file(path, option)
     name = p.name.lower()
@@ -102,7 +153,11 @@ def read_table(path: str | Path, option: str = "data") -> pd.DataFrame:
             if repeated:
                 raise InputError(f"{option} {path}: column name(s) {short(repeated)} appear "
                                  "more than once in the header")
-            frame = pd.read_csv(p, sep=sep)
+            # the names pandas gives the columns, unnamed ones included (by position)
+            columns = [h if h != "" else f"Unnamed: {i}" for i, h in enumerate(header)]
+            text = set() if schema is None else \
+                _category_columns(columns, schema, label, weight)
+            frame = _read_csv(p, sep, header.tolist(), text)
         else:
             raise InputError(
                 f"{option} {path}: unknown data format; name the file *.csv, *.tsv or "
@@ -110,7 +165,7 @@ def read_table(path: str | Path, option: str = "data") -> pd.DataFrame:
             )
     except InputError:
         raise
-    except (ValueError, OSError, ImportError) as err:  # ParserError, ArrowInvalid, ...
+    except _read_errors() as err:  # ParserError, ArrowInvalid, a truncated .gz, ...
         raise InputError(f"{option} {path}: cannot be read: {first_line(err)}") from None
     if frame.shape[0] == 0:
         raise InputError(f"{option} {path}: has no rows")
@@ -145,6 +200,28 @@ def _is_text(s: pd.Series) -> bool:
         and not isinstance(s.dtype, pd.CategoricalDtype)
 
 
+def _feature_lookup(columns: list[str], schema: Schema) -> dict[str, str]:
+    """Feature name -> the data column that holds it (``schema.names`` is not None)."""
+    lookup = {c: c for c in columns}
+    if schema.stored_name is not None:  # the host may store a column's name changed
+        for c in columns:
+            lookup.setdefault(schema.stored_name(c), c)
+    return lookup
+
+
+def _category_columns(columns: list[str], schema: Schema,
+                      label: str | Iterable[str] | None, weight: str | None) -> set[str]:
+    """The data columns of the model's categorical features with stored categories (those
+    :func:`_match_columns` will pick; the others are checked there)."""
+    labels = {label} if isinstance(label, str) else set(label or ())
+    rest = [c for c in columns if c not in labels and c != weight]
+    stored = [i for i, categories in schema.categorical.items() if categories is not None]
+    if schema.names is None:
+        return {rest[i] for i in stored} if len(rest) == schema.n_features else set()
+    lookup = _feature_lookup(rest, schema)
+    return {lookup[schema.names[i]] for i in stored if schema.names[i] in lookup}
+
+
 def _match_columns(frame: pd.DataFrame, schema: Schema, option: str, path: str) -> list[str]:
     """The frame's columns in the model's feature order (all other columns are dropped)."""
     columns = list(frame.columns)
@@ -155,10 +232,7 @@ def _match_columns(frame: pd.DataFrame, schema: Schema, option: str, path: str) 
                 f"model has {schema.n_features} features (and no feature names to match by)"
             )
         return columns
-    lookup = {c: c for c in columns}
-    if schema.stored_name is not None:  # the host may store a column's name changed
-        for c in columns:
-            lookup.setdefault(schema.stored_name(c), c)
+    lookup = _feature_lookup(columns, schema)
     missing = [n for n in schema.names if n not in lookup]
     if missing:
         raise InputError(
@@ -188,7 +262,23 @@ def _coerce_like(values: pd.Series, categories: list) -> pd.Series:
     if all(isinstance(c, (int, float, np.number)) and not isinstance(c, bool)
            for c in categories):
         return pd.to_numeric(values, errors="coerce") if _is_text(values) else values
+    if all(isinstance(c, (bool, np.bool_)) for c in categories) and _is_text(values):
+        # read as text (read_table): the words pandas reads as booleans
+        words = {"true": True, "false": False}
+        return values.map(lambda v: words.get(v.lower(), v) if isinstance(v, str) else v,
+                          na_action="ignore").astype(object)
     return values
+
+
+def _true_false(s: pd.Series) -> bool:
+    """True/False values with missing ones: pandas reads such a CSV or Parquet column as
+    objects (``True``, ``False``, NaN or None), or as its ``boolean`` dtype."""
+    if isinstance(s.dtype, pd.BooleanDtype):
+        return True
+    if not pd.api.types.is_object_dtype(s.dtype):
+        return False
+    present = s.dropna()
+    return len(present) > 0 and all(isinstance(v, (bool, np.bool_)) for v in present)
 
 
 def _to_category(values: pd.Series, categories: list | None, column: str, option: str,
@@ -304,6 +394,8 @@ def prepare_data(frame: pd.DataFrame, schema: Schema, label: str | list[str],
         if i in schema.categorical:
             X[column] = _to_category(s, schema.categorical[i], column, option, path,
                                      schema.unseen_as_missing)
+        elif _true_false(s):  # 1/0 as without missing values (below); missing is NaN
+            X[column] = s.map({True: 1.0, False: 0.0}, na_action="ignore").astype(np.float64)
         elif _is_text(s):
             raise InputError(
                 f"{option} {path}: column {column!r} holds text, but the model treats it as "

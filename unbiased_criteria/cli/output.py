@@ -121,6 +121,9 @@ def check_target(path: str | None, option: str,
     target = Path(path)
     if target.is_dir():
         raise InputError(f"{option} {path}: is a directory")
+    if path.endswith(tuple(s for s in (os.sep, os.altsep) if s)):  # Path() drops it
+        raise InputError(f"{option} {path}: names a folder (it ends with {path[-1]!r}); give "
+                         "a file name")
     for name, source in (inputs or {}).items():
         if source is None or source == "-":
             continue
@@ -136,7 +139,9 @@ def check_target(path: str | None, option: str,
 
 
 def write_output(text: str, output: str | None) -> None:
-    """``text`` to stdout (``output`` None or ``-``) or atomically to the file ``output``."""
+    """``text`` to stdout (``output`` None or ``-``) or to ``output`` with
+    :func:`~unbiased_criteria.files.write_atomic` (atomically to a regular file, in place to
+    a pipe, device or descriptor)."""
     if output is None or output == "-":
         sys.stdout.write(text)
         return
@@ -149,11 +154,24 @@ def write_output(text: str, output: str | None) -> None:
 def check_plot_target(path: str | None, inputs: dict[str, str | None] | None = None) -> None:
     """:func:`check_target` for ``--plot``, and before any work: matplotlib is installed and
     writes the format of the file's suffix (both were found after the computation, once the
-    table was printed)."""
+    table was printed): a figure with text is saved in that format to memory, since a format
+    matplotlib lists may still need a program it does not have (``pgf``: LaTeX)."""
     if path is None:
         return
     check_target(path, "--plot", inputs)
-    _plot_format(path)
+    fmt = _plot_format(path)
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(1, 1))  # no pyplot: nothing to close, no backend switched
+    figure.add_subplot().set_title("x")  # with text: the pgf backend sets it with LaTeX
+    try:
+        figure.savefig(io.BytesIO(), format=fmt, bbox_inches="tight", dpi=10)
+    except (ValueError, RuntimeError, OSError, ImportError) as err:
+        import matplotlib
+
+        raise InputError(f"--plot {path}: cannot be written in format "
+                         f"{fmt or matplotlib.rcParams['savefig.format']!r}: "
+                         f"{first_line(err)}") from None
 
 
 def _plot_format(path: str) -> str | None:
@@ -187,7 +205,7 @@ def save_plot(report, path: str, title: str) -> None:
         write_atomic(path, buffer.getvalue())
     except OSError as err:  # its strerror: the message names our temporary file
         raise InputError(f"--plot {path}: cannot be written: {err.strerror or err}") from None
-    except ValueError as err:
+    except (ValueError, RuntimeError) as err:  # RuntimeError: LaTeX refused a name (pgf)
         raise InputError(f"--plot {path}: cannot be written: {first_line(err)}") from None
     finally:
         plt.close(ax.figure)
