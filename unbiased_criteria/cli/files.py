@@ -82,12 +82,9 @@ def _read_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
-try:  # the values pandas reads as missing by default (no public name for them)
-    from pandas._libs.parsers import STR_NA_VALUES as _DEFAULT_NA
-except ImportError:  # pragma: no cover
-    _DEFAULT_NA = {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan",
-                   "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a",
-                   "nan", "null"}
+#: the values pandas' read_csv reads as missing by default, as its documentation lists them
+_DEFAULT_NA = {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+               "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"}
 
 
 def _read_csv(p: Path, sep: str, header: list[str], text: set[str]) -> pd.DataFrame:
