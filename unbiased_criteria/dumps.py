@@ -26,9 +26,10 @@ from typing import Any, Literal
 import numpy as np
 
 from .errors import InputError
+from .model import UnsupportedModelError
 
 __all__ = ["Dump", "recognise_dump", "as_dump", "parse_dump_bytes", "significant_digits",
-           "printed_bounds"]
+           "printed_bounds", "refuse_linear_dump"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,29 @@ def _host_of(obj: Any) -> str | None:
         if isinstance(first, Mapping) and "nodeid" in first:
             return "xgboost"
     return None
+
+
+#: XGBoost's JSON dump of a gblinear model: one object of "bias" and "weight" lists
+_LINEAR = re.compile(r'^\s*\[?\s*\{\s*"bias"\s*:\s*\[')
+
+
+def _is_linear_dump(obj: Any) -> bool:
+    """Whether ``obj`` (a parsed dump, a list of ``get_dump`` strings or JSON text) is
+    XGBoost's dump of a gblinear model, which holds no tree."""
+    if isinstance(obj, Mapping):
+        return "bias" in obj and "weight" in obj and "nodeid" not in obj
+    if isinstance(obj, (list, tuple)):
+        return bool(obj) and _is_linear_dump(obj[0])
+    if isinstance(obj, bytes):
+        obj = obj[:4096].decode("utf-8", errors="replace")
+    return isinstance(obj, str) and bool(_LINEAR.match(obj)) and '"weight"' in obj
+
+
+def refuse_linear_dump(obj: Any) -> None:
+    """``UnsupportedModelError`` where ``obj`` is XGBoost's dump of a gblinear model."""
+    if _is_linear_dump(obj):
+        raise UnsupportedModelError("gblinear models have no trees to score (the dump holds "
+                                    "the bias and weights of XGBoost's linear booster)")
 
 
 def is_file(path: str | os.PathLike) -> bool:
@@ -112,6 +136,7 @@ def parse_dump_bytes(data: bytes, source: str, host_params: Mapping | None = Non
         raise InputError(f"{source}: not a valid JSON dump: {err}") from None
     host = _host_of(content)
     if host is None:
+        refuse_linear_dump(content)
         raise InputError(
             f"{source}: not a dumped model (expected LightGBM dump_model() JSON, a dict with "
             "'name': 'tree' and 'tree_info', or XGBoost get_dump(dump_format='json') JSON, a "
@@ -152,6 +177,11 @@ def as_dump(model: Any, host_params: Mapping | None = None) -> Any:
         return replace(model, host_params={**model.host_params, **(host_params or {})})
     host = recognise_dump(model)
     if host is None:
+        if isinstance(model, (Mapping, list, tuple, str)):
+            refuse_linear_dump(model)
+        if isinstance(model, (str, os.PathLike)) and is_file(model):
+            with open(model, "rb") as f:
+                refuse_linear_dump(f.read(4096))
         if isinstance(model, (str, os.PathLike)) and not is_file(model):
             shown = str(model) if len(str(model)) <= 100 else str(model)[:97] + "..."
             raise ValueError(f"model {shown}: no such file (a model given as a string is a "

@@ -386,7 +386,16 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
         lr = fp("learning_rate")
     else:  # no parameters block (hand-made model): the second iteration shows the rate
         lr = sizes[K][1] if len(sizes) > K else 1.0
-    add_bias = objective_name is not None and source.flag("boost_from_average")
+    # the first iteration's trees hold the init score where AddBias reset their shrinkage to
+    # 1 while the learning rate is not 1: decided from the trees, since boost_from_average is
+    # the last training stage's (a model continued, init_model=, with boost_from_average=False
+    # from one trained with it keeps the first stage's init score in its first trees)
+    first_reset = not forest_mode and lr != 1.0 and any(
+        shrinkage == 1.0 for L, shrinkage in sizes[:K] if L > 1)
+    bias_in_trees = (objective_name is not None and not source.flag("boost_from_average")
+                     and first_reset)
+    add_bias = objective_name is not None and (source.flag("boost_from_average")
+                                               or bias_in_trees)
     exact_bias = (
         add_bias and objective is not None and objective_name in MEAN_TYPE
         and score.l1 == 0 and score.max_delta_step == 0 and fp("scale_pos_weight") == 1
@@ -423,6 +432,17 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
             f"learning_rate={lr:g}, as lightgbm.reset_parameter leaves them): the first "
             "iteration's rate is not stored (its trees hold the init score at shrinkage 1), "
             "so pruning and refit_leaves keep the first iteration's trees as they are"
+        )
+    if bias_in_trees and scheduled:
+        notes.append(
+            "the model's parameters say boost_from_average=False (its last training stage's), "
+            "yet its first trees read shrinkage 1 where its learning rate is "
+            f"{lr:g}, and its later trees' shrinkage vary: they are read as holding the init "
+            "score an earlier stage with boost_from_average folded into them (continued "
+            "training, init_model=), which cannot be told from a first iteration grown at "
+            "learning rate 1 without one; if it was that, the first iteration's gradients, "
+            "gains and unbiased gains are not those of its training (pruning keeps its trees "
+            "as they are)"
         )
     n_iterations = len(trees) // max(K, 1)
     if 0 < best_iteration < n_iterations:

@@ -70,7 +70,14 @@ def _resolve_params(params, num_boost_round):
     if not isinstance(rounds, int | np.integer) or rounds <= 0:
         raise ValueError(f"num_boost_round must be a positive integer, got {rounds!r}")
     boosting = str(param_value(params, "boosting", "gbdt")).lower()
-    if boosting in ("rf", "random_forest", "dart"):
+    if boosting == "dart":
+        # DART grows each tree with random earlier trees dropped and rescales them: neither
+        # the hook nor the post-hoc replay can follow it
+        raise UnsupportedModelError("boosting='dart' is not supported by the training hook, "
+                                    "nor are trained DART models (their trees were grown "
+                                    "with random earlier trees dropped and rescaled "
+                                    "afterwards): use 'gbdt'")
+    if boosting in ("rf", "random_forest"):
         # a forest's trees are all fit at the init score: nothing for a round-by-round hook
         # to drive (its trained models are read post-hoc: uc.prune)
         raise UnsupportedModelError(f"boosting={boosting!r} is not supported by the training "

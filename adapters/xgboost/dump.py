@@ -38,7 +38,7 @@ from unbiased_criteria.dumps import Dump, as_dump
 from unbiased_criteria.errors import InputError
 from unbiased_criteria.gains import SplitScore
 from unbiased_criteria.ir_router import dense_features, make_ir_router, rows_near_thresholds
-from unbiased_criteria.model import Model, Router
+from unbiased_criteria.model import Model, Router, UnsupportedModelError
 from unbiased_criteria.trees import MISSING_NAN, Forest, Tree, make_tree
 
 __all__ = ["read_model", "make_router", "make_objective", "write_model", "dump_tree",
@@ -52,7 +52,7 @@ _OBJECTIVE_PARAMS = {
     "reg:pseudohubererror": {"huber_slope": 1.0},
     "reg:tweedie": {"tweedie_variance_power": 1.5}, "reg:quantileerror": {"quantile_alpha": 0.5},
 }
-_KNOWN = {"objective", "base_score", "num_class", "num_parallel_tree", "eta",
+_KNOWN = {"objective", "base_score", "num_class", "num_parallel_tree", "booster", "eta",
           "learning_rate", "lambda", "reg_lambda", "alpha", "reg_alpha", "max_delta_step",
           "feature_names", "n_features", "monotone_constraints",
           *(key for keys in _OBJECTIVE_PARAMS.values() for key in keys)}
@@ -82,6 +82,19 @@ def _params(dump: Dump) -> dict[str, Any]:
             train_param(key, params[key])
         except ValueError as err:
             raise InputError(f"host_params: {err}") from None
+    booster = params.get("booster", "gbtree")
+    if booster == "gblinear":
+        raise UnsupportedModelError("gblinear models have no trees to score")
+    if booster == "dart":
+        # get_dump leaves out DART's weight_drop: the leaves are not the trees' outputs
+        raise UnsupportedModelError(
+            "DART models cannot be replayed from a dump: get_dump leaves out each tree's "
+            "weight_drop, so the dumped leaves are not what the model adds, and the trees were "
+            "grown with random earlier trees dropped (a DART Booster or its model JSON whose "
+            "weight_drop are all 1 is read)")
+    if booster != "gbtree":
+        raise InputError(f"host_params: booster must be 'gbtree', 'dart' or 'gblinear', got "
+                         f"{booster!r}")
     missing = [k for k in ("objective", "base_score") if k not in params]
     if missing:
         raise InputError(

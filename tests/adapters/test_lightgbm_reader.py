@@ -689,3 +689,55 @@ def test_a_tab_in_a_feature_name_is_one_clear_error():
                            lightgbm.Dataset(X, y), 2)
     with pytest.raises(ValueError, match=r"feature names \['a\\tb'\] hold control characters"):
         uc.unbiased_importance(model, X, y, X, y)
+
+
+def _continued(first: dict, second: dict):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 5))
+    y = 5 + X[:, 0] + 0.5 * X[:, 1] ** 2 + rng.normal(size=3000)
+    Xv = rng.normal(size=(3000, 5))
+    yv = 5 + Xv[:, 0] + 0.5 * Xv[:, 1] ** 2 + rng.normal(size=3000)
+    p = dict(objective="regression", learning_rate=0.1, num_leaves=8, verbose=-1,
+             num_threads=1)
+    stage1 = lightgbm.train({**p, **first}, lightgbm.Dataset(X, y), 10)
+    model = lightgbm.train({**p, **second}, lightgbm.Dataset(X, y), 10, init_model=stage1)
+    same = lightgbm.train(p, lightgbm.Dataset(X, y), 10,
+                          init_model=lightgbm.train(p, lightgbm.Dataset(X, y), 10))
+    return model, same, X, y, Xv, yv
+
+
+def test_init_score_in_the_first_trees_is_read_from_the_trees_not_the_last_stage():
+    """Continued with boost_from_average=False from a model trained with it: the first tree
+    holds the init score (shrinkage 1) but the reader went by the last stage's parameter, so
+    refit_leaves at -inf moved LightGBM's predictions by 1.59 and tree 0's U changed."""
+    import warnings
+
+    import unbiased_criteria as uc
+
+    model, same, X, y, Xv, yv = _continued({}, {"boost_from_average": False})
+    read = adapter.read_model(model)
+    assert read.bias_from_labels and read.forest.trees[0].shrinkage == 0.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        refit = uc.prune(model, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True)
+        np.testing.assert_allclose(refit.predict(Xv), model.predict(Xv), rtol=0, atol=1e-9)
+        a = uc.unbiased_importance(model, X, y, Xv, yv, random_state=0).splits
+    b = uc.unbiased_importance(same, X, y, Xv, yv, random_state=0).splits
+    np.testing.assert_allclose(a[a.tree == 0].unbiased_gain, b[b.tree == 0].unbiased_gain,
+                               rtol=1e-9)
+
+
+def test_first_trees_without_init_score_under_boost_from_average_name_both_causes():
+    """First stage boost_from_average=False, continued with the default: the warning said the
+    model was trained from a Dataset init_score, which it was not (its replay is its
+    training: biased_gain matches LightGBM's split_gain)."""
+    import unbiased_criteria as uc
+
+    model, _, X, y, Xv, yv = _continued({"boost_from_average": False}, {})
+    with pytest.warns(UserWarning, match=r"first trees hold no init score.*either its first "
+                                         r"training stage ran with boost_from_average=False "
+                                         r".*or it was trained from given scores") as record:
+        s = uc.unbiased_importance(model, X, y, Xv, yv).splits
+    assert not any("it was trained from given scores (a Dataset init_score), which the model "
+                   "does not keep, so the replay" in str(w.message) for w in record)
+    np.testing.assert_allclose(s.biased_gain, s.host_gain, rtol=1e-5)

@@ -293,6 +293,10 @@ def test_bad_input_gives_one_clear_error():
         with pytest.raises(UnsupportedModelError, match=f"boosting='{boosting}' is not "
                                                         "supported by the training hook"):
             adapter.train({**BASE, "boosting": boosting}, lightgbm.Dataset(X, y))
+    # a trained DART model cannot be pruned either: its message does not say it can
+    with pytest.raises(UnsupportedModelError, match="nor are trained DART models") as error:
+        adapter.train({**BASE, "boosting": "dart"}, lightgbm.Dataset(X, y))
+    assert "prune" not in str(error.value)
     for bad in (-0.1, 1.0):
         with pytest.raises(ValueError, match=r"holdout_fraction must be in \[0, 1\)"):
             adapter.train(BASE, lightgbm.Dataset(X, y), holdout_fraction=bad)
