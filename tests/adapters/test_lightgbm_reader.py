@@ -662,13 +662,13 @@ def test_a_model_trained_from_a_dataset_init_score_is_said():
     assert adapter.read_model(given).init_score_unseen
     with pytest.warns(UserWarning, match="first trees hold no init score, where training "
                                          "from its labels would have added 3"):
-        uc.unbiased_importance(given, X, y, X[:300], y[:300])
+        uc.unbiased_importance(given, X, y, X[:300] + 1e-3, y[:300])
     balanced = np.tile([0.0, 1.0], 500)
     binary = lightgbm.train({**params, "objective": "binary"}, lightgbm.Dataset(X, balanced), 3)
     assert adapter.read_model(binary).init_score_unseen  # 0: nothing was added
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        report = uc.unbiased_importance(binary, X, balanced, X[:300], balanced[:300])
+        report = uc.unbiased_importance(binary, X, balanced, X[:300] + 1e-3, balanced[:300])
     s = report.splits
     np.testing.assert_allclose(s["biased_gain"], s["host_gain"], rtol=1e-5)
     plain = lightgbm.train(params, lightgbm.Dataset(X, y), 3)

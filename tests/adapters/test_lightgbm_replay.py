@@ -159,21 +159,22 @@ def test_is_unbalance_model_takes_its_objective_from_the_training_labels():
     read = adapter.read_model(booster)
     objective = adapter.make_objective("binary", read, y_train=y)
     assert objective.pos_weight * objective.neg_weight > 1.05  # the counts weigh the classes
+    Xv = X[:200] + 1e-3  # held-out rows (not training rows): needed, not what is tested
     with warnings.catch_warnings():  # the objective asked for is given: no warning asks again
         warnings.simplefilter("error")
-        report = uc.unbiased_importance(booster, X, y, X[:200], y[:200], objective=objective)
-        built = uc.unbiased_importance(booster, X, y, X[:200], y[:200])
+        report = uc.unbiased_importance(booster, X, y, Xv, y[:200], objective=objective)
+        built = uc.unbiased_importance(booster, X, y, Xv, y[:200])
     s = report.splits
     np.testing.assert_allclose(s["biased_gain"], s["host_gain"], rtol=1e-6)
     pd.testing.assert_frame_equal(built.splits, s)
-    pruned = uc.prune(booster, X, y, X[:200], y[:200], threshold=-np.inf)
+    pruned = uc.prune(booster, X, y, Xv, y[:200], threshold=-np.inf)
     np.testing.assert_allclose(pruned.predict(X, raw_score=True),
                                booster.predict(X, raw_score=True), rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="y_train=y_train"):
-        uc.unbiased_importance(booster, X, y, X[:200], y[:200], objective="binary")
+        uc.unbiased_importance(booster, X, y, Xv, y[:200], objective="binary")
     with pytest.raises(ValueError, match=r"pass the training rows \(X_train, y_train; --train "
                                          r"on the command line\), whose labels give the counts"):
-        uc.unbiased_importance(booster, None, None, X[:200], y[:200])
+        uc.unbiased_importance(booster, None, None, Xv, y[:200])
 
 
 def test_pyarrow_backed_columns_are_read_as_their_numpy_values():
@@ -190,20 +191,21 @@ def test_pyarrow_backed_columns_are_read_as_their_numpy_values():
     arrow = X.astype({"a": "float64[pyarrow]", "b": "int64[pyarrow]", "c": "bool[pyarrow]"})
     assert arrow["a"].isna().sum() == X["a"].isna().sum() > 0
     kept = arrow.copy()
+    # held-out rows: the training rows reversed, with other labels (not the training rows)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        got = uc.unbiased_importance(model, arrow, y, arrow.iloc[::-1], y[::-1],
+        got = uc.unbiased_importance(model, arrow, y, arrow.iloc[::-1], y[::-1] + 1,
                                      random_state=0).splits
-    want = uc.unbiased_importance(model, X, y, X.iloc[::-1], y[::-1], random_state=0).splits
+    want = uc.unbiased_importance(model, X, y, X.iloc[::-1], y[::-1] + 1, random_state=0).splits
     pd.testing.assert_frame_equal(got, want)
     np.testing.assert_allclose(got["biased_gain"], got["host_gain"], rtol=1e-5)
     pd.testing.assert_frame_equal(arrow, kept)
     # a frame whose column labels are integers (pandas' default) reads the same
     numbered, numbered_arrow = X.set_axis(range(3), axis=1), arrow.set_axis(range(3), axis=1)
     model = lightgbm.train({**BASE, "objective": "regression"}, lightgbm.Dataset(numbered, y), 5)
-    got = uc.unbiased_importance(model, numbered_arrow, y, numbered_arrow.iloc[::-1], y[::-1],
+    got = uc.unbiased_importance(model, numbered_arrow, y, numbered_arrow.iloc[::-1], y[::-1] + 1,
                                  random_state=0).splits
-    want = uc.unbiased_importance(model, numbered, y, numbered.iloc[::-1], y[::-1],
+    want = uc.unbiased_importance(model, numbered, y, numbered.iloc[::-1], y[::-1] + 1,
                                   random_state=0).splits
     pd.testing.assert_frame_equal(got, want)
 
