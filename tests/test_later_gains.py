@@ -141,3 +141,44 @@ def test_the_check_follows_the_unpruned_scores_exactly():
         _PrunedLaterGains.add = original
     assert len(seen) >= 10  # rebuilt trees were compared ...
     assert sum(c for _, c, _ in seen) > 50 and sum(o for _, _, o in seen) == 0  # ... and match
+
+
+def test_a_pruned_model_stores_its_own_gains_and_is_read_back_silently():
+    """A pruned model saved where its record is lost (LightGBM text, an XGBoost dump) was
+    warned of, and pruning it again refused: its later trees kept the gains they were grown
+    with, before the trees in front of them were pruned. The writers now store B at the
+    pruned model's own scores for those trees. Oracle: XGBoost's refresh updater, which
+    recomputes loss_chg at the model's own scores."""
+    lgb_model = lgb.train(LGB, lgb.Dataset(X, y), 40)
+    bst = xgb.train(XGB, xgb.DMatrix(X, y), 40)
+    X2, y2 = make(3000, 2)
+    for model in (lgb_model, bst):
+        pruned = uc.prune(model, X, y, Xv, yv, threshold=5.0)
+        if isinstance(model, lgb.Booster):
+            lost, params = lgb.Booster(model_str=pruned.model_to_string()), None
+        else:
+            lost = pruned.get_dump(dump_format="json", with_stats=True)
+            params = xgb_dump_params(bst)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            uc.unbiased_importance(lost, X, y, X2, y2, host_params=params)
+            uc.prune(lost, X, y, X2, y2, host_params=params, threshold=5.0)
+    refreshed = xgb.train({**XGB, "process_type": "update", "updater": "refresh",
+                           "refresh_leaf": False}, xgb.DMatrix(X, y), 40, xgb_model=pruned)
+
+    def gains(booster):
+        trees = [json.loads(t) for t in booster.get_dump(dump_format="json", with_stats=True)]
+        out = []
+        for tree in trees:
+            stack = [tree]
+            while stack:
+                node = stack.pop()
+                if "children" in node:
+                    out.append(node["gain"])
+                    stack.extend(node["children"])
+        return np.array(out)
+
+    ours, host = gains(pruned), gains(refreshed)
+    assert ours.size == host.size > 50
+    np.testing.assert_allclose(ours, host, rtol=2e-3, atol=1e-3 * np.abs(host).max())
+    assert not np.allclose(gains(bst)[:ours.size], ours)  # the gains did change

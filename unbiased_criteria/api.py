@@ -538,9 +538,9 @@ def check_later_gains(found: LaterGains, read: Model, needed_for: str,
             "random earlier trees left out, and rescaled afterwards; an XGBoost dump does not "
             "even hold the rescaling, weight_drop), a model continued from one of another "
             "boosting mode (init_model= / xgb_model= from a DART model), trees refreshed or "
-            "edited after training, or a model pruned by unbiased_criteria.prune and saved "
-            "where its record is lost (a LightGBM text model, a dump: its later trees keep "
-            "the gains of the unpruned model)")
+            "edited after training, or a model pruned by unbiased_criteria.prune without "
+            "training rows and saved where its record is lost (a LightGBM text model, a "
+            "dump: its later trees keep the gains of the unpruned model)")
     if needed_for == "prune":
         raise UnsupportedModelError(
             f"{what}; pruning would compute its new leaves from the wrong scores, so it is "
@@ -623,6 +623,30 @@ class _PrunedLaterGains:
         nodes = step.nodes_train
         move = step.tree.value.astype(dtype)[nodes] - new.value.astype(dtype)[old_to_new[nodes]]
         self.pending = move if self.pending is None else self.pending + move
+
+
+def _with_own_gains(trees, tree_iteration: np.ndarray, changed_at: int,
+                    own_gains: dict[int, tuple[np.ndarray, np.ndarray | None]]) -> list:
+    """The pruned trees, those of iterations after ``changed_at`` (the first iteration whose
+    pruning moved the training rows' scores) holding as their stored gain B at the pruned
+    model's own scores, as the replay computed it: the gains of the trees they were grown
+    with no longer fit the scores in front of them, and a pruned model saved where its record
+    is lost (a LightGBM text model, a dump) would fail :func:`check_later_gains` when read
+    again. The first iteration, and the trees before ``changed_at``, keep the host's."""
+    out = list(trees)
+    for index, (B, old_to_new) in own_gains.items():
+        if tree_iteration[index] <= changed_at:
+            continue
+        tree = out[index]
+        gain = np.full(tree.n_nodes, np.nan)
+        if old_to_new is None:
+            gain[:] = B
+        else:
+            kept = old_to_new >= 0
+            gain[old_to_new[kept]] = np.asarray(B)[kept]
+        gain[tree.is_leaf] = np.nan
+        out[index] = replace(tree, host_gain=gain)
+    return out
 
 
 def leaves_unchanged(tree, out) -> bool:
@@ -1027,6 +1051,7 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     n_first = _first_trees(prep.model.forest)
     first: list[tuple[np.ndarray, ...]] = []
     later = _PrunedLaterGains(prep)  # for check_later_gains
+    own_gains: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}  # B, old_to_new per tree
     workspace = Workspace()  # row arrays reused from tree to tree, for this call
 
     def visit(step: TreeStep):
@@ -1045,6 +1070,7 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
                          refit_leaves)
         if step.nodes_train is not None:
             later.moved(step, out)
+            own_gains[step.index] = (scores.biased, None if out is None else out[1])
         return out
 
     result = replay(prep.model, prep.objective, train=prep.train, valid=prep.valid,
@@ -1053,10 +1079,14 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
         _warn_unusable(np.concatenate(usable), np.concatenate(ks), np.concatenate(shares),
                        options.min_k, prep.valid.n_rows, extra_frames=extra_frames,
                        halves=prep.train is None)
-    if not (first and check_against_host(*map(np.concatenate, zip(*first)), prep.model,
-                                         extra_frames=extra_frames)):
+    first_warned = bool(first) and check_against_host(*map(np.concatenate, zip(*first)),
+                                                      prep.model, extra_frames=extra_frames)
+    if not first_warned:
         check_later_gains(sum_later_gains(later.parts), prep.model, "prune", extra_frames)
     forest = prep.model.forest
+    trees = result.trees
+    if later.changed_at is not None and not first_warned and not prep.model.warnings:
+        trees = _with_own_gains(trees, forest.tree_iteration, later.changed_at, own_gains)
     before = sum(t.n_leaves for t in forest.trees)
     after = sum(t.n_leaves for t in result.trees)
     log.info("pruning kept %d of %d leaves", after, before)
@@ -1066,6 +1096,6 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
         hashes = (prep.valid_hashes if prep.valid_hashes is not None
                   else row_hashes(X_valid, prep.valid.y))
         pruned_on += tuple({sketch(hashes)} - set(pruned_on))
-    return PruneResult(prep.adapter, forest.with_trees(result.trees), result, before, after,
+    return PruneResult(prep.adapter, forest.with_trees(trees), result, before, after,
                        prep.model.split_score, pruned_on)
 
