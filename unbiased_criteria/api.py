@@ -537,7 +537,8 @@ def check_later_gains(found: LaterGains, read: Model, needed_for: str,
             "its trees were grown from. Likely causes: DART (dropout: each tree was grown with "
             "random earlier trees left out, and rescaled afterwards; an XGBoost dump does not "
             "even hold the rescaling, weight_drop), a model continued from one of another "
-            "boosting mode (init_model= / xgb_model= from a DART model), trees refreshed or "
+            "boosting mode (init_model= / xgb_model= from a DART model), an objective= "
+            "other than the loss the trees were grown with, trees refreshed or "
             "edited after training, or a model pruned by unbiased_criteria.prune without "
             "training rows and saved where its record is lost (a LightGBM text model, a "
             "dump: its later trees keep the gains of the unpruned model)")
