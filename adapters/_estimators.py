@@ -1,5 +1,6 @@
 """What the LightGBM and XGBoost estimators share: the host ``fit`` with our ``train``, and the
-unbiased importance of the fitted model."""
+unbiased importance of the fitted model; and what every estimator of the library shares: a
+``fit`` that raises leaves the estimator as it was (:func:`unchanged_on_error`)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ from unbiased_criteria.adapters._compat import HostVersionError
 from unbiased_criteria.adapters._record import model_record
 
 from unbiased_criteria.errors import InputError
+from unbiased_criteria.options import GainOptions
 from unbiased_criteria.report import ImportanceReport
 from unbiased_criteria.validation import check_weight
 
 __all__ = ["with_train", "TrainingImportance", "IMPORTANCE_DOC", "check_fit_weights",
-           "fit_argument_names"]
+           "fit_argument_names", "unchanged_on_error", "check_unbiased_options"]
 
 #: what ``feature_importances_`` is, for the estimators' docstrings
 IMPORTANCE_DOC = (
@@ -79,6 +81,33 @@ def fit_argument_names(renames: Sequence[tuple[str, str]]) -> Iterator[None]:
         if renamed == text:
             raise
         raise type(err)(renamed) from None
+
+
+@contextmanager
+def unchanged_on_error(estimator: object) -> Iterator[None]:
+    """Run a ``fit`` so that, if it raises, ``estimator`` keeps the attributes it had before.
+
+    The hosts' ``fit`` (and the grower's input handling) set fitted attributes step by step:
+    the classes and their encoder, the feature count and names, the category mapping. A fit
+    refused midway would leave a fitted estimator's old model with a new data set's
+    attributes, which then predicts wrong labels or values without a word. The attributes
+    are put back as they were (the objects themselves: a fit makes new ones, it does not
+    change the old model's); a first fit that raises leaves the estimator unfitted.
+    """
+    saved = dict(estimator.__dict__)
+    try:
+        yield
+    except BaseException:  # KeyboardInterrupt too: the old model stays whole
+        estimator.__dict__.clear()
+        estimator.__dict__.update(saved)
+        raise
+
+
+def check_unbiased_options(estimator: object, names: Sequence[str]) -> None:
+    """The library's options of a hook estimator (``holdout_fraction``, ``n_draws``...),
+    checked as the training hook checks them, before ``fit`` touches anything: one
+    ``ValueError`` naming the option."""
+    GainOptions(**{name: getattr(estimator, name) for name in names})
 
 
 def _n_rows(X) -> int | None:

@@ -21,6 +21,7 @@ from sklearn.utils.validation import (
     column_or_1d,
     validate_data,
 )
+from unbiased_criteria.adapters._estimators import unchanged_on_error
 
 from unbiased_criteria.gains import SplitScore
 from unbiased_criteria.gbm import GBMParams, fit_gbm
@@ -232,7 +233,7 @@ class _UnbiasedGBM(BaseEstimator):
             index.append(int(item))
         return sorted(set(index))
 
-    def _fit(self, X, y_encoded, objective, objective_name, sample_weight, eval_set,
+    def _fit(self, X, y_encoded, objective, objective_name, params, sample_weight, eval_set,
              eval_sample_weight, eval_metric, encode, cat_index):
         names = getattr(self, "feature_names_in_", None)
         X = np.asarray(X, dtype=np.float64)
@@ -267,7 +268,6 @@ class _UnbiasedGBM(BaseEstimator):
                     raise ValueError(f"eval_sample_weight[{i}]: {exc}") from exc
             evals.append((f"valid_{i}", ex, ey, ew))
         metric = _check_metric(eval_metric, objective_name)
-        params = self._params()
         if params.early_stopping_rounds and not evals:
             raise ValueError("early_stopping_rounds needs an eval_set to stop on (as in "
                              "LightGBM and XGBoost)")
@@ -418,19 +418,22 @@ class UnbiasedGBMRegressor(RegressorMixin, _UnbiasedGBM):
 
     def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None,
             eval_metric=None, categorical_feature="auto"):
-        X, self._categories = _category_codes(X, None)
-        self._category_positions = _positions(X, self._categories)
-        cat_index = self._categorical_index(X, self._categories, categorical_feature)
-        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64,
-                             y_numeric=True)
+        # the parameters before the data: a refused fit leaves a fitted model as it was
+        params = self._params()
         name = _REGRESSION.get(self.objective or "regression")
         if name is None:
             raise ValueError(
                 f"objective: expected one of {sorted(_REGRESSION)} or None, "
                 f"got {self.objective!r}")
-        objective = make_objective(name)
-        return self._fit(X, y, objective, name, sample_weight, eval_set, eval_sample_weight,
-                         eval_metric, lambda v: v, cat_index)
+        with unchanged_on_error(self):  # and so does a fit refused on its data
+            X, self._categories = _category_codes(X, None)
+            self._category_positions = _positions(X, self._categories)
+            cat_index = self._categorical_index(X, self._categories, categorical_feature)
+            X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64,
+                                 y_numeric=True)
+            objective = make_objective(name)
+            return self._fit(X, y, objective, name, params, sample_weight, eval_set,
+                             eval_sample_weight, eval_metric, lambda v: v, cat_index)
 
     def predict(self, X) -> np.ndarray:
         raw = self._raw(X)
@@ -446,6 +449,17 @@ class UnbiasedGBMClassifier(ClassifierMixin, _UnbiasedGBM):
 
     def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None,
             eval_metric=None, categorical_feature="auto"):
+        # the parameters before the data: a refused fit leaves a fitted model as it was
+        params = self._params()
+        if self.objective not in (None, "binary", "multiclass"):
+            raise ValueError(
+                f"objective: expected 'binary', 'multiclass' or None, got {self.objective!r}")
+        with unchanged_on_error(self):  # and so does a fit refused on its data
+            return self._fit_classes(X, y, params, sample_weight, eval_set,
+                                     eval_sample_weight, eval_metric, categorical_feature)
+
+    def _fit_classes(self, X, y, params, sample_weight, eval_set, eval_sample_weight,
+                     eval_metric, categorical_feature):
         X, self._categories = _category_codes(X, None)
         self._category_positions = _positions(X, self._categories)
         cat_index = self._categorical_index(X, self._categories, categorical_feature)
@@ -457,9 +471,6 @@ class UnbiasedGBMClassifier(ClassifierMixin, _UnbiasedGBM):
         K = self.classes_.size
         if K < 2:
             raise ValueError(f"y: expected at least 2 classes, got {K} class")
-        if self.objective not in (None, "binary", "multiclass"):
-            raise ValueError(
-                f"objective: expected 'binary', 'multiclass' or None, got {self.objective!r}")
         if K == 2:
             name, objective = "binary_logistic", make_objective("binary_logistic")
         else:
@@ -476,8 +487,8 @@ class UnbiasedGBMClassifier(ClassifierMixin, _UnbiasedGBM):
                 raise ValueError("eval_set: labels not seen in y")
             return idx.astype(np.float64)
 
-        return self._fit(X, y_enc.astype(np.float64), objective, name, sample_weight, eval_set,
-                         eval_sample_weight, eval_metric, encode, cat_index)
+        return self._fit(X, y_enc.astype(np.float64), objective, name, params, sample_weight,
+                         eval_set, eval_sample_weight, eval_metric, encode, cat_index)
 
     def predict_proba(self, X) -> np.ndarray:
         raw = self._raw(X)
