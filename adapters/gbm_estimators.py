@@ -304,7 +304,21 @@ class _UnbiasedGBM(BaseEstimator):
     # -- importance ----------------------------------------------------------------------
     @property
     def feature_importances_(self) -> np.ndarray:
-        """Per feature, the sum of the unbiased gain ``U`` on D1' over every candidate scored.
+        """Per feature, the unbiased importance clipped at 0: ``max(0, unbiased_gain_)``.
+
+        A feature whose candidates' ``U`` sum to a negative total showed no evidence of use
+        on held-out rows: 0, as scikit-learn's importances are non-negative. Its tools read
+        ``feature_importances_`` as a magnitude (``SelectFromModel`` takes ``abs``, ``RFE``
+        the square): the signed sums, where noise features are strongly negative, would
+        make them keep the noise. The signed sums: ``unbiased_gain_``; with standard errors
+        and ``select()``: ``importance_report_``. NaN for ``criterion="biased"``.
+        """
+        return np.maximum(self.unbiased_gain_, 0.0)  # NaN stays NaN
+
+    @property
+    def unbiased_gain_(self) -> np.ndarray:
+        """Per feature, the signed sum of the unbiased gain ``U`` on D1' over every candidate
+        scored.
 
         At every node searched, each feature's best threshold (found on D) is scored with
         ``U`` on D1' before anything is decided, and every such ``U`` is summed, chosen or not
@@ -330,7 +344,7 @@ class _UnbiasedGBM(BaseEstimator):
 
         ``unbiased_gain``: U on D1'; ``biased_gain``: B on D; ``chosen``: the node's candidate
         of largest U on D1'; ``decision_gain``: its U on D2'; ``split``: whether the node
-        split on it. ``to_frame()`` sums per feature (``feature_importances_``);
+        split on it. ``to_frame()`` sums per feature (``unbiased_gain_``);
         ``std_error`` is a block jackknife over the training rows (``n_blocks`` blocks fixed
         for the run, each replicate leaving one block out of every D1' ratio), so
         ``select()`` works; NaN with ``n_blocks < 2``. Refused with
