@@ -417,21 +417,77 @@ class UnbiasedGBMRegressor(RegressorMixin, _UnbiasedGBM):
 
     Every tree grows on the sub-training rows D (thresholds), chooses each node's feature
     by the unbiased gain on D1' and splits only if that gain on D2' is > 0; leaf values are
-    the Newton steps of all training rows. Parameters as LightGBM's ``LGBMRegressor`` where
-    they mean the same; ``objective`` ``"regression"`` (default) or ``"poisson"``.
+    the Newton steps of all training rows.
 
-    Other parameters: ``ratios`` (|D| : |D1'| : |D2'|, or |D| : |D1'| with D2' = D1'),
-    ``redraw`` (a new split of the rows every iteration), ``criterion`` (``"biased"``: an
-    ordinary histogram GBDT on all rows), ``min_k`` (fewest drawn validation rows per child
-    for a usable U), ``early_stopping_rounds`` (on the last ``eval_set``), ``n_blocks``
-    (jackknife blocks for the importance's standard errors; 0: none). ``n_jobs`` is accepted
-    for compatibility and ignored (one thread; a value other than None or 1 warns).
-    ``fit(..., categorical_feature=[...])`` names columns of integer codes to split by
-    category sets (pandas categoricals are found alone).
+    Parameters
+    ----------
+    objective : {"regression", "poisson"} or None, default None
+        The loss (None: ``"regression"``, squared error; ``"l2"`` and ``"squared_error"``
+        are its aliases). The classifier infers binary or multiclass log loss.
+    n_estimators, learning_rate, num_leaves, max_depth, min_child_samples, \
+min_child_weight, min_split_gain, reg_alpha, reg_lambda, max_delta_step, max_bin
+        As LightGBM's ``LGBMRegressor`` (defaults 100, 0.1, 31, -1, 20, 1e-3, 0, 0, 0, 0,
+        255; ``max_depth <= 0``: no limit).
+    ratios : tuple of 2 or 3 positive numbers, default (1, 1, 1)
+        |D| : |D1'| : |D2'|, or |D| : |D1'| with D2' = D1'.
+    redraw : bool, default True
+        A new split of the rows every iteration.
+    criterion : {"unbiased", "biased"}, default "unbiased"
+        ``"biased"``: an ordinary histogram GBDT on all rows (no importance).
+    min_k : int, default 5
+        Fewest drawn validation rows per child for a usable ``U``.
+    early_stopping_rounds : int or None, default None
+        Stop when the metric on the last ``eval_set`` has not improved for this many rounds.
+    n_blocks : int, default 0
+        Jackknife blocks for the importance's standard errors (0: none; 1 is refused).
+    random_state : int, numpy Generator or RandomState, or None, default None
+        Seeds the row splits (None: 0, the same trees every fit).
+    n_jobs : int or None, default None
+        Accepted for compatibility and ignored (one thread; a value other than None or 1
+        warns).
+
+    Attributes
+    ----------
+    feature_importances_ : ndarray of shape (n_features,)
+        The unbiased importance clipped at 0, ``max(0, unbiased_gain_)``.
+    unbiased_gain_ : ndarray of shape (n_features,)
+        Per feature, the signed sum of ``U`` on D1' over every candidate scored.
+    importance_report_ : ImportanceReport
+        Every candidate scored, with standard errors when ``n_blocks >= 2``.
     """
 
     def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None,
             eval_metric=None, categorical_feature="auto"):
+        """Grow the trees on ``X, y``.
+
+        Parameters
+        ----------
+        X : array-like or pandas.DataFrame of shape (n_samples, n_features)
+            Numbers, booleans or pandas categoricals (split by category sets); NaN is
+            missing.
+        y : array-like of shape (n_samples,)
+            The target (the classifier: any labels, two classes or more).
+        sample_weight : array-like of shape (n_samples,) or None
+            Non-negative row weights.
+        eval_set : list of (X, y) pairs, or one pair, or None
+            Evaluation sets (``evals_result_``; early stopping watches the last).
+        eval_sample_weight : list of array-like or None
+            One weight array (or None) per evaluation set.
+        eval_metric : str or None
+            One of LightGBM's metric names that fits the objective (None: the objective's).
+        categorical_feature : "auto" or list of int or str, default "auto"
+            Columns of non-negative integer codes to split by category sets, by position or
+            name ("auto": pandas categorical columns only, which are always found).
+
+        Returns
+        -------
+        self
+        """
+        return self._fit_checked(X, y, sample_weight, eval_set, eval_sample_weight,
+                                 eval_metric, categorical_feature)
+
+    def _fit_checked(self, X, y, sample_weight, eval_set, eval_sample_weight, eval_metric,
+                     categorical_feature):
         # the parameters before the data: a refused fit leaves a fitted model as it was
         params = self._params()
         name = _REGRESSION.get(self.objective or "regression")
@@ -457,12 +513,44 @@ class UnbiasedGBMRegressor(RegressorMixin, _UnbiasedGBM):
 class UnbiasedGBMClassifier(ClassifierMixin, _UnbiasedGBM):
     """Classification with the paper's unbiased split rule (binary or multiclass log loss).
 
-    See :class:`UnbiasedGBMRegressor` for the rule and the parameters; ``objective`` is
-    inferred (``"binary"`` for two classes, ``"multiclass"`` for more).
+    See :class:`UnbiasedGBMRegressor` for the rule.
+
+    Parameters
+    ----------
+    objective : {"binary", "multiclass"} or None, default None
+        None: inferred (``"binary"`` for two classes, ``"multiclass"`` for more).
+    n_estimators, learning_rate, num_leaves, max_depth, min_child_samples, \
+min_child_weight, min_split_gain, reg_alpha, reg_lambda, max_delta_step, max_bin, ratios, \
+redraw, criterion, min_k, early_stopping_rounds, n_blocks, random_state, n_jobs
+        As in :class:`UnbiasedGBMRegressor`.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The labels given to ``fit``, sorted (``predict_proba``'s columns).
+    feature_importances_ : ndarray of shape (n_features,)
+        The unbiased importance clipped at 0, ``max(0, unbiased_gain_)``.
+    unbiased_gain_ : ndarray of shape (n_features,)
+        Per feature, the signed sum of ``U`` on D1' over every candidate scored.
+    importance_report_ : ImportanceReport
+        Every candidate scored, with standard errors when ``n_blocks >= 2``.
     """
 
     def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None,
             eval_metric=None, categorical_feature="auto"):
+        """Grow the trees on ``X, y``; see :meth:`UnbiasedGBMRegressor.fit`.
+
+        Parameters
+        ----------
+        X, y, sample_weight, eval_set, eval_sample_weight, eval_metric, \
+categorical_feature
+            As in :meth:`UnbiasedGBMRegressor.fit` (``y``: any labels of two classes or
+            more; ``eval_set`` labels must be among them).
+
+        Returns
+        -------
+        self
+        """
         # the parameters before the data: a refused fit leaves a fitted model as it was
         params = self._params()
         if self.objective not in (None, "binary", "multiclass"):
