@@ -1,5 +1,6 @@
 """What the LightGBM and XGBoost estimators share: the host ``fit`` with our ``train``, and the
-unbiased importance of the fitted model."""
+unbiased importance of the fitted model; and what every estimator of the library shares: a
+``fit`` that raises leaves the estimator as it was (:func:`unchanged_on_error`)."""
 
 from __future__ import annotations
 
@@ -17,17 +18,24 @@ from unbiased_criteria.adapters._compat import HostVersionError
 from unbiased_criteria.adapters._record import model_record
 
 from unbiased_criteria.errors import InputError
+from unbiased_criteria.options import GainOptions
 from unbiased_criteria.report import ImportanceReport
 from unbiased_criteria.validation import check_weight
 
 __all__ = ["with_train", "TrainingImportance", "IMPORTANCE_DOC", "check_fit_weights",
-           "fit_argument_names"]
+           "fit_argument_names", "unchanged_on_error", "check_unbiased_options"]
 
-#: what ``feature_importances_`` is, for the estimators' docstrings
+#: what ``feature_importances_`` and ``unbiased_gain_`` are, for the estimators' docstrings
 IMPORTANCE_DOC = (
-    "The unbiased importance: per feature, the sum of ``U`` over every split scored during\n"
-    "        training, kept or not (the kept splits alone would be a winner's-curse sample).\n"
-    "        ``importance_type`` does not change it (the host's importances are the Booster's)."
+    "The unbiased importance, clipped at 0: per feature, ``max(0, unbiased_gain_)`` (a\n"
+    "        negative total is no evidence the model uses the feature). scikit-learn's\n"
+    "        ``SelectFromModel`` and ``RFE`` read it as a magnitude (``abs``, square), so the\n"
+    "        signed sum would rank strongly negative noise features first.\n"
+    "        ``importance_type`` does not change it (the host's importances are the Booster's).\n"
+    "    unbiased_gain_ : ndarray of shape (n_features,)\n"
+    "        The signed sum: per feature, ``U`` summed over every split scored during\n"
+    "        training, kept or not (the kept splits alone would be a winner's-curse sample);\n"
+    "        ``importance_report_`` has it with standard errors."
 )
 
 
@@ -81,6 +89,33 @@ def fit_argument_names(renames: Sequence[tuple[str, str]]) -> Iterator[None]:
         raise type(err)(renamed) from None
 
 
+@contextmanager
+def unchanged_on_error(estimator: object) -> Iterator[None]:
+    """Run a ``fit`` so that, if it raises, ``estimator`` keeps the attributes it had before.
+
+    The hosts' ``fit`` (and the grower's input handling) set fitted attributes step by step:
+    the classes and their encoder, the feature count and names, the category mapping. A fit
+    refused midway would leave a fitted estimator's old model with a new data set's
+    attributes, which then predicts wrong labels or values without a word. The attributes
+    are put back as they were (the objects themselves: a fit makes new ones, it does not
+    change the old model's); a first fit that raises leaves the estimator unfitted.
+    """
+    saved = dict(estimator.__dict__)
+    try:
+        yield
+    except BaseException:  # KeyboardInterrupt too: the old model stays whole
+        estimator.__dict__.clear()
+        estimator.__dict__.update(saved)
+        raise
+
+
+def check_unbiased_options(estimator: object, names: Sequence[str]) -> None:
+    """The library's options of a hook estimator (``holdout_fraction``, ``n_draws``...),
+    checked as the training hook checks them, before ``fit`` touches anything: one
+    ``ValueError`` naming the option."""
+    GainOptions(**{name: getattr(estimator, name) for name in names})
+
+
 def _n_rows(X) -> int | None:
     """Rows of a fit input (array, frame, sparse matrix, list), or None if it cannot tell."""
     shape = getattr(X, "shape", None)
@@ -111,7 +146,8 @@ def check_fit_weights(weight, eval_weights, weight_name: str, eval_name: str, X=
 
 
 class TrainingImportance:
-    """``feature_importances_`` and ``training_splits_`` from the fitted Booster's record.
+    """``feature_importances_``, ``unbiased_gain_``, ``importance_report_`` and
+    ``training_splits_`` from the fitted Booster's record.
 
     Mixed into the estimators before the host's model class; ``_not_fitted_error`` is the
     host's exception for an unfitted estimator, ``_host_booster()`` the fitted Booster (through
@@ -136,8 +172,22 @@ class TrainingImportance:
 
     @property
     def feature_importances_(self) -> np.ndarray:
-        """Unbiased importance of each feature: the sum of ``U`` over every split scored
-        during training, kept or not.
+        """Unbiased importance of each feature, clipped at 0: ``max(0, unbiased_gain_)``.
+
+        A feature whose ``U`` sums to a negative total showed no evidence of use on held-out
+        rows: 0, as scikit-learn's importances are non-negative. Its tools read
+        ``feature_importances_`` as a magnitude (``SelectFromModel`` takes ``abs``, ``RFE``
+        the square): the signed sums, where noise features are strongly negative, would
+        make them keep the noise. The signed sums: ``unbiased_gain_``; with standard errors
+        and ``select()``: ``importance_report_``. NaN for every feature when nothing could
+        be scored (see ``unbiased_gain_``).
+        """
+        return np.maximum(self._unbiased_gain(stacklevel=3), 0.0)  # NaN stays NaN
+
+    @property
+    def unbiased_gain_(self) -> np.ndarray:
+        """Per feature, the signed sum of ``U`` over every split scored during training,
+        kept or not.
 
         ``U`` is each split's unbiased gain on that round's held-out rows, measured before
         pruning decided on it, so it is unbiased for the split's gain on new data and the sum
@@ -146,21 +196,25 @@ class TrainingImportance:
         measured it (the winner's curse: continuous noise then outranks informative
         features). Not normalised; NaN for every feature when nothing could be scored
         (``prune_threshold=None``, ``holdout_fraction=0``, no held-out row), 0 when the host
-        made no split. Standard errors and
-        ``select()``: ``training_report(model)``.
+        made no split. ``importance_report_.to_frame()["unbiased_gain"]`` is the same sum,
+        with standard errors and ``select()``.
         """
+        return self._unbiased_gain(stacklevel=3)
+
+    def _unbiased_gain(self, stacklevel: int) -> np.ndarray:
+        """``unbiased_gain_``; ``stacklevel`` points the NaN warning at the caller."""
         record = self._training_record()
         if not record.scored:
             warnings.warn(
                 "feature_importances_ is NaN: no split was scored during training "
                 f"(prune_threshold={self.prune_threshold!r}, "
                 f"holdout_fraction={self.holdout_fraction!r}); the host's importances: "
-                "get_booster() / booster_", UserWarning, stacklevel=2)
+                "get_booster() / booster_", UserWarning, stacklevel=stacklevel)
         return record.importances()
 
     @property
     def importance_report_(self) -> ImportanceReport:
-        """The importance of ``feature_importances_`` as an :class:`ImportanceReport`: every
+        """The importance of ``unbiased_gain_`` as an :class:`ImportanceReport`: every
         split scored during training (``splits``; ``kept`` says which are in the model),
         with block-jackknife standard errors over the training rows, so ``to_frame()`` and
         ``select()`` work; the same object as post-hoc importance and the native grower's

@@ -21,6 +21,7 @@ from sklearn.utils.validation import (
     column_or_1d,
     validate_data,
 )
+from unbiased_criteria.adapters._estimators import unchanged_on_error
 
 from unbiased_criteria.gains import SplitScore
 from unbiased_criteria.gbm import GBMParams, fit_gbm
@@ -232,7 +233,7 @@ class _UnbiasedGBM(BaseEstimator):
             index.append(int(item))
         return sorted(set(index))
 
-    def _fit(self, X, y_encoded, objective, objective_name, sample_weight, eval_set,
+    def _fit(self, X, y_encoded, objective, objective_name, params, sample_weight, eval_set,
              eval_sample_weight, eval_metric, encode, cat_index):
         names = getattr(self, "feature_names_in_", None)
         X = np.asarray(X, dtype=np.float64)
@@ -267,7 +268,6 @@ class _UnbiasedGBM(BaseEstimator):
                     raise ValueError(f"eval_sample_weight[{i}]: {exc}") from exc
             evals.append((f"valid_{i}", ex, ey, ew))
         metric = _check_metric(eval_metric, objective_name)
-        params = self._params()
         if params.early_stopping_rounds and not evals:
             raise ValueError("early_stopping_rounds needs an eval_set to stop on (as in "
                              "LightGBM and XGBoost)")
@@ -304,7 +304,21 @@ class _UnbiasedGBM(BaseEstimator):
     # -- importance ----------------------------------------------------------------------
     @property
     def feature_importances_(self) -> np.ndarray:
-        """Per feature, the sum of the unbiased gain ``U`` on D1' over every candidate scored.
+        """Per feature, the unbiased importance clipped at 0: ``max(0, unbiased_gain_)``.
+
+        A feature whose candidates' ``U`` sum to a negative total showed no evidence of use
+        on held-out rows: 0, as scikit-learn's importances are non-negative. Its tools read
+        ``feature_importances_`` as a magnitude (``SelectFromModel`` takes ``abs``, ``RFE``
+        the square): the signed sums, where noise features are strongly negative, would
+        make them keep the noise. The signed sums: ``unbiased_gain_``; with standard errors
+        and ``select()``: ``importance_report_``. NaN for ``criterion="biased"``.
+        """
+        return np.maximum(self.unbiased_gain_, 0.0)  # NaN stays NaN
+
+    @property
+    def unbiased_gain_(self) -> np.ndarray:
+        """Per feature, the signed sum of the unbiased gain ``U`` on D1' over every candidate
+        scored.
 
         At every node searched, each feature's best threshold (found on D) is scored with
         ``U`` on D1' before anything is decided, and every such ``U`` is summed, chosen or not
@@ -330,7 +344,7 @@ class _UnbiasedGBM(BaseEstimator):
 
         ``unbiased_gain``: U on D1'; ``biased_gain``: B on D; ``chosen``: the node's candidate
         of largest U on D1'; ``decision_gain``: its U on D2'; ``split``: whether the node
-        split on it. ``to_frame()`` sums per feature (``feature_importances_``);
+        split on it. ``to_frame()`` sums per feature (``unbiased_gain_``);
         ``std_error`` is a block jackknife over the training rows (``n_blocks`` blocks fixed
         for the run, each replicate leaving one block out of every D1' ratio), so
         ``select()`` works; NaN with ``n_blocks < 2``. Refused with
@@ -403,34 +417,93 @@ class UnbiasedGBMRegressor(RegressorMixin, _UnbiasedGBM):
 
     Every tree grows on the sub-training rows D (thresholds), chooses each node's feature
     by the unbiased gain on D1' and splits only if that gain on D2' is > 0; leaf values are
-    the Newton steps of all training rows. Parameters as LightGBM's ``LGBMRegressor`` where
-    they mean the same; ``objective`` ``"regression"`` (default) or ``"poisson"``.
+    the Newton steps of all training rows.
 
-    Other parameters: ``ratios`` (|D| : |D1'| : |D2'|, or |D| : |D1'| with D2' = D1'),
-    ``redraw`` (a new split of the rows every iteration), ``criterion`` (``"biased"``: an
-    ordinary histogram GBDT on all rows), ``min_k`` (fewest drawn validation rows per child
-    for a usable U), ``early_stopping_rounds`` (on the last ``eval_set``), ``n_blocks``
-    (jackknife blocks for the importance's standard errors; 0: none). ``n_jobs`` is accepted
-    for compatibility and ignored (one thread; a value other than None or 1 warns).
-    ``fit(..., categorical_feature=[...])`` names columns of integer codes to split by
-    category sets (pandas categoricals are found alone).
+    Parameters
+    ----------
+    objective : {"regression", "poisson"} or None, default None
+        The loss (None: ``"regression"``, squared error; ``"l2"`` and ``"squared_error"``
+        are its aliases). The classifier infers binary or multiclass log loss.
+    n_estimators, learning_rate, num_leaves, max_depth, min_child_samples, \
+min_child_weight, min_split_gain, reg_alpha, reg_lambda, max_delta_step, max_bin
+        As LightGBM's ``LGBMRegressor`` (defaults 100, 0.1, 31, -1, 20, 1e-3, 0, 0, 0, 0,
+        255; ``max_depth <= 0``: no limit).
+    ratios : tuple of 2 or 3 positive numbers, default (1, 1, 1)
+        |D| : |D1'| : |D2'|, or |D| : |D1'| with D2' = D1'.
+    redraw : bool, default True
+        A new split of the rows every iteration.
+    criterion : {"unbiased", "biased"}, default "unbiased"
+        ``"biased"``: an ordinary histogram GBDT on all rows (no importance).
+    min_k : int, default 5
+        Fewest drawn validation rows per child for a usable ``U``.
+    early_stopping_rounds : int or None, default None
+        Stop when the metric on the last ``eval_set`` has not improved for this many rounds.
+    n_blocks : int, default 0
+        Jackknife blocks for the importance's standard errors (0: none; 1 is refused).
+    random_state : int, numpy Generator or RandomState, or None, default None
+        Seeds the row splits (None: 0, the same trees every fit).
+    n_jobs : int or None, default None
+        Accepted for compatibility and ignored (one thread; a value other than None or 1
+        warns).
+
+    Attributes
+    ----------
+    feature_importances_ : ndarray of shape (n_features,)
+        The unbiased importance clipped at 0, ``max(0, unbiased_gain_)``.
+    unbiased_gain_ : ndarray of shape (n_features,)
+        Per feature, the signed sum of ``U`` on D1' over every candidate scored.
+    importance_report_ : ImportanceReport
+        Every candidate scored, with standard errors when ``n_blocks >= 2``.
     """
 
     def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None,
             eval_metric=None, categorical_feature="auto"):
-        X, self._categories = _category_codes(X, None)
-        self._category_positions = _positions(X, self._categories)
-        cat_index = self._categorical_index(X, self._categories, categorical_feature)
-        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64,
-                             y_numeric=True)
+        """Grow the trees on ``X, y``.
+
+        Parameters
+        ----------
+        X : array-like or pandas.DataFrame of shape (n_samples, n_features)
+            Numbers, booleans or pandas categoricals (split by category sets); NaN is
+            missing.
+        y : array-like of shape (n_samples,)
+            The target (the classifier: any labels, two classes or more).
+        sample_weight : array-like of shape (n_samples,) or None
+            Non-negative row weights.
+        eval_set : list of (X, y) pairs, or one pair, or None
+            Evaluation sets (``evals_result_``; early stopping watches the last).
+        eval_sample_weight : list of array-like or None
+            One weight array (or None) per evaluation set.
+        eval_metric : str or None
+            One of LightGBM's metric names that fits the objective (None: the objective's).
+        categorical_feature : "auto" or list of int or str, default "auto"
+            Columns of non-negative integer codes to split by category sets, by position or
+            name ("auto": pandas categorical columns only, which are always found).
+
+        Returns
+        -------
+        self
+        """
+        return self._fit_checked(X, y, sample_weight, eval_set, eval_sample_weight,
+                                 eval_metric, categorical_feature)
+
+    def _fit_checked(self, X, y, sample_weight, eval_set, eval_sample_weight, eval_metric,
+                     categorical_feature):
+        # the parameters before the data: a refused fit leaves a fitted model as it was
+        params = self._params()
         name = _REGRESSION.get(self.objective or "regression")
         if name is None:
             raise ValueError(
                 f"objective: expected one of {sorted(_REGRESSION)} or None, "
                 f"got {self.objective!r}")
-        objective = make_objective(name)
-        return self._fit(X, y, objective, name, sample_weight, eval_set, eval_sample_weight,
-                         eval_metric, lambda v: v, cat_index)
+        with unchanged_on_error(self):  # and so does a fit refused on its data
+            X, self._categories = _category_codes(X, None)
+            self._category_positions = _positions(X, self._categories)
+            cat_index = self._categorical_index(X, self._categories, categorical_feature)
+            X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64,
+                                 y_numeric=True)
+            objective = make_objective(name)
+            return self._fit(X, y, objective, name, params, sample_weight, eval_set,
+                             eval_sample_weight, eval_metric, lambda v: v, cat_index)
 
     def predict(self, X) -> np.ndarray:
         raw = self._raw(X)
@@ -440,12 +513,55 @@ class UnbiasedGBMRegressor(RegressorMixin, _UnbiasedGBM):
 class UnbiasedGBMClassifier(ClassifierMixin, _UnbiasedGBM):
     """Classification with the paper's unbiased split rule (binary or multiclass log loss).
 
-    See :class:`UnbiasedGBMRegressor` for the rule and the parameters; ``objective`` is
-    inferred (``"binary"`` for two classes, ``"multiclass"`` for more).
+    See :class:`UnbiasedGBMRegressor` for the rule.
+
+    Parameters
+    ----------
+    objective : {"binary", "multiclass"} or None, default None
+        None: inferred (``"binary"`` for two classes, ``"multiclass"`` for more).
+    n_estimators, learning_rate, num_leaves, max_depth, min_child_samples, \
+min_child_weight, min_split_gain, reg_alpha, reg_lambda, max_delta_step, max_bin, ratios, \
+redraw, criterion, min_k, early_stopping_rounds, n_blocks, random_state, n_jobs
+        As in :class:`UnbiasedGBMRegressor`.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The labels given to ``fit``, sorted (``predict_proba``'s columns).
+    feature_importances_ : ndarray of shape (n_features,)
+        The unbiased importance clipped at 0, ``max(0, unbiased_gain_)``.
+    unbiased_gain_ : ndarray of shape (n_features,)
+        Per feature, the signed sum of ``U`` on D1' over every candidate scored.
+    importance_report_ : ImportanceReport
+        Every candidate scored, with standard errors when ``n_blocks >= 2``.
     """
 
     def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None,
             eval_metric=None, categorical_feature="auto"):
+        """Grow the trees on ``X, y``; see :meth:`UnbiasedGBMRegressor.fit`.
+
+        Parameters
+        ----------
+        X, y, sample_weight, eval_set, eval_sample_weight, eval_metric, \
+categorical_feature
+            As in :meth:`UnbiasedGBMRegressor.fit` (``y``: any labels of two classes or
+            more; ``eval_set`` labels must be among them).
+
+        Returns
+        -------
+        self
+        """
+        # the parameters before the data: a refused fit leaves a fitted model as it was
+        params = self._params()
+        if self.objective not in (None, "binary", "multiclass"):
+            raise ValueError(
+                f"objective: expected 'binary', 'multiclass' or None, got {self.objective!r}")
+        with unchanged_on_error(self):  # and so does a fit refused on its data
+            return self._fit_classes(X, y, params, sample_weight, eval_set,
+                                     eval_sample_weight, eval_metric, categorical_feature)
+
+    def _fit_classes(self, X, y, params, sample_weight, eval_set, eval_sample_weight,
+                     eval_metric, categorical_feature):
         X, self._categories = _category_codes(X, None)
         self._category_positions = _positions(X, self._categories)
         cat_index = self._categorical_index(X, self._categories, categorical_feature)
@@ -457,9 +573,6 @@ class UnbiasedGBMClassifier(ClassifierMixin, _UnbiasedGBM):
         K = self.classes_.size
         if K < 2:
             raise ValueError(f"y: expected at least 2 classes, got {K} class")
-        if self.objective not in (None, "binary", "multiclass"):
-            raise ValueError(
-                f"objective: expected 'binary', 'multiclass' or None, got {self.objective!r}")
         if K == 2:
             name, objective = "binary_logistic", make_objective("binary_logistic")
         else:
@@ -476,8 +589,8 @@ class UnbiasedGBMClassifier(ClassifierMixin, _UnbiasedGBM):
                 raise ValueError("eval_set: labels not seen in y")
             return idx.astype(np.float64)
 
-        return self._fit(X, y_enc.astype(np.float64), objective, name, sample_weight, eval_set,
-                         eval_sample_weight, eval_metric, encode, cat_index)
+        return self._fit(X, y_enc.astype(np.float64), objective, name, params, sample_weight,
+                         eval_set, eval_sample_weight, eval_metric, encode, cat_index)
 
     def predict_proba(self, X) -> np.ndarray:
         raw = self._raw(X)

@@ -19,6 +19,7 @@ from sklearn.base import BaseEstimator, clone, is_classifier
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from sklearn.feature_selection import SelectorMixin
 from sklearn.model_selection import check_cv
+from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from unbiased_criteria.api import DEFAULT_MEMORY_BUDGET
@@ -327,6 +328,10 @@ class UnbiasedSelector(SelectorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
-        tags.input_tags.sparse = True
+        # sparse X is handed to the estimator as it is: the selector takes it where its
+        # estimator does (LightGBM, XGBoost; not HistGradientBoosting). Anything but an
+        # estimator is refused by fit, naming `estimator`: no tags to ask it for
+        tags.input_tags.sparse = isinstance(self.estimator, BaseEstimator) \
+            and get_tags(self.estimator).input_tags.sparse
         tags.target_tags.required = True
         return tags

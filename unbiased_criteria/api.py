@@ -951,22 +951,18 @@ def prune(
 
     Parameters
     ----------
-    model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
-    n_draws, min_k, random_state, cross_fit, progress, memory_budget, host_params
+    model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective, \
+n_draws, min_k, random_state, cross_fit, progress, memory_budget, host_params
         As in :func:`unbiased_importance` (``X_train = y_train = None``: validation-only mode,
         G and the new leaf values from one half of the held-out rows).
-    threshold : float
+    threshold : float, default 0.0
         Splits with ``U <= threshold`` are removed (``-inf`` keeps every split).
-    refit_leaves : bool
+    refit_leaves : bool, default False
         Recompute every leaf of every tree the same way, not only the new ones.
     n_jobs : int or None
         Threads (None: every core). Trees are pruned in order (each is scored at the pruned
         trees before it), so with more than one thread the host routes the next chunk of
         trees while this one is pruned. The result does not depend on it.
-
-    An XGBoost model whose eta and lambda are not stored (a Booster loaded from a file) gets
-    them inferred from its leaves and the training rows; where they cannot be (L1,
-    ``max_delta_step``, no training rows), ``ValueError`` asks for them.
 
     Returns
     -------
@@ -979,6 +975,13 @@ def prune(
     (LightGBM) or list of tree dicts (XGBoost) for a parsed dump, a JSON string for a JSON
     string or a file. Dask collections run on the current ``distributed`` cluster (README,
     "Dask"); an ``xgboost.dask.train`` result gives the same dict with the pruned Booster.
+
+    Raises
+    ------
+    ValueError
+        An XGBoost model whose eta and lambda are not stored (a Booster loaded from a file)
+        gets them inferred from its leaves and the training rows; where they cannot be (L1,
+        ``max_delta_step``, no training rows), this error asks for them.
     """
     model = host_model(model)
     engine = _dask_engine(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight)

@@ -78,9 +78,26 @@ class ImportanceReport:
 
         One-sided test of each feature at level ``alpha``: ``unbiased_gain / std_error``
         against Student's t with ``B - 1`` degrees of freedom (``B`` jackknife blocks).
-        ``correction`` accounts for testing many features at once: None (no correction),
-        ``"holm"`` (family-wise error <= ``alpha``) or ``"fdr_bh"`` (false discovery rate
-        <= ``alpha``); see :func:`unbiased_criteria.significance.significant`.
+
+        Parameters
+        ----------
+        alpha : float, default 0.05
+            Level of each test, in (0, 1).
+        correction : {None, "holm", "fdr_bh"}, default None
+            For testing many features at once: None (no correction), ``"holm"``
+            (family-wise error <= ``alpha``) or ``"fdr_bh"`` (false discovery rate
+            <= ``alpha``); see :func:`unbiased_criteria.significance.significant`.
+
+        Returns
+        -------
+        list of str
+            The selected features' names, in the order of :meth:`to_frame`.
+
+        Raises
+        ------
+        ValueError
+            For a bad ``alpha`` or ``correction``, or nothing to test: no split, no split
+            with usable evidence, or no standard errors (built with ``n_blocks < 2``).
         """
         # as CrossFittedReport.select: 1.5 or NaN selected nothing, silently
         check_selection(alpha, correction)

@@ -8,6 +8,7 @@ unbiased importance gathered during training (every scored split, kept or not).
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -18,7 +19,9 @@ from unbiased_criteria.adapters._estimators import (
     IMPORTANCE_DOC,
     TrainingImportance,
     check_fit_weights,
+    check_unbiased_options,
     fit_argument_names,
+    unchanged_on_error,
     with_train,
 )
 from unbiased_criteria.adapters._record import record_of
@@ -179,9 +182,19 @@ def _estimator(base: type[lightgbm.LGBMModel]) -> type[lightgbm.LGBMModel]:
             self.min_k = min_k
             self.n_blocks = n_blocks
 
+        @functools.wraps(base.fit)  # its signature: scikit-learn looks for sample_weight
+        def fit(self, *args: Any, **kwargs: Any):
+            # LGBMClassifier.fit encodes the labels (classes_) before the hook runs: our
+            # options first, and a refused fit leaves a fitted model's classes_ (and all
+            # else) as they were
+            check_unbiased_options(self, _UNBIASED_PARAMS)
+            with unchanged_on_error(self):
+                return super().fit(*args, **kwargs)
+
     # named as the module attribute it is bound to, so that pickle finds it
     Estimator.__name__ = Estimator.__qualname__ = f"Unbiased{base.__name__}"
     Estimator.__init__.__qualname__ = f"Unbiased{base.__name__}.__init__"
+    Estimator.fit.__qualname__ = f"Unbiased{base.__name__}.fit"
     Estimator.__doc__ = _ESTIMATOR_DOC.format(base=base.__name__, importance=IMPORTANCE_DOC)
     return Estimator
 

@@ -25,7 +25,9 @@ from unbiased_criteria.adapters._estimators import (
     IMPORTANCE_DOC,
     TrainingImportance,
     check_fit_weights,
+    check_unbiased_options,
     fit_argument_names,
+    unchanged_on_error,
     with_train,
 )
 from unbiased_criteria.adapters._record import detach_record
@@ -59,6 +61,13 @@ class _UnbiasedFit(TrainingImportance):
     _host_name = "xgboost"
 
     def _fit_unbiased(self, X: Any, y: Any, kwargs: dict[str, Any]):
+        # our options before anything changes; a fit that raises leaves the estimator (a
+        # fitted model's Booster, classes, feature names) as it was
+        check_unbiased_options(self, _UNBIASED_PARAMS)
+        with unchanged_on_error(self):
+            return self._fit_host(X, y, kwargs)
+
+    def _fit_host(self, X: Any, y: Any, kwargs: dict[str, Any]):
         if kwargs.get("xgb_model") is not None:
             raise ValueError("xgb_model (continued training) is not supported")
         check_fit_weights(kwargs.get("sample_weight"), kwargs.get("sample_weight_eval_set"),
@@ -220,9 +229,23 @@ class UnbiasedXGBClassifier(_UnbiasedFit, xgboost.XGBClassifier):
             base_margin_eval_set: Sequence | None = None,
             feature_weights: Any = None) -> UnbiasedXGBClassifier:
         """``XGBClassifier.fit`` through :func:`train`, on labels encoded as ``0..K-1``."""
+        # our options before the labels are encoded; a refused fit leaves a fitted model's
+        # classes_ as they were (predict would otherwise return the codes 0..K-1)
+        check_unbiased_options(self, _UNBIASED_PARAMS)
+        with unchanged_on_error(self):
+            return self._fit_classifier(X, y, dict(
+                sample_weight=sample_weight, base_margin=base_margin, eval_set=eval_set,
+                verbose=verbose, xgb_model=xgb_model,
+                sample_weight_eval_set=sample_weight_eval_set,
+                base_margin_eval_set=base_margin_eval_set, feature_weights=feature_weights,
+            ))
+
+    def _fit_classifier(self, X: Any, y: Any,
+                        kwargs: dict[str, Any]) -> UnbiasedXGBClassifier:
         from sklearn.utils.multiclass import check_classification_targets
         from sklearn.utils.validation import column_or_1d
 
+        eval_set = kwargs["eval_set"]
         labels = np.asarray(y)
         if labels.ndim == 2 and labels.shape[1] > 1:
             # multi-label, as XGBClassifier: a 0/1 column per label, one logistic target each
@@ -250,12 +273,7 @@ class UnbiasedXGBClassifier(_UnbiasedFit, xgboost.XGBClassifier):
         # must be 0..K-1 while it runs, not the previous fit's labels
         self._classes = None
         try:
-            self._fit_unbiased(X, encoded, dict(
-                sample_weight=sample_weight, base_margin=base_margin, eval_set=eval_set,
-                verbose=verbose, xgb_model=xgb_model,
-                sample_weight_eval_set=sample_weight_eval_set,
-                base_margin_eval_set=base_margin_eval_set, feature_weights=feature_weights,
-            ))
+            self._fit_unbiased(X, encoded, {**kwargs, "eval_set": eval_set})
         finally:
             self.objective = objective  # XGBClassifier.fit sets multi:softprob
         self._classes = classes

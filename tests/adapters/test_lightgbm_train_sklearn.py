@@ -37,7 +37,8 @@ def test_regressor_fit_predict_and_unbiased_importance():
     assert model.fit(X, y) is model
     assert model.predict(X).shape == (600,)
     assert model.n_features_in_ == 4
-    imp = model.feature_importances_
+    imp = model.unbiased_gain_  # the signed sums; feature_importances_ clips them at 0
+    np.testing.assert_array_equal(model.feature_importances_, np.maximum(imp, 0.0))
     splits = model.training_splits_
     kept = splits[splits["kept"]]
     assert 0 < len(kept) < len(splits)
@@ -105,7 +106,7 @@ def test_pipeline_grid_search_and_cross_validation():
 def test_importance_report_attribute_is_the_training_report():
     """The native grower's estimators had ``importance_report_``, the hooks' did not: the same
     report as ``training_report`` (with its standard errors), summing to
-    ``feature_importances_``; a deep copy keeps it; refused where nothing was scored."""
+    ``unbiased_gain_``; a deep copy keeps it; refused where nothing was scored."""
     X, y = make_data(300, seed=6)
     model = adapter.UnbiasedLGBMClassifier(**SMALL).fit(X, y > 0)
     report = model.importance_report_
@@ -113,7 +114,7 @@ def test_importance_report_attribute_is_the_training_report():
     pd.testing.assert_frame_equal(report.to_frame(),
                                   adapter.training_report(model).to_frame())
     frame = report.to_frame().reindex(report.feature_names)
-    np.testing.assert_allclose(frame["unbiased_gain"], model.feature_importances_)
+    np.testing.assert_allclose(frame["unbiased_gain"], model.unbiased_gain_)
     pd.testing.assert_frame_equal(copy.deepcopy(model).importance_report_.to_frame(),
                                   report.to_frame())
     with pytest.warns(UserWarning, match="holdout_fraction=0"):

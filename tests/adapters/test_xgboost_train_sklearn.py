@@ -42,7 +42,8 @@ def test_regressor_fit_predict_and_unbiased_importance():
     assert model.fit(X, y) is model
     assert model.predict(X).shape == (600,)
     assert model.n_features_in_ == 4
-    imp = model.feature_importances_
+    imp = model.unbiased_gain_  # the signed sums; feature_importances_ clips them at 0
+    np.testing.assert_array_equal(model.feature_importances_, np.maximum(imp, 0.0))
     splits = model.training_splits_
     kept = splits[splits["kept"]]
     assert 0 < len(kept) < len(splits)
@@ -205,14 +206,14 @@ def test_training_views_take_the_estimator_as_lightgbms_do():
 def test_importance_report_attribute_is_the_training_report():
     """The native grower's estimators had ``importance_report_``, the hooks' did not (an
     AttributeError): the same report as ``training_report``, whose per-feature sums are
-    ``feature_importances_``; refused where nothing was scored."""
+    ``unbiased_gain_``; refused where nothing was scored."""
     X, y = make_data(300, seed=6)
     model = ax.UnbiasedXGBRegressor(**SMALL).fit(X, y)
     report = model.importance_report_
     assert report.host == "xgboost"
     pd.testing.assert_frame_equal(report.to_frame(), ax.training_report(model).to_frame())
     frame = report.to_frame().reindex(report.feature_names)
-    np.testing.assert_allclose(frame["unbiased_gain"], model.feature_importances_)
+    np.testing.assert_allclose(frame["unbiased_gain"], model.unbiased_gain_)
     with pytest.warns(UserWarning, match="holdout_fraction=0"):
         plain = ax.UnbiasedXGBRegressor(**SMALL, holdout_fraction=0.0).fit(X, y)
     with pytest.raises(ValueError, match="importance_report_: no split was scored"):

@@ -134,7 +134,7 @@ def test_noise_importance_not_positive_in_expectation():
         X = np.column_stack([rng.integers(0, 2, n), rng.integers(0, 10, n),
                              rng.normal(size=n), rng.normal(size=n)]).astype(float)
         est = uc.UnbiasedGBMRegressor(n_estimators=1, num_leaves=16, random_state=seed)
-        imp.append(est.fit(X, rng.normal(size=n)).feature_importances_)
+        imp.append(est.fit(X, rng.normal(size=n)).unbiased_gain_)  # signed: a mean of 0
     imp = np.array(imp)
     se = imp.std(axis=0, ddof=1) / np.sqrt(len(imp))
     assert np.all(imp.mean(axis=0) <= 2 * se)
@@ -143,8 +143,9 @@ def test_noise_importance_not_positive_in_expectation():
 def test_importance_ranks_the_signal_first_and_report_matches():
     X, y = paper_example(10000, random_state=1, as_frame=False)
     est = uc.UnbiasedGBMRegressor(n_estimators=20, random_state=1).fit(X, y)
-    imp = est.feature_importances_
+    imp = est.unbiased_gain_
     assert np.argmax(imp) == 0 and imp[0] > 0
+    np.testing.assert_array_equal(est.feature_importances_, np.maximum(imp, 0.0))
     frame = est.importance_report_.to_frame()
     np.testing.assert_allclose(frame["unbiased_gain"].to_numpy(), imp)
     splits = est.importance_report_.splits
