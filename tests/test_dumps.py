@@ -19,6 +19,25 @@ COLS = ["tree", "node", "feature_index", "n_train", "n_valid", "k", "biased_gain
         "unbiased_gain", "host_gain", "usable"]
 
 
+
+def _same_trees(ours, host) -> None:
+    """The dumps are equal, but for the gains of the trees after the first pruned iteration:
+    the pruned model stores its own (B at its scores), which the replays of a Booster and of
+    its dump (leaf values printed in fewer digits) compute alike to float rounding."""
+    if isinstance(ours, dict):
+        assert ours.keys() == host.keys()
+        for key in ours:
+            if key in ("split_gain", "gain"):
+                assert ours[key] == pytest.approx(host[key], rel=1e-5, abs=1e-6)
+            else:
+                _same_trees(ours[key], host[key])
+    elif isinstance(ours, list):
+        assert len(ours) == len(host)
+        for a, b in zip(ours, host):
+            _same_trees(a, b)
+    else:
+        assert ours == host
+
 def _frame(n: int, seed: int):
     """Features a, b with NaN rows that behave like high a / low b values (so the hosts send
     missing values right at some nodes, left at others) and a categorical c."""
@@ -328,7 +347,7 @@ def test_prune_lightgbm_dump_gives_the_pruned_boosters_dump(form, tmp_path):
     pruned = uc.prune(model, *args, random_state=0, host_params={"lambda_l2": 1.0, "cat_l2": 10})
     assert isinstance(pruned, dict if form == "dict" else str)
     content = pruned if form == "dict" else json.loads(pruned)
-    assert content["tree_info"] == pruned_booster.dump_model()["tree_info"]
+    _same_trees(content["tree_info"], pruned_booster.dump_model()["tree_info"])
     assert sum(t["num_leaves"] for t in content["tree_info"]) < \
         sum(t["num_leaves"] for t in d["tree_info"])
     assert d == b.dump_model()  # the caller's dump is not modified
@@ -345,7 +364,7 @@ def test_prune_xgboost_dump_gives_the_pruned_boosters_dump():
     assert isinstance(pruned, list) and isinstance(pruned[0], str)   # as get_dump gives
     ref = [json.loads(t) for t in pruned_booster.get_dump(dump_format="json",
                                                           with_stats=True)]
-    assert [json.loads(t) for t in pruned] == ref
+    _same_trees([json.loads(t) for t in pruned], ref)
     assert sum(t.count('"leaf"') for t in pruned) < sum(t.count('"leaf"') for t in dump)
     # the pruned dump is a dump again: its report matches the pruned Booster's
     _same(uc.unbiased_importance(pruned_booster, *args, random_state=1),
@@ -385,12 +404,12 @@ def test_cli_reads_and_prunes_dumps(tmp_path, capsys):
                      "--output", str(out)]) == 0
         pruned_booster = uc.prune(booster, *args, random_state=0)
         if model == "lgb.json":
-            assert json.loads(out.read_text())["tree_info"] == \
-                pruned_booster.dump_model()["tree_info"]
+            _same_trees(json.loads(out.read_text())["tree_info"],
+                        pruned_booster.dump_model()["tree_info"])
         else:
-            assert json.loads(out.read_text()) == [
+            _same_trees(json.loads(out.read_text()), [
                 json.loads(t) for t in pruned_booster.get_dump(dump_format="json",
-                                                               with_stats=True)]
+                                                               with_stats=True)])
     # what the dump lacks: one line naming it, exit 2
     capsys.readouterr()
     assert main(["importance", str(tmp_path / "xgb.json"), *rows, *xgb_params[:2]]) == 2

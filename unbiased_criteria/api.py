@@ -646,7 +646,8 @@ def _with_own_gains(trees, tree_iteration: np.ndarray, changed_at: int,
             kept = old_to_new >= 0
             gain[old_to_new[kept]] = np.asarray(B)[kept]
         gain[tree.is_leaf] = np.nan
-        out[index] = replace(tree, host_gain=gain)
+        # float32, as both hosts store their gains: a Booster and a dump write the same
+        out[index] = replace(tree, host_gain=gain.astype(np.float32).astype(np.float64))
     return out
 
 
