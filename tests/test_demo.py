@@ -5,11 +5,13 @@ few seeds, the recorded results, and one end-to-end run under 10 s of CPU."""
 from __future__ import annotations
 
 import json
+import re
 import resource
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from unbiased_criteria.demo import (
@@ -92,3 +94,77 @@ def test_demo_with_too_few_rows_for_a_split_says_no_instead_of_failing():
     assert not run.claims["unbiased_X1_positive"]
     # no split, no gain: every share 0, not 0/0
     assert run.table["host gain share"].tolist() == [0.0, 0.0, 0.0]
+
+
+def _cli(*args: str, module: str = "unbiased_criteria.cli", cwd=None):
+    return subprocess.run([sys.executable, "-W", "default", "-m", module, *args],
+                          capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def _one_error_line(res) -> str:
+    """The error, exit 2, nothing on stdout: one line, or argparse's usage and one line."""
+    assert res.returncode == 2, res.stderr
+    assert res.stdout == ""  # refused before any part of the report is printed
+    assert "Traceback" not in res.stderr and "Warning" not in res.stderr, res.stderr
+    errors = [ln for ln in res.stderr.strip().splitlines() if not ln.startswith((
+        "usage: ", " "))]
+    assert len(errors) == 1 and re.match(r"unbiased-criteria( \w+)?: error: ", errors[0]), \
+        res.stderr
+    return errors[0]
+
+
+def test_demo_refuses_a_seed_a_host_refuses_before_printing(tmp_path):
+    """`demo --seed 2**63` printed LightGBM's part, then failed on XGBoost's seed (a signed
+    64-bit integer). Every command's --seed is now checked up front."""
+    for command in (["demo"], ["demo", "--core"], ["select", "data.csv", "--label", "y",
+                                                   "--host", "lightgbm"]):
+        line = _one_error_line(_cli(*command, "--seed", str(2**63), cwd=tmp_path))
+        assert "--seed" in line and "2**63 - 1" in line, line
+    from unbiased_criteria.cli.arguments import MAX_SEED, build_parser
+
+    assert build_parser().parse_args(["demo", "--seed", str(MAX_SEED)]).seed == MAX_SEED
+
+
+def test_demo_largest_seed_runs_with_both_hosts():
+    """The largest seed the CLI takes is one both hosts take (XGBoost's is a signed long)."""
+    from unbiased_criteria.cli.arguments import MAX_SEED
+
+    for host in HOSTS:
+        pytest.importorskip(host)
+        run = demo_run(host, seed=MAX_SEED, rows=300)
+        assert len(run.report.splits) > 0
+
+
+@pytest.mark.parametrize("args", [["--rows", "1"], ["--rows", "9"], ["--replications", "1"],
+                                  ["--replications", "0"]])
+def test_core_demo_refuses_too_few_rows_or_replications(args):
+    """`demo --core --rows 1` printed numpy's "invalid value encountered in divide" and a NaN
+    column: with fewer than 10 rows no split has min_k = 5 held-out rows in both children,
+    and one replication has no standard error."""
+    line = _one_error_line(_cli("demo", "--core", *args))
+    assert ("rows" if args[0] == "--rows" else "replications") in line
+    assert "RuntimeWarning" not in line
+
+
+def test_core_demo_says_when_every_replication_had_no_usable_split():
+    """10 rows pass the up-front check, but U can still be 0 in every replication (seed 1,
+    2 replications): an error saying so, not 0/0."""
+    from unbiased_criteria.demo import CORE_DEMO_MIN_ROWS, noise_split_demo
+
+    with pytest.raises(ValueError, match=r"rows=10: the unbiased gain U was 0 in all 2"):
+        noise_split_demo(CORE_DEMO_MIN_ROWS, 2, 1)
+    table = noise_split_demo(CORE_DEMO_MIN_ROWS, 50, 0)
+    assert np.isfinite(table.to_numpy()).all()
+    for bad in (True, 2.5, 0):
+        with pytest.raises(ValueError, match="replications: expected an integer >= 2"):
+            noise_split_demo(200, bad, 0)
+
+
+def test_python_dash_m_runs_the_command_line():
+    """`python -m unbiased_criteria` is the CLI, as `python -m unbiased_criteria.cli` is."""
+    args = ("demo", "--core", "--rows", "200", "--replications", "50", "--seed", "3")
+    package, cli = _cli(*args, module="unbiased_criteria"), _cli(*args)
+    assert package.returncode == cli.returncode == 0, package.stderr
+    assert package.stdout == cli.stdout and "unbiased gain U" in package.stdout
+    line = _one_error_line(_cli("demo", "--seed", "-1", module="unbiased_criteria"))
+    assert "--seed" in line

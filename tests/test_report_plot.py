@@ -333,3 +333,63 @@ def test_notebooks_show_the_report_as_a_table():
                             "splits)</code></p>")
     assert shown.endswith(report.to_frame()._repr_html_())
     assert repr(report).startswith(f"ImportanceReport({report.host}, ")
+
+
+@pytest.mark.parametrize("n_blocks", [0, 20])
+def test_cross_fitted_report_draws_its_standard_errors_and_marks(n_blocks):
+    """A cross-fitted report has a standard error without jackknife blocks too (between the
+    folds): plot() drew no error bars and marked nothing with n_blocks=0, though select()
+    picked features and to_frame() held the standard errors."""
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(3000, 4)), columns=list("abcd"))
+    y = X.a + 0.5 * X.b + rng.normal(size=3000)
+    est = lgb.LGBMRegressor(n_estimators=20, verbose=-1, n_jobs=1)
+    report = uc.cross_fitted_importance(est, X, y, cv=5, random_state=0, n_blocks=n_blocks)
+    frame = by_unbiased_gain(report.to_frame())
+    assert frame["std_error"].notna().all()
+    selected = report.select(0.05)
+    assert 0 < len(selected) < 4  # the marks below can be wrong both ways
+    ax = report.plot()
+    check_bars(ax, frame)
+    segs = error_segments(bar_containers(ax)[0])
+    assert segs is not None
+    np.testing.assert_allclose((segs[:, 1] - segs[:, 0]) / 2, 2 * frame["std_error"],
+                               rtol=1e-9)
+    marked = sorted(t.get_text().removesuffix(" *") for t in ax.get_yticklabels()
+                    if t.get_text().endswith(" *"))
+    assert marked == sorted(selected)
+    assert "significantly above 0" in ax.get_title()
+    assert "SE" in ax.get_legend().get_texts()[0].get_text()
+    plt.close(ax.figure)
+
+
+def test_cross_fitted_report_of_one_fold_without_blocks_has_no_marks():
+    """One fold and no jackknife blocks: no standard error, nothing drawn or marked, and
+    select() says what it needs."""
+    from unbiased_criteria.cross_fit import CrossFittedReport
+
+    splits = hand_made_report().splits.assign(usable=True)
+    report = CrossFittedReport.from_folds(
+        [ImportanceReport(splits, ["a", "b", "c", "d"], host="test")], n_blocks=0)
+    assert report.to_frame()["std_error"].isna().all()
+    with pytest.raises(ValueError, match="needs standard errors"):
+        report.select()
+    ax = report.plot()
+    assert all(error_segments(c) is None for c in bar_containers(ax))
+    assert not any(t.get_text().endswith("*") for t in ax.get_yticklabels())
+    plt.close(ax.figure)
+
+
+def test_split_scatter_refuses_a_bad_max_points_and_samples_a_good_one():
+    """max_points: 0 drew an empty plot without a word, -5 / 2.5 / None failed inside
+    numpy; each is now one error naming the argument. A valid one draws that many splits."""
+    report = many_features_report(10)
+    for bad in (0, -5, 2.5, None, True, "100"):
+        with pytest.raises(ValueError, match=r"max_points: expected a positive integer"):
+            report.plot_splits(max_points=bad)
+    plt.close("all")
+    for good, drawn in ((7, 7), (np.int64(12), 12), (10_000, len(report.splits))):
+        ax = report.plot_splits(max_points=good)
+        assert sum(len(c.get_offsets()) for c in ax.collections) == drawn
+        plt.close(ax.figure)

@@ -148,22 +148,33 @@ class CrossFittedReport(ImportanceReport):
         ``"fdr_bh"``).
         """
         check_selection(alpha, correction)
-        if len(self.splits) == 0:
-            raise ValueError("select() has nothing to test: no fold's model has a split")
-        if not self.splits["usable"].any():
-            raise ValueError(
-                "select() has nothing to test: no split had usable evidence (every "
-                "unbiased_gain is 0: a split has fewer than min_k held-out rows in a child, "
-                "or only rows of weight 0 among a node's drawn rows); use fewer folds, more "
-                "rows of positive weight or a smaller min_k"
-            )
+        refusal = self._select_refusal()
+        if refusal is not None:
+            raise ValueError(refusal)
         parts = self.std_error_parts()
-        if parts["std_error"].isna().all():
-            raise ValueError("select() needs standard errors: n_blocks >= 2 or two folds")
         mean = self.fold_frame().mean(axis=0)
         keep = significant(mean.to_numpy(), parts["std_error"].to_numpy(),
                            parts["dof"].to_numpy(), alpha, correction)
         return [name for name, k in zip(self.feature_names, keep) if k]
+
+    # plot() asks these what to draw: the cross-fitted standard error exists without
+    # jackknife blocks too (from two folds), where the base class looks at the blocks only
+    def _has_std_error(self) -> bool:
+        """Whether :meth:`std_error` is finite: ``n_blocks >= 2`` or at least two folds."""
+        return bool(self.std_error_parts()["std_error"].notna().any())
+
+    def _select_refusal(self) -> str | None:
+        """Why :meth:`select` has nothing to test, or None when it has."""
+        if len(self.splits) == 0:
+            return "select() has nothing to test: no fold's model has a split"
+        if not self.splits["usable"].any():
+            return ("select() has nothing to test: no split had usable evidence (every "
+                    "unbiased_gain is 0: a split has fewer than min_k held-out rows in a "
+                    "child, or only rows of weight 0 among a node's drawn rows); use fewer "
+                    "folds, more rows of positive weight or a smaller min_k")
+        if not self._has_std_error():
+            return "select() needs standard errors: n_blocks >= 2 or two folds"
+        return None
 
     def to_frame(self) -> pd.DataFrame:
         """Per feature: the mean over folds of each fold's sums, and their standard error.

@@ -18,8 +18,8 @@ from .model_files import fit_example
 from .report import ImportanceReport
 from .trees import make_tree
 
-__all__ = ["CLAIMS", "DEMO_HOSTS", "DEMO_SETTINGS", "MEASURED_SHARE", "UNPRINTED_CLAIMS",
-           "DemoRun", "demo_claims", "demo_run", "noise_split_demo"]
+__all__ = ["CLAIMS", "CORE_DEMO_MIN_ROWS", "DEMO_HOSTS", "DEMO_SETTINGS", "MEASURED_SHARE",
+           "UNPRINTED_CLAIMS", "DemoRun", "demo_claims", "demo_run", "noise_split_demo"]
 
 # 10000 rows and 30 shallow trees: enough rows for X1's effect of 0.1 to show on one seed,
 # few enough trees for the model not to overfit X1 itself (at 2000 rows and 100 trees of 31
@@ -104,12 +104,42 @@ def demo_run(host: str, seed: int = 0, rows: int | None = None) -> DemoRun:
     return DemoRun(host, report, demo_table(report), demo_claims(report))
 
 
+#: the core demo's fewest rows: U needs ``min_k`` = 5 held-out rows in each child of the split
+#: (fewer: every U is 0, and mean / std_error was 0/0, NaN with numpy's warning)
+CORE_DEMO_MIN_ROWS = 10
+
+
 def noise_split_demo(rows: int, replications: int, seed: int) -> pd.DataFrame:
     """Best split of a pure-noise feature, many replications: mean B vs mean U.
 
     The host-free demo: the best of 19 thresholds (by B on ``rows`` training rows) of a
     20-level noise feature, scored by U on as many held-out rows.
+
+    Parameters
+    ----------
+    rows : int
+        Training rows, as many held-out rows; at least :data:`CORE_DEMO_MIN_ROWS`.
+    replications : int
+        At least 2 (the standard error needs two).
+    seed : int
+        Seed of the replications' draws (numpy's: an integer >= 0).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``mean``, ``std_error`` and ``mean / std_error`` of B and of U over the replications.
+
+    Raises
+    ------
+    ValueError
+        Too few rows or replications, or rows so few that U was the same in every replication
+        (no split had enough held-out rows in both children): its ``mean / std_error`` would
+        be 0/0.
     """
+    for name, value, least in (("rows", rows, CORE_DEMO_MIN_ROWS),
+                               ("replications", replications, 2)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
+            raise ValueError(f"{name}: expected an integer >= {least}, got {value!r}")
     n, levels, reps = rows, 20, replications
     rows = []
     for r in range(reps):
@@ -136,6 +166,13 @@ def noise_split_demo(rows: int, replications: int, seed: int) -> pd.DataFrame:
         rows.append((biased_gain(tree, sums, SplitScore())[0], u.gain[0]))
     arr = np.array(rows)
     se = arr.std(axis=0, ddof=1) / np.sqrt(reps)
+    if not np.all(se > 0):  # every replication gave one value: mean / std_error is 0/0
+        which = "the unbiased gain U" if se[0] > 0 else "the biased gain B"
+        raise ValueError(
+            f"rows={n}: {which} was {arr[0, int(se[0] > 0)]:g} in all {reps} replications "
+            "(no best split had 5 held-out rows in both children), so its mean / std_error "
+            "is undefined; pass more rows (a split that sends 1 of the 20 levels to one side "
+            "needs about 100)")
     return pd.DataFrame(
         {"mean": arr.mean(axis=0), "std_error": se, "mean / std_error": arr.mean(axis=0) / se},
         index=pd.Index(["biased gain B", "unbiased gain U"], name="best split on noise"),

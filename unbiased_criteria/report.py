@@ -14,10 +14,20 @@ __all__ = ["ImportanceReport"]
 _SUMMED = ["unbiased_gain", "biased_gain", "host_gain"]
 
 
+def _is_positive_int(value) -> bool:
+    return (not isinstance(value, bool) and isinstance(value, int | np.integer)
+            and value >= 1)
+
+
 def _check_top(top) -> None:
-    if top is not None and (isinstance(top, bool) or not isinstance(top, int | np.integer)
-                            or top < 1):
+    if top is not None and not _is_positive_int(top):
         raise ValueError(f"top: expected a positive integer or None, got {top!r}")
+
+
+def _check_max_points(max_points) -> None:
+    # 0 drew an empty plot without a word; -5, 2.5 or None failed inside numpy
+    if not _is_positive_int(max_points):
+        raise ValueError(f"max_points: expected a positive integer, got {max_points!r}")
 
 
 class ImportanceReport:
@@ -291,7 +301,20 @@ class ImportanceReport:
         One colour per feature; with more than ``top`` features, only the ``top`` features
         with the largest absolute unbiased importance get a colour and a legend entry, the
         others are grey ("other"). The line ``U = 0`` marks where a split stops helping on the
-        held-out rows. At most ``max_points`` splits are drawn (an even sample of them).
+        held-out rows.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Draw into these axes; by default a new figure.
+        max_points : int
+            Draw at most this many splits (a positive integer; default 20000): with more, an
+            even sample of them, in the order of ``splits``.
+        top : int
+            Features that get a colour and a legend entry (a positive integer, default 20;
+            None: every feature).
+        title : str, optional
+            Title (default: the host and "every split, B vs U").
 
         Returns
         -------
@@ -300,6 +323,7 @@ class ImportanceReport:
         import matplotlib.pyplot as plt
 
         _check_top(top)
+        _check_max_points(max_points)
         splits = self.splits
         if len(splits) > max_points:
             splits = splits.iloc[np.linspace(0, len(splits) - 1, max_points).astype(int)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..demo import CORE_DEMO_MIN_ROWS
 from .commands import cmd_importance, cmd_prune
 from .demo import cmd_demo
 from .output import PROG
@@ -64,11 +65,24 @@ def positive_int(text: str) -> int:
     return value
 
 
+#: the largest seed every host takes: XGBoost's ``seed`` is a signed 64-bit integer (a larger
+#: one failed in ``demo`` after LightGBM's part was printed, and in ``select``'s folds)
+MAX_SEED = 2**63 - 1
+
+
 def seed(text: str) -> int:
-    """argparse type: a random seed, an integer >= 0 (numpy's seeds)."""
+    """argparse type: a random seed, an integer from 0 to :data:`MAX_SEED`."""
     value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 2**63 - 1 ({MAX_SEED}), got {value}")
+    return value
+
+
+def replications(text: str) -> int:
+    """argparse type: replications of the core demo, >= 2 (its standard error needs two)."""
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be >= 2, got {value}")
     return value
 
 
@@ -215,10 +229,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="the paper's example on generated data (no files)")
     demo.add_argument("--rows", type=positive_int, default=None,
-                      help="training rows, as many held-out (default 10000; core demo 2000)")
+                      help="training rows, as many held-out (default 10000; core demo 2000, "
+                           f"at least {CORE_DEMO_MIN_ROWS})")
     demo.add_argument("--seed", type=seed, default=0)
-    demo.add_argument("--replications", type=int, default=2000,
-                      help="replications of the core demo")
+    demo.add_argument("--replications", type=replications, default=2000,
+                      help="replications of the core demo (at least 2; default 2000)")
     demo.add_argument("--core", action="store_true",
                       help="show the host-free demonstration of the estimator")
     demo.add_argument("--plot", metavar="FILE.png",

@@ -27,9 +27,11 @@ def cmd_demo(args) -> int:
             print("(neither lightgbm nor xgboost is installed: showing the core demo; "
                   "pip install lightgbm xgboost for the real one)\n")
         args.rows = 2000 if args.rows is None else args.rows
+        # computed before anything is printed: too few rows is one error, no half a report
+        table = noise_split_demo(args.rows, args.replications, args.seed)
         print(f"The best of 19 thresholds on a 20-level noise feature, {args.rows} training "
               f"and {args.rows} held-out rows, {args.replications} replications:\n")
-        print(noise_split_demo(args.rows, args.replications, args.seed).round(4).to_string())
+        print(table.round(4).to_string())
         return 0
     for host in hosts if args.plot else ():  # before any work
         check_plot_target(_demo_plot_path(args.plot, host, len(hosts)))
