@@ -17,33 +17,11 @@ pytest.importorskip("lightgbm")
 pytest.importorskip("xgboost")
 pytest.importorskip("sklearn")
 
+from estimator_families import FAMILIES, HOOKS  # noqa: E402
 from sklearn.exceptions import NotFittedError  # noqa: E402
 from sklearn.utils.validation import check_is_fitted  # noqa: E402
-from unbiased_criteria.adapters.lightgbm import (  # noqa: E402
-    UnbiasedLGBMClassifier,
-    UnbiasedLGBMRegressor,
-)
-from unbiased_criteria.adapters.xgboost import (  # noqa: E402
-    UnbiasedXGBClassifier,
-    UnbiasedXGBRegressor,
-)
 
 import unbiased_criteria as uc  # noqa: E402
-
-#: every family, regressor and classifier: name -> (factory, is a classifier)
-FAMILIES = {
-    "lightgbm-regressor": (lambda **kw: UnbiasedLGBMRegressor(verbose=-1, n_jobs=1, **kw), False),
-    "lightgbm-classifier": (lambda **kw: UnbiasedLGBMClassifier(verbose=-1, n_jobs=1, **kw),
-                            True),
-    "xgboost-regressor": (lambda **kw: UnbiasedXGBRegressor(n_jobs=1, enable_categorical=True,
-                                                            **kw), False),
-    "xgboost-classifier": (lambda **kw: UnbiasedXGBClassifier(n_jobs=1, enable_categorical=True,
-                                                              **kw), True),
-    "native-regressor": (lambda **kw: uc.UnbiasedGBMRegressor(**kw), False),
-    "native-classifier": (lambda **kw: uc.UnbiasedGBMClassifier(**kw), True),
-}
-HOOKS = [name for name in FAMILIES if not name.startswith("native")]
-
 
 #: the library's own options, each set to a value the training hook refuses
 BAD_OPTIONS = [dict(n_draws=0), dict(holdout_fraction=1.5), dict(min_k=0), dict(n_blocks=1),

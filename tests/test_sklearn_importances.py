@@ -18,32 +18,14 @@ pytest.importorskip("lightgbm")
 pytest.importorskip("xgboost")
 pytest.importorskip("sklearn")
 
+from estimator_families import FAMILIES  # noqa: E402
 from sklearn.feature_selection import RFE, SelectFromModel  # noqa: E402
 from unbiased_criteria.adapters.lightgbm import (  # noqa: E402
-    UnbiasedLGBMClassifier,
     UnbiasedLGBMRegressor,
-)
-from unbiased_criteria.adapters.xgboost import (  # noqa: E402
-    UnbiasedXGBClassifier,
-    UnbiasedXGBRegressor,
 )
 
 import unbiased_criteria as uc  # noqa: E402
 from unbiased_criteria.datasets import paper_example  # noqa: E402
-
-#: every family, regressor and classifier: name -> (factory, is a classifier)
-FAMILIES = {
-    "lightgbm-regressor": (lambda **kw: UnbiasedLGBMRegressor(verbose=-1, n_jobs=1, **kw), False),
-    "lightgbm-classifier": (lambda **kw: UnbiasedLGBMClassifier(verbose=-1, n_jobs=1, **kw),
-                            True),
-    "xgboost-regressor": (lambda **kw: UnbiasedXGBRegressor(n_jobs=1, enable_categorical=True,
-                                                            **kw), False),
-    "xgboost-classifier": (lambda **kw: UnbiasedXGBClassifier(n_jobs=1, enable_categorical=True,
-                                                              **kw), True),
-    "native-regressor": (lambda **kw: uc.UnbiasedGBMRegressor(**kw), False),
-    "native-classifier": (lambda **kw: uc.UnbiasedGBMClassifier(**kw), True),
-}
-HOOKS = [name for name in FAMILIES if not name.startswith("native")]
 
 
 def paper_with_null(classifier: bool, effect: float = 0.25, seed: int = 0):
