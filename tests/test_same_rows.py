@@ -208,6 +208,12 @@ def test_row_hashes_are_the_rows_in_any_container():
     np.testing.assert_array_equal(row_hashes(words, y),
                                   row_hashes(words.assign(c=words["c"].astype(str)), y))
     assert (row_hashes(words.assign(a=0.0), y) != row_hashes(words, y)).all()
+    # a wide table is hashed on 64 evenly spaced columns, alike in every container
+    wide = rng.normal(size=(50, 300))
+    wide_hashes = row_hashes(wide, y[:50])
+    np.testing.assert_array_equal(row_hashes(pd.DataFrame(wide), y[:50]), wide_hashes)
+    np.testing.assert_array_equal(row_hashes(sparse.csr_matrix(wide), y[:50]), wide_hashes)
+    assert np.unique(wide_hashes).size == 50
     # chunks: a table longer than one chunk hashes as its parts
     from unbiased_criteria import row_sets
 

@@ -41,6 +41,8 @@ __all__ = ["SKETCH_SIZE", "Overlap", "row_hashes", "sketch", "overlap", "overlap
 SKETCH_SIZE = 1024
 #: values converted at a time: bounds the float64 copy of a large input (32 MB)
 _CHUNK_VALUES = 1 << 22
+#: columns hashed at most (evenly spaced): bounds the cost on wide tables
+_MOST_COLUMNS = 64
 #: excess share of held-out rows that are warned of
 WARN_EXCESS = 0.1
 #: fewest held-out rows below a sketch's bound that estimate a share
@@ -62,11 +64,18 @@ def _numbers(values: np.ndarray) -> np.ndarray:
     return values.astype(np.float32).astype(np.float64)
 
 
-def _canonical(X: Any, start: int, stop: int) -> pd.DataFrame:
-    """Rows ``start:stop`` of ``X`` as a frame whose numbers are float32 values (text and
-    other categories as objects), so that equal values hash equal in any container."""
+def _columns(n: int) -> np.ndarray:
+    """The columns hashed: all, or :data:`_MOST_COLUMNS` evenly spaced ones."""
+    return np.unique(np.linspace(0, n - 1, min(n, _MOST_COLUMNS)).astype(np.intp)) if n \
+        else np.arange(0)
+
+
+def _canonical(X: Any, start: int, stop: int, columns: np.ndarray) -> pd.DataFrame:
+    """Rows ``start:stop`` of ``X``, its ``columns``, as a frame whose numbers are float32
+    values (text and other categories as objects), so that equal values hash equal in any
+    container."""
     if isinstance(X, pd.DataFrame):
-        part = X.iloc[start:stop]
+        part = X.iloc[start:stop, columns]
         return pd.DataFrame({
             i: (_numbers(part.iloc[:, i].to_numpy(np.float64, na_value=np.nan))
                 if _holds_numbers(part.dtypes.iloc[i])
@@ -75,8 +84,8 @@ def _canonical(X: Any, start: int, stop: int) -> pd.DataFrame:
             for i in range(part.shape[1])
         })
     if sparse.issparse(X):
-        return pd.DataFrame(_numbers(X[start:stop].toarray()))
-    part = np.asarray(X)[start:stop]
+        return pd.DataFrame(_numbers(X[start:stop][:, columns].toarray()))
+    part = np.asarray(X)[start:stop][:, columns]
     if part.dtype.kind in "biuf":
         return pd.DataFrame(_numbers(part))
     if part.dtype.kind == "O":
@@ -94,7 +103,10 @@ def row_hashes(X: Any, y: Any) -> np.ndarray:
     nullable or pyarrow-backed columns, numeric categories by value) or a scipy sparse
     matrix (absent entries are 0), and for a float32 copy of the values (the precision the
     hosts route rows in); NaN is one value and -0.0 is 0.0. pandas' ``hash_pandas_object``
-    hashes each chunk of rows.
+    hashes each chunk of rows. A table of more than :data:`_MOST_COLUMNS` columns is hashed
+    on that many, evenly spaced, so that the cost stays that of a few copies of 64 columns:
+    rows that agree there and differ elsewhere hash alike, which real rows rarely do, and
+    where they do they repeat within each set too, which raises the chance level with them.
     """
     labels = np.asarray(y)
     labels = labels.astype(np.float64) if labels.dtype.kind in "biuf" else labels.astype(object)
@@ -102,11 +114,12 @@ def row_hashes(X: Any, y: Any) -> np.ndarray:
     if sparse.issparse(X):
         X = sparse.csr_matrix(X)  # rows sliced by chunk (no copy of a CSR matrix)
     n = np.shape(X)[0]
-    chunk = max(1, _CHUNK_VALUES // max(1, np.shape(X)[1] + labels.shape[1]))
+    columns = _columns(np.shape(X)[1])
+    chunk = max(1, _CHUNK_VALUES // max(1, columns.size + labels.shape[1]))
     out = np.empty(n, dtype=np.uint64)
     for start in range(0, n, chunk):
         stop = min(n, start + chunk)
-        frame = _canonical(X, start, stop)
+        frame = _canonical(X, start, stop, columns)
         width = frame.shape[1]
         for j in range(labels.shape[1]):
             frame[width + j] = labels[start:stop, j]
