@@ -400,3 +400,52 @@ def test_the_signal_handlers_are_restored_after_the_command(numeric, capsys):
     assert main(importance(numeric / "m.txt", numeric / "valid.csv")) == 0
     assert signal.getsignal(signal.SIGTERM) is before
     capsys.readouterr()
+
+
+def test_text_classes_and_numeric_categories_read_from_csv_as_from_parquet(tmp_path,
+                                                                            monkeypatch):
+    """A classifier's text classes ("01", "NA") were read by pandas' guess (the numbers 1,
+    2, 3; a missing label), and an "NA" among numeric categories became an unseen category
+    (XGBoost refused the file): a CSV now gives the Parquet file's table."""
+    pytest.importorskip("pyarrow")
+    import pickle
+
+    import xgboost as xgb
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from unbiased_criteria.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x": rng.normal(size=1500), "z": rng.normal(size=1500)})
+
+    def table(args):
+        assert main(args + ["--output", "out.csv"]) == 0
+        return pd.read_csv("out.csv")
+
+    for classes in (("01", "02", "03"), ("lo", "mid", "NA")):
+        labels = np.where(X.x > 0.5, classes[2], np.where(X.x < -0.5, classes[0], classes[1]))
+        model = HistGradientBoostingClassifier(max_iter=10, random_state=0).fit(
+            X.iloc[:700], labels[:700])
+        (tmp_path / "m.pkl").write_bytes(pickle.dumps(model))
+        v = X.iloc[700:].assign(y=labels[700:])
+        v.to_csv("v.csv", index=False)
+        v.to_parquet("v.parquet")
+        args = ["importance", "m.pkl", "--trust-pickle", "--label", "y", "--seed", "0"]
+        pd.testing.assert_frame_equal(table(args + ["--valid", "v.csv"]),
+                                      table(args + ["--valid", "v.parquet"]))
+    k = rng.choice([1, 2, 3], 2000).astype(float)
+    x = rng.normal(size=2000)
+    y = k + x + 0.3 * rng.normal(size=2000)
+    k[rng.random(2000) < 0.05] = np.nan
+    df = pd.DataFrame({"k": pd.Categorical(pd.array(k, dtype="Int64"), categories=[1, 2, 3]),
+                       "x": x})
+    xgb.train({"tree_method": "hist", "nthread": 1, "max_depth": 3},
+              xgb.DMatrix(df.iloc[:1000], y[:1000], enable_categorical=True),
+              10).save_model("m.json")
+    v = df.iloc[1000:].assign(y=y[1000:])
+    v.to_csv("blank.csv", index=False)
+    v.to_csv("na.csv", index=False, na_rep="NA")  # R's write.csv writes missing so
+    args = ["importance", "m.json", "--label", "y", "--seed", "0"]
+    pd.testing.assert_frame_equal(table(args + ["--valid", "na.csv"]),
+                                  table(args + ["--valid", "blank.csv"]))

@@ -123,6 +123,9 @@ class Schema:
     text_labels : bool
         The model encodes its labels itself, text included (a scikit-learn classifier's
         ``classes_``); otherwise labels must be numbers.
+    classes : tuple or None
+        Those labels (``classes_``), where the model keeps them: text ones are read from a
+        CSV file as written ("01" stays "01", a class "NA" stays one).
     unseen_as_missing : bool
         The host predicts a category it never saw as a missing value (LightGBM and
         HistGradientBoosting do); False: it refuses such a value (XGBoost).
@@ -134,6 +137,7 @@ class Schema:
     stored_name: Callable[[str], str] | None = field(default=None, repr=False)
     text_labels: bool = False
     unseen_as_missing: bool = True
+    classes: tuple | None = None
 
 
 def host_adapter(host: str) -> ModuleType:

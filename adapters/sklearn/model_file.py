@@ -89,7 +89,8 @@ def feature_schema(model) -> Schema:
     the categories the estimator's encoder knows; text labels allowed for a classifier."""
     names = getattr(model, "feature_names_in_", None)
     return Schema(int(model.n_features_in_), None if names is None else [str(n) for n in names],
-                  compat.input_categories(model), text_labels=hasattr(model, "classes_"))
+                  compat.input_categories(model), text_labels=hasattr(model, "classes_"),
+                  classes=tuple(model.classes_) if hasattr(model, "classes_") else None)
 
 
 def set_training_params(model, params: dict[str, str]) -> None:

@@ -87,10 +87,12 @@ _DEFAULT_NA = {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-n
                "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"}
 
 
-def _read_csv(p: Path, sep: str, header: list[str], text: set[str]) -> pd.DataFrame:
+def _read_csv(p: Path, sep: str, header: list[str], text: dict[str, set[str]]) -> pd.DataFrame:
     """The CSV with pandas' type guessing, except the columns ``text`` (names as pandas gives
-    them): read as written, only an empty field is missing, so that a category "NA" or "007"
-    stays one."""
+    them): read as written, so that a category "NA" or "007" stays one. ``text`` maps each
+    such column to the values the model knows in it (its categories or classes, as text):
+    pandas' missing-value strings other than those are still missing there (a numeric
+    category column's "NA" is missing, a category "NA" is not)."""
     if not text:
         return pd.read_csv(p, sep=sep)
     default = sorted(_DEFAULT_NA)
@@ -98,7 +100,8 @@ def _read_csv(p: Path, sep: str, header: list[str], text: set[str]) -> pd.DataFr
     for i, name in enumerate(header):
         # an unnamed column by its position (pandas names it "Unnamed: i")
         key, pandas_name = (name, name) if name != "" else (i, f"Unnamed: {i}")
-        na_values[key] = [""] if pandas_name in text else default
+        known = text.get(pandas_name)
+        na_values[key] = default if known is None else sorted((_DEFAULT_NA - known) | {""})
     return pd.read_csv(p, sep=sep, dtype={name: str for name in text},
                        keep_default_na=False, na_values=na_values)
 
@@ -115,7 +118,8 @@ def read_table(path: str | Path, option: str = "data", *, schema: Schema | None 
         The command-line option that named the file, for error messages.
     schema : Schema, optional
         The model the rows are for: in a CSV file, the columns of its categorical features
-        that have stored categories are read as text (only an empty field is missing), to be
+        that have stored categories are read as text (missing: an empty field, or a
+        missing-value string that is not one of the categories), to be
         matched with those categories; pandas' guess would read a category "NA" as missing
         and "01" as the number 1.
     label, weight : str, list of str or None
@@ -152,7 +156,7 @@ def read_table(path: str | Path, option: str = "data", *, schema: Schema | None 
                                  "more than once in the header")
             # the names pandas gives the columns, unnamed ones included (by position)
             columns = [h if h != "" else f"Unnamed: {i}" for i, h in enumerate(header)]
-            text = set() if schema is None else \
+            text = {} if schema is None else \
                 _category_columns(columns, schema, label, weight)
             frame = _read_csv(p, sep, header.tolist(), text)
         else:
@@ -207,16 +211,27 @@ def _feature_lookup(columns: list[str], schema: Schema) -> dict[str, str]:
 
 
 def _category_columns(columns: list[str], schema: Schema,
-                      label: str | Iterable[str] | None, weight: str | None) -> set[str]:
-    """The data columns of the model's categorical features with stored categories (those
-    :func:`_match_columns` will pick; the others are checked there)."""
-    labels = {label} if isinstance(label, str) else set(label or ())
+                      label: str | Iterable[str] | None, weight: str | None
+                      ) -> dict[str, set[str]]:
+    """The data columns to read as text, each with the values the model knows in it as
+    text: its categorical features with stored categories (those :func:`_match_columns`
+    will pick; the others are checked there), and the label columns of a classifier whose
+    classes are text."""
+    labels = [label] if isinstance(label, str) else list(label or ())
     rest = [c for c in columns if c not in labels and c != weight]
-    stored = [i for i, categories in schema.categorical.items() if categories is not None]
+    known = {i: {str(c) for c in categories} for i, categories in schema.categorical.items()
+             if categories is not None}
+    out: dict[str, set[str]] = {}
+    if schema.classes is not None and any(isinstance(c, str) for c in schema.classes):
+        out.update({c: {str(k) for k in schema.classes} for c in labels if c in columns})
     if schema.names is None:
-        return {rest[i] for i in stored} if len(rest) == schema.n_features else set()
+        if len(rest) == schema.n_features:
+            out.update({rest[i]: values for i, values in known.items()})
+        return out
     lookup = _feature_lookup(rest, schema)
-    return {lookup[schema.names[i]] for i in stored if schema.names[i] in lookup}
+    out.update({lookup[schema.names[i]]: values for i, values in known.items()
+                if schema.names[i] in lookup})
+    return out
 
 
 def _match_columns(frame: pd.DataFrame, schema: Schema, option: str, path: str) -> list[str]:
