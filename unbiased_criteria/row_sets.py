@@ -172,9 +172,14 @@ def _among(hashes: np.ndarray, distinct: np.ndarray) -> np.ndarray:
 
 def sketch(hashes: np.ndarray) -> str:
     """A sketch of a set of rows from their hashes: the :data:`SKETCH_SIZE` smallest distinct
-    hashes, with the share of rows that repeat (the chance level of :func:`overlap`), as text
-    a model file can keep (about 11 kB)."""
-    distinct, repeated = _distinct(hashes)
+    hashes, with the share of the rows they stand for that repeat (the chance level of
+    :func:`overlap` for the rows the sketch can test), as text a model file can keep (about
+    11 kB)."""
+    distinct, counts = np.unique(hashes, return_counts=True)
+    kept = counts[:SKETCH_SIZE]
+    # the chance level of the rows the sketch can test (hashes up to its bound), not of all:
+    # a common row below the bound is most of the rows tested, and repeats as often
+    repeated = float(kept[kept > 1].sum() / kept.sum()) if kept.size else 0.0
     body = base64.b64encode(distinct[:SKETCH_SIZE].astype("<u8").tobytes()).decode("ascii")
     return f"{_PREFIX}:{int(distinct.size <= SKETCH_SIZE)}:{repeated:.6f}:{body}"
 
