@@ -200,11 +200,14 @@ def _tree_shrinkages(trees: Sequence[Mapping], lam: float) -> np.ndarray | None:
     Leaves hold ``eta * w``, internal nodes the unshrunk ``w``, so a parent of two leaves
     gives ``eta = (v_L (H_L + lam) + v_R (H_R + lam)) / (w (H + lam))``. Each tree must give
     it from at least two such parents that agree to 1e-5 (a wrong lambda, L1 or clipping
-    makes them disagree; parents whose two terms cancel are too inexact to count).
+    makes them disagree; parents whose two terms cancel are too inexact to count), or from
+    one where that equals, to 1e-5, exactly one of the rates the other trees gave (a model
+    continued with another eta has small trees with a single such parent).
     ``xgb.train`` with a ``LearningRateScheduler`` shrinks each tree by its own round's eta,
     while the configuration keeps one.
     """
     out = np.empty(len(trees))
+    single: dict[int, float] = {}  # trees with one usable parent: their one reading
     for i, tree in enumerate(trees):
         a = _tree_arrays(tree, i)
         left, right = a["left"], a["right"]
@@ -215,13 +218,28 @@ def _tree_shrinkages(trees: Sequence[Mapping], lam: float) -> np.ndarray | None:
         terms = term_l + term_r
         den = a["weight"][both] * (a["hess"][both] + lam)
         ok = (np.abs(den) > 1e-12) & (np.abs(terms) * 10 > np.abs(term_l) + np.abs(term_r))
-        if np.count_nonzero(ok) < 2:
+        if not ok.any():
             return None
         eta = terms[ok] / den[ok]
         middle = np.median(eta)
-        if not middle > 0 or np.abs(eta - middle).max() > 1e-5 * middle:
+        if not middle > 0:
+            return None
+        if eta.size == 1:
+            single[i] = float(middle)
+            continue
+        if np.abs(eta - middle).max() > 1e-5 * middle:
             return None
         out[i] = float(np.float32(middle))
+    if single:
+        told = np.unique(np.delete(out, list(single)))
+        if told.size == 0:
+            return None
+        for i, value in single.items():
+            match = told[np.abs(told - value) <= 1e-5 * told]
+            # one rate (its trees' readings differ in their last bits at most)
+            if match.size == 0 or np.ptp(match) > 1e-5 * match.max():
+                return None
+            out[i] = float(np.median(match))
     if out.size and np.ptp(out) <= 1e-5 * out.max():  # one eta, read to its last bits
         out[:] = float(np.float32(np.median(out)))
     return out
@@ -431,7 +449,8 @@ def parse_model(
         notes.append(
             f"the trees were shrunk by different learning rates "
             f"({shrinkages.min() * n_parallel:.6g} to {shrinkages.max() * n_parallel:.6g}: "
-            "a LearningRateScheduler?), not the configured "
+            "a LearningRateScheduler, or training continued with another eta?), not the "
+            "configured "
             f"eta={params['eta']:g}: each tree's is read from its own weights"
         )
     elif per_tree and params_given:  # a loaded model's default eta is replaced silently

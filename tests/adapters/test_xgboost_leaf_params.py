@@ -289,3 +289,30 @@ def test_trees_grown_from_scores_the_model_does_not_keep_are_said(data, objectiv
     with warnings.catch_warnings():  # the slice that keeps the first trees: nothing to say
         warnings.simplefilter("error")
         uc.unbiased_importance(whole[:3], X, y, Xv, yv, random_state=0)
+
+
+def test_a_model_continued_with_another_eta_is_read_tree_by_tree():
+    """20 rounds at eta 0.3 continued (xgb_model=) with 20 at eta 0.05: the per-tree reading
+    gave up where a small tree had a single usable parent of two leaves, the configured eta
+    (0.05) was applied to every tree, and a refit at the model's own scores moved its margins
+    by up to 4.05. Such a tree now takes the one rate of the other trees its reading matches.
+    Oracle: XGBoost's own margins, which the refit keeps."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 6))
+    y = (X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.5 * rng.normal(size=3000) > 1).astype(int)
+    params = {"objective": "binary:logistic", "nthread": 1, "max_depth": 4}
+    first = xgb.train({**params, "eta": 0.3}, xgb.DMatrix(X[:2000], y[:2000]), 20)
+    model = xgb.train({**params, "eta": 0.05}, xgb.DMatrix(X[:2000], y[:2000]), 20,
+                      xgb_model=first)
+    read = ax.read_model(model)
+    etas = np.array([t.shrinkage for t in read.forest.trees])
+    np.testing.assert_allclose(etas, np.repeat([0.3, 0.05], 20), rtol=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", message=".*different learning rates")
+        warnings.filterwarnings("ignore", message=".*no usable evidence")
+        refit = uc.prune(model, X[:2000], y[:2000], X[2000:], y[2000:], threshold=-np.inf,
+                         refit_leaves=True, random_state=0)
+    d = xgb.DMatrix(X[2000:])
+    np.testing.assert_allclose(refit.predict(d, output_margin=True),
+                               model.predict(d, output_margin=True), atol=1e-5)
