@@ -69,8 +69,10 @@ def with_held_out_warning(read: Model, record: TrainingRecord | None) -> Model:
     itself for any other model."""
     if record is None or not record.holdout_fraction > 0:
         return read
-    return dataclasses.replace(read, warnings=read.warnings + (
+    message = (
         f"the training hook grew this model holding out {record.holdout_fraction:g} of the "
         "training rows in every round (with zero gradient and hessian): each tree's stored "
         "hessian sums and gains are those of its round's other rows, so biased_gain over the "
-        "training rows given will not match host_gain (unbiased_gain does not depend on it)",))
+        "training rows given will not match host_gain (unbiased_gain does not depend on it)")
+    return dataclasses.replace(read, warnings=read.warnings + (message,),
+                               gain_only=read.gain_only + (message,))

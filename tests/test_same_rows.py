@@ -347,3 +347,28 @@ def test_a_common_row_below_the_sketch_bound_is_no_false_alarm():
             found = overlap_with_sketch(sketch(row_hashes(*make(5000, p0))),
                                         row_hashes(*make(5000, p0)))
             assert found is None or found.excess < WARN_EXCESS, (seed, p0, found)
+
+
+def test_without_training_rows_the_readers_gain_warnings_are_not_shown():
+    """Validation-only mode compares nothing with the host's gains: the readers' reasons why
+    biased_gain on the training rows would not match them (bagging, subsample, a hook's
+    held-out rows) were still shown there, as noise. With training rows they are."""
+    X, y = paper_example(3000, random_state=0)
+    Xv, yv = paper_example(3000, random_state=1)
+    models = {
+        "bagging": lgb.train({"objective": "regression", "bagging_fraction": 0.5,
+                              "bagging_freq": 1, "verbose": -1, "num_threads": 1,
+                              "boost_from_average": False}, lgb.Dataset(X, y), 10),
+        "subsample": xgb.train({"subsample": 0.5, "max_depth": 3, "nthread": 1},
+                               xgb.DMatrix(X, y, enable_categorical=True), 10),
+        "the training hook": uc.adapters.xgboost.train(
+            {"max_depth": 3, "nthread": 1}, xgb.DMatrix(X, y, enable_categorical=True), 10,
+            random_state=0),
+    }
+    for reason, model in models.items():
+        with pytest.warns(UserWarning, match=reason):
+            uc.unbiased_importance(model, X, y, Xv, yv, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            warnings.filterwarnings("ignore", message=".*no usable evidence")
+            uc.unbiased_importance(model, None, None, Xv, yv, random_state=0)

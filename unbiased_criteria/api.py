@@ -160,12 +160,15 @@ def host_model(model: Any) -> Any:
     return load_model_file(data, f"model {model}", trusted=False).model  # InputError: a ValueError
 
 
-def reader_warnings(read: Model, objective_resolved: bool) -> list[str]:
+def reader_warnings(read: Model, objective_resolved: bool, with_train: bool = True
+                    ) -> list[str]:
     """The reader's warnings to show: not its requests for ``objective=`` when the objective
-    was given or built from the training labels."""
+    was given or built from the training labels, nor, without training rows, why their
+    gains will not match the host's (``Model.gain_only``: nothing is compared)."""
+    shown = [m for m in read.messages if with_train or m not in read.gain_only]
     if not objective_resolved:
-        return list(read.messages)
-    return [m for m in read.messages if "pass objective=" not in m]
+        return shown
+    return [m for m in shown if "pass objective=" not in m]
 
 
 def bias_objective(read: Model, obj: Objective) -> Objective:
@@ -338,7 +341,8 @@ def _prepare(
                         None if train is None else train.y,
                         None if train is None else train.weight)
     _warn_init_score_unseen(read, obj, train, extra_frames)
-    for message in reader_warnings(read, objective is not None or from_labels):
+    for message in reader_warnings(read, objective is not None or from_labels,
+                                   with_train=train is not None):
         warnings.warn(message, UserWarning, stacklevel=3 + extra_frames)
     read = _leaf_params(read, obj, train, needed_for, extra_frames)
     if read.forest.n_trees == 0:

@@ -75,6 +75,10 @@ class Model:
         ``is_unbalance`` class weights come from the label counts), ``objective`` is None
         and ``objective_from_labels(y_train=labels)`` builds it from the (encoded) training
         labels.
+    gain_only : tuple of str
+        Those of ``warnings`` that only say why ``biased_gain`` on the training rows will not
+        match the host's own gains (bagging, subsampling, a hook's held-out rows...): not
+        shown without training rows, where nothing is compared.
     pruned_on : tuple of str
         Sketches of the held-out row sets whose ``U`` pruned the model
         (:func:`unbiased_criteria.row_sets.sketch`), kept with the model by the adapter's
@@ -103,6 +107,7 @@ class Model:
     class_weight: Any = None
     init_score_unseen: bool = False
     pruned_on: tuple[str, ...] = ()
+    gain_only: tuple[str, ...] = ()
 
     @property
     def messages(self) -> tuple[str, ...]:

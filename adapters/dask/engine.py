@@ -304,7 +304,8 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
         read = resolve_bias(read, bias_objective(read, obj), y_all, w_all)
     else:
         read = resolve_bias(read, obj, None, None)
-    for message in reader_warnings(read, objective is not None or from_labels):
+    for message in reader_warnings(read, objective is not None or from_labels,
+                                   with_train=X_train is not None):
         warnings.warn(message, UserWarning, stacklevel=4)
     if read.forest.n_trees == 0:
         warnings.warn("the model has no trees: there is no split to score", UserWarning,

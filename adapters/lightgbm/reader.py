@@ -455,6 +455,7 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
     return Model(
         forest=forest, objective=objective, split_score=score, host="lightgbm",
         bias_from_labels=any_bias, warnings=tuple(warnings), notes=tuple(notes), source=source,
+        gain_only=replay_warnings(source),
         objective_from_labels=from_labels,
         # boost_from_average adds the init score unless a Dataset init_score was given (or
         # it was 0); at learning rate 1 the two kinds of first trees cannot be told apart

@@ -291,9 +291,11 @@ def _params_fit(learner: Mapping, model: Mapping, params: Mapping, renews: bool,
 
 
 def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
-              base_score: np.ndarray, params_fit: bool) -> tuple[list[str], list[str]]:
-    """Why recomputed gains will not match the model's own (``Model.warnings``), and what
-    else to say (``Model.notes``)."""
+              base_score: np.ndarray, params_fit: bool
+              ) -> tuple[list[str], list[str], list[str]]:
+    """Why recomputed gains will not match the model's own (``Model.warnings``), those of
+    them that concern the training rows' gains alone (``Model.gain_only``), and what else to
+    say (``Model.notes``)."""
     out, notes = [], []
     if params["subsample"] < 1.0:
         out.append(
@@ -322,6 +324,7 @@ def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
             "base_score is 0.5 with reg:squarederror, what a custom objective (obj=) leaves: "
             "if the model was trained with one, pass objective="
         )
+    gain_only = list(out)  # subsample, monotone clipping, GPU: the training rows' gains
     if not params_fit:
         out.append(
             f"eta={params['eta']:g} and lambda={params['lambda']:g} do not reproduce the "
@@ -329,7 +332,7 @@ def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
             "..., 'lambda': ...}) (and alpha, max_delta_step, monotone_constraints if the "
             "model used them)"
         )
-    return out, notes
+    return out, gain_only, notes
 
 
 def parse_model(
@@ -442,7 +445,8 @@ def parse_model(
     attributes = learner.get("attributes", {})
     unknown = (not params_fit or (_WRITTEN_ATTR in attributes
                                   and _PARAMS_ATTR not in attributes)) and not params_given
-    warnings, notes = _warnings(learner, model, params, obj_name, base, params_fit or unknown)
+    warnings, gain_only, notes = _warnings(learner, model, params, obj_name, base,
+                                           params_fit or unknown)
     if slice_note is not None:  # the leaves' eta: pruned and refit leaves, not the gains
         notes.append(slice_note)
     if per_tree and np.ptp(shrinkages) > 0:
@@ -472,6 +476,7 @@ def parse_model(
         leaf_params_unknown=unknown,
         warnings=tuple(warnings),
         notes=tuple(notes),
+        gain_only=tuple(gain_only),
         source=js,
         pruned_on=_pruned_on(learner),
     )
