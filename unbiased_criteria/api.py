@@ -188,6 +188,13 @@ def bias_objective(read: Model, obj: Objective) -> Objective:
 
 #: share of held-out rows beyond chance that are training rows: the same rows, reordered
 _SAME_ROWS_EXCESS = 0.99
+#: what held-out rows that are in part training rows do, by what they are needed for
+_TRAINING_ROWS_HELD_OUT = {
+    "prune": "U on them is biased upwards, so the splits they score are kept more often than "
+             "they should be; prune on rows that did not train the model",
+    "importance": "U on them is biased upwards, noise features included; score on rows that "
+                  "did not train the model",
+}
 
 
 def _check_held_out_rows(X_train, X_valid, train: RowSet | None, valid: RowSet, read: Model,
@@ -208,15 +215,9 @@ def _check_held_out_rows(X_train, X_valid, train: RowSet | None, valid: RowSet, 
         if found.excess >= _SAME_ROWS_EXCESS:  # the same rows in another order, or a part
             part = not np.isin(train_hashes, hashes).all()
             training_rows_held_out(needed_for, stacklevel=stacklevel, part=part)
-        elif needed_for == "prune":
-            warn_overlap(found, "X_valid holds rows of X_train",
-                         "U on them is biased upwards, so the splits they score are kept "
-                         "more often than they should be; prune on rows that did not train "
-                         "the model", stacklevel)
         else:
             warn_overlap(found, "X_valid holds rows of X_train",
-                         "U on them is biased upwards, noise features included; score on "
-                         "rows that did not train the model", stacklevel)
+                         _TRAINING_ROWS_HELD_OUT[needed_for], stacklevel)
     if needed_for == "importance" and read.pruned_on:
         hashes = row_hashes(X_valid, valid.y) if hashes is None else hashes
         found = [overlap_with_sketch(text, hashes) for text in read.pruned_on]
@@ -496,7 +497,7 @@ class LaterGains:
         return self.off > max(2, 0.01 * self.compared)
 
 
-def later_gains(index: int, tree, scores: TreeScores) -> tuple[int, int]:
+def later_gains(tree, scores: TreeScores) -> tuple[int, int]:
     """``(compared, disagreeing)`` splits of one tree after the first iteration: B against the
     model's own gain, beyond :data:`LATER_GAIN_RTOL`, leaving out gains below 1e-6 of the
     tree's largest (float32 cancellation). No pass over rows: B is the scorer's."""
@@ -596,7 +597,7 @@ class _PrunedLaterGains:
         """Compare a later tree's gains, where its scores are the model's or can be rebuilt."""
         it = self._at(step.index)
         if self.changed_at is None or self.changed_at == it:
-            self.parts.append((step.index, *later_gains(step.index, step.tree, scores)))
+            self.parts.append((step.index, *later_gains(step.tree, scores)))
             return
         if not self.follow or self.delta is None:
             return
@@ -610,7 +611,7 @@ class _PrunedLaterGains:
         g, h = obj.grad_hess(self.y, raw, self.weight)
         sums = node_sums(step.tree, step.nodes_train, np.ravel(g), np.ravel(h))
         B = biased_gain(step.tree, sums, self.prep.model.split_score)
-        self.parts.append((step.index, *later_gains(step.index, step.tree,
+        self.parts.append((step.index, *later_gains(step.tree,
                                                     replace(scores, biased=B))))
 
     def moved(self, step: TreeStep, out) -> None:
@@ -888,7 +889,7 @@ def unbiased_importance(
         if step.nodes_train is not None and step.index < n_first:
             first.append(_host_and_replay(step.tree, scores))
         elif step.nodes_train is not None:
-            later.append((step.index, *later_gains(step.index, step.tree, scores)))
+            later.append((step.index, *later_gains(step.tree, scores)))
         shares.append(_child_share(step, scores))
         inner = step.tree.internal_nodes
         if scores.jackknife is not None:

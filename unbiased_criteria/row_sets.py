@@ -127,12 +127,10 @@ def row_hashes(X: Any, y: Any) -> np.ndarray:
     return out
 
 
-def _distinct(hashes: np.ndarray) -> tuple[np.ndarray, float]:
-    """The distinct hashes, sorted, and the share of rows whose hash another row of the same
-    set also has."""
-    distinct, counts = np.unique(hashes, return_counts=True)
-    repeated = float(counts[counts > 1].sum() / hashes.size) if hashes.size else 0.0
-    return distinct, repeated
+def _repeated(counts: np.ndarray) -> float:
+    """Share of the rows counted (``counts`` per distinct hash) whose hash another of them
+    also has."""
+    return float(counts[counts > 1].sum() / counts.sum()) if counts.size else 0.0
 
 
 @dataclass(frozen=True)
@@ -157,9 +155,9 @@ class Overlap:
 
 def overlap(reference: np.ndarray, held_out: np.ndarray) -> Overlap:
     """The held-out rows' overlap with the reference rows, from both sets' row hashes."""
-    distinct, repeated = _distinct(reference)
+    distinct, counts = np.unique(reference, return_counts=True)
     share = float(_among(held_out, distinct).mean()) if held_out.size else 0.0
-    return Overlap(share, repeated, int(held_out.size))
+    return Overlap(share, _repeated(counts), int(held_out.size))
 
 
 def _among(hashes: np.ndarray, distinct: np.ndarray) -> np.ndarray:
@@ -176,10 +174,9 @@ def sketch(hashes: np.ndarray) -> str:
     :func:`overlap` for the rows the sketch can test), as text a model file can keep (about
     11 kB)."""
     distinct, counts = np.unique(hashes, return_counts=True)
-    kept = counts[:SKETCH_SIZE]
     # the chance level of the rows the sketch can test (hashes up to its bound), not of all:
     # a common row below the bound is most of the rows tested, and repeats as often
-    repeated = float(kept[kept > 1].sum() / kept.sum()) if kept.size else 0.0
+    repeated = _repeated(counts[:SKETCH_SIZE])
     body = base64.b64encode(distinct[:SKETCH_SIZE].astype("<u8").tobytes()).decode("ascii")
     return f"{_PREFIX}:{int(distinct.size <= SKETCH_SIZE)}:{repeated:.6f}:{body}"
 

@@ -57,12 +57,18 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
                    help="show tracebacks")
 
 
+def _at_least(text: str, low: int) -> int:
+    """An integer >= ``low`` (argparse names the type function in its message for text
+    that is no integer, so each type keeps its own name)."""
+    value = int(text)
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+    return _at_least(text, 1)
 
 
 #: the largest seed every host takes: XGBoost's ``seed`` is a signed 64-bit integer (a larger
@@ -80,10 +86,7 @@ def seed(text: str) -> int:
 
 def replications(text: str) -> int:
     """argparse type: replications of the core demo, >= 2 (its standard error needs two)."""
-    value = int(text)
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"must be >= 2, got {value}")
-    return value
+    return _at_least(text, 2)
 
 
 def thread_count(text: str) -> int:
@@ -112,10 +115,7 @@ def alpha(text: str) -> float:
 
 def folds(text: str) -> int:
     """argparse type: a number of folds, >= 2."""
-    value = int(text)
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"must be >= 2, got {value}")
-    return value
+    return _at_least(text, 2)
 
 
 def alpha_or_none(text: str) -> float | None:
