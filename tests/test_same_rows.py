@@ -45,7 +45,10 @@ def test_the_training_rows_as_held_out_rows_are_warned_or_refused(model, data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # other rows: nothing to say
         fair = uc.unbiased_importance(model, X, y, Xv, yv, random_state=0).to_frame()
-    for X2, y2 in [(X, y), (X.copy(), np.array(y, copy=True))]:  # the object, a copy
+    # the object, a copy, a float32 copy of the rows and labels (the precision the hosts read)
+    for X2, y2 in [(X, y), (X.copy(), np.array(y, copy=True)),
+                   (X.astype({c: np.float32 for c in X.columns if X[c].dtype.kind == "f"}),
+                    np.asarray(y, dtype=np.float32))]:
         with pytest.warns(UserWarning, match=SAME) as caught:
             report = uc.unbiased_importance(model, X, y, X2, y2, random_state=0)
         same = [w for w in caught if SAME in str(w.message)]
@@ -111,9 +114,10 @@ def test_scoring_a_model_on_the_rows_that_pruned_it_is_warned(model, data, tmp_p
     X, y, Xv, yv = data
     pruned = uc.prune(model, X, y, Xv, yv, random_state=0)
     for rows in (Xv, Xv.copy(), Xv.convert_dtypes()):  # the rows, in any container
-        with pytest.warns(UserWarning, match=PRUNED) as caught:
-            uc.unbiased_importance(pruned, X, y, rows, np.asarray(yv), random_state=0)
-        assert [w.filename for w in caught if PRUNED in str(w.message)] == [__file__]
+        for labels in (np.asarray(yv), np.asarray(yv, dtype=np.float32)):  # labels as read
+            with pytest.warns(UserWarning, match=PRUNED) as caught:
+                uc.unbiased_importance(pruned, X, y, rows, labels, random_state=0)
+            assert [w.filename for w in caught if PRUNED in str(w.message)] == [__file__]
     X2, y2 = paper_example(1500, random_state=2)
     # shuffled, a part of them, or mixed with fresh rows: still those rows
     order = np.random.default_rng(0).permutation(1500)
@@ -186,7 +190,8 @@ def test_row_hashes_are_the_rows_in_any_container():
     assert np.unique(hashes).size == 300
     for X2, y2 in [(frame, pd.Series(y, index=np.arange(300) + 7)), (frame.convert_dtypes(), y),
                    (A.astype(np.float32), y), (np.asfortranarray(A), list(y)),
-                   (A.astype(object), y)]:
+                   (A.astype(object), y), (A, y.astype(np.float32)),
+                   (A, pd.Series(y, dtype="float32"))]:
         np.testing.assert_array_equal(row_hashes(X2, y2), hashes)
     dense = np.nan_to_num(A)
     np.testing.assert_array_equal(row_hashes(sparse.csc_matrix(dense), y),

@@ -101,15 +101,17 @@ def row_hashes(X: Any, y: Any) -> np.ndarray:
 
     Equal for the same values in a numpy array of any numeric dtype, a DataFrame (pandas'
     nullable or pyarrow-backed columns, numeric categories by value) or a scipy sparse
-    matrix (absent entries are 0), and for a float32 copy of the values (the precision the
-    hosts route rows in); NaN is one value and -0.0 is 0.0. pandas' ``hash_pandas_object``
-    hashes each chunk of rows. A table of more than :data:`_MOST_COLUMNS` columns is hashed
-    on that many, evenly spaced, so that the cost stays that of a few copies of 64 columns:
-    rows that agree there and differ elsewhere hash alike, which real rows rarely do, and
-    where they do they repeat within each set too, which raises the chance level with them.
+    matrix (absent entries are 0), and for a float32 copy of the values or the labels (the
+    precision the hosts route rows in and read labels at); NaN is one value and -0.0 is 0.0.
+    pandas' ``hash_pandas_object`` hashes each chunk of rows. A table of more than
+    :data:`_MOST_COLUMNS` columns is hashed on that many, evenly spaced, so that the cost
+    stays that of a few copies of 64 columns: rows that agree there and differ elsewhere
+    hash alike, which real rows rarely do, and where they do they repeat within each set
+    too, which raises the chance level with them.
     """
     labels = np.asarray(y)
-    labels = labels.astype(np.float64) if labels.dtype.kind in "biuf" else labels.astype(object)
+    # labels too at the hosts' float32: a float32 copy of the labels is the same rows
+    labels = _numbers(labels) if labels.dtype.kind in "biuf" else labels.astype(object)
     labels = labels.reshape(len(labels), -1)  # a multi-target model's: a column per target
     if sparse.issparse(X):
         X = sparse.csr_matrix(X)  # rows sliced by chunk (no copy of a CSR matrix)
