@@ -346,6 +346,11 @@ def _leaves_below(tree: Tree, node: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return req[keep], leaf[keep]
 
 
+#: at most this many (request, row of its crossing bin) entries at a time: a tree of 8192
+#: leaves over 40k rows made five such arrays of 20 MB each at once
+_CROSSING_CHUNK = 1 << 18
+
+
 #: at most this many (request, leaf, rank) counts: one table of every rank's counts instead of
 #: a binary search over ranks (each of its log2(n_bins) steps is a few numpy calls). Measured
 #: on 5k held-out rows: 10% faster for trees of 4 leaves, no slower for 31 (2**16: 7% slower)
@@ -514,11 +519,10 @@ def first_k_sums(
     # crossing: the rank of the bin holding each request's k-th row; before: its rows
     # ranked in earlier bins
     crossing_bin = bin_order[crossing]
-    # the rows of each request's crossing bin, in position order
+    # the rows of each request's crossing bin, in position order: from ``first[q]``, ``width``
+    # positions (of the rows, or of ``scan``), ``count[q]`` of them in the bin
     if positional:
-        at = crossing_bin[:, None] * size + np.arange(size)
-        there = at < n
-        rows = np.minimum(at, n - 1)
+        first, count, width = crossing_bin * size, np.minimum(size, n - crossing_bin * size), size
     else:
         wanted = np.zeros(n_bins, dtype=bool)
         wanted[crossing_bin] = True
@@ -527,18 +531,23 @@ def first_k_sums(
         slot = slot.astype(np.int16 if wanted.sum() < 2**15 else np.int32)
         scan = scan[np.argsort(slot[bins[scan]], kind="stable")]
         scan_bin = bins[scan].astype(np.int64)
-        lo = np.searchsorted(scan_bin, crossing_bin)
-        width = np.searchsorted(scan_bin, crossing_bin, side="right") - lo
-        at = lo[:, None] + np.arange(max(int(width.max()), 1))
-        there = at < (lo + width)[:, None]
-        rows = scan[np.minimum(at, scan.size - 1)]
+        first = np.searchsorted(scan_bin, crossing_bin)
+        count = np.searchsorted(scan_bin, crossing_bin, side="right") - first
+        width = max(int(count.max()), 1)
     depth = _ancestor_at_depth(tree)  # a row is inside node q iff its leaf's ancestor at
-    inside = np.take(depth.ravel(),  # q's depth is q (flat indices: one 1-D gather)
-                     leaf[rows] * depth.shape[1] + tree.depth[node][:, None]) == node[:, None]
-    inside &= there
-    reached = np.cumsum(inside, axis=1) + before[:, None] >= k[:, None]
-    # cut of request q: rows ranked before (crossing rank, position just after its k-th row)
-    cut_pos = rows[np.arange(n_req), np.argmax(reached, axis=1)] + 1
+    depth_flat, node_depth = depth.ravel(), tree.depth[node]  # q's depth is q
+    cut_pos = np.empty(n_req, dtype=np.int64)
+    step = max(1, _CROSSING_CHUNK // width)  # (requests, width) arrays bounded: big trees
+    for a in range(0, n_req, step):
+        q = slice(a, a + step)
+        at = first[q, None] + np.arange(width)
+        there = at < (first[q] + count[q])[:, None]
+        rows = np.minimum(at, n - 1) if positional else scan[np.minimum(at, scan.size - 1)]
+        inside = np.take(depth_flat, leaf[rows] * depth.shape[1] + node_depth[q, None])
+        inside = (inside == node[q, None]) & there
+        reached = np.cumsum(inside, axis=1) + before[q, None] >= k[q, None]
+        # cut of request q: rows ranked before (crossing rank, position after its k-th row)
+        cut_pos[q] = rows[np.arange(rows.shape[0]), np.argmax(reached, axis=1)] + 1
     cut_key = crossing * (n + 1) + cut_pos
 
     # 2. cells: a leaf's rows are split at the cuts of the requests above it (compacted)
@@ -641,7 +650,9 @@ class _Cells:
         if self.own is None:  # whole rows of the transposed table: contiguous copies
             return np.ascontiguousarray(self.table.T)[passed]
         out = np.zeros((passed.size, self.first.size - 1), dtype=np.int64)
-        out[:, leaves] = self.cell(leaves[None, :], passed[:, None])
+        step = max(1, _CROSSING_CHUNK // max(leaves.size, 1))  # bounds the temporaries
+        for a in range(0, passed.size, step):
+            out[a:a + step, leaves] = self.cell(leaves[None, :], passed[a:a + step, None])
         return out
 
 
@@ -692,9 +703,16 @@ def _range_sums(per_cell: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndar
     """``per_cell[lo[j]:hi[j]].sum(axis=0)`` for every ``j`` (each range non-empty), added
     cell by cell: no prefix sums, so nothing small is lost beside something large."""
     lengths = hi - lo
-    seg = np.cumsum(lengths) - lengths
-    cells = np.repeat(lo - seg, lengths) + np.arange(int(lengths.sum()))
-    return np.add.reduceat(per_cell[cells], seg, axis=0)
+    ends = np.cumsum(lengths)
+    out = np.empty((lo.size, per_cell.shape[1]))
+    # ranges in groups of about _CROSSING_CHUNK cells: the gathered cells are bounded
+    edges = np.unique(np.searchsorted(ends, np.arange(0, int(ends[-1]), _CROSSING_CHUNK),
+                                      side="right"))
+    for a, b in zip(edges.tolist(), [*edges[1:].tolist(), lo.size], strict=True):
+        seg = ends[a:b] - lengths[a:b] - (ends[a - 1] if a else 0)
+        cells = np.repeat(lo[a:b] - seg, lengths[a:b]) + np.arange(int(lengths[a:b].sum()))
+        out[a:b] = np.add.reduceat(per_cell[cells], seg, axis=0)
+    return out
 
 
 @dataclass(frozen=True)

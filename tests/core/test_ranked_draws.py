@@ -43,6 +43,15 @@ def cell_table(request, monkeypatch):
     return request.param
 
 
+@pytest.fixture(params=["whole", "in chunks"])
+def crossing_chunk(request, monkeypatch):
+    """Requests' crossing bins, bins' cells and re-summed ranges of cells taken all at once
+    (most trees) or a few at a time (trees of thousands of leaves: the limit set to 1)."""
+    if request.param == "in chunks":
+        monkeypatch.setattr(gains, "_CROSSING_CHUNK", 1)
+    return request.param
+
+
 def _brute(tree, nodes, node, k, values, blocks, n_blocks):
     members = tree.ancestors.toarray().astype(bool)  # members[a, v]: v under a
     out = [np.zeros((node.size, n_blocks)) for _ in values]
@@ -58,7 +67,8 @@ def _brute(tree, nodes, node, k, values, blocks, n_blocks):
 
 @pytest.mark.parametrize("n", [7, 60, 3000])
 @pytest.mark.parametrize("with_blocks", [False, True])
-def test_first_k_sums_equal_brute_force(n, with_blocks, rank_search, cell_table):
+def test_first_k_sums_equal_brute_force(n, with_blocks, rank_search, cell_table,
+                                        crossing_chunk):
     rng = np.random.default_rng(n)
     tree = _deep_tree()
     nodes = route_rows(tree, rng.random((n, 2)))
@@ -101,7 +111,7 @@ def test_first_k_sums_in_chunks_of_pairs_equal_brute_force(chunk, monkeypatch, c
 
 @pytest.mark.parametrize("with_blocks", [False, True])
 def test_first_k_sums_keep_tiny_values_beside_large_ones(with_blocks, rank_search,
-                                                        cell_table):
+                                                        cell_table, crossing_chunk):
     """Hessians of weight 1e-20 among rows of weight 1: a node's draw of tiny rows summed to
     exactly 0 as a difference of prefix sums (then 0/0, NaN U marked usable); each sum is
     now the tiny rows' own, to the brute force's precision."""
@@ -126,7 +136,7 @@ def test_first_k_sums_keep_tiny_values_beside_large_ones(with_blocks, rank_searc
 
 
 @pytest.mark.parametrize("n", [50, 3000])
-def test_first_k_sums_rank_by_bin_then_position(n, rank_search, cell_table):
+def test_first_k_sums_rank_by_bin_then_position(n, rank_search, cell_table, crossing_chunk):
     """With ``bins``, rows are ranked by (bin, position): the same sums as the position rank
     of the rows stably sorted by bin."""
     rng = np.random.default_rng(n + 1)
@@ -146,7 +156,8 @@ def test_first_k_sums_rank_by_bin_then_position(n, rank_search, cell_table):
 
 @pytest.mark.parametrize("n", [5, 50, 3001])
 @pytest.mark.parametrize("n_bins", [0, 1, 7])
-def test_first_k_sums_runs_ranked_by_bin_order(n, n_bins, rank_search, cell_table):
+def test_first_k_sums_runs_ranked_by_bin_order(n, n_bins, rank_search, cell_table,
+                                               crossing_chunk):
     """Without ``bins``, runs of ``ceil(n / n_bins)`` consecutive rows ranked by
     ``bin_order``, then by position: the same sums as the position rank of the rows taken
     run by run in that order (``n_bins=0``: ``rank_bins(n)`` runs; empty runs at the end)."""
@@ -254,8 +265,9 @@ def test_tree_columns_are_the_chunk_transposed_in_the_given_order(dtype, permute
 
 def test_scoring_a_tree_of_thousands_of_leaves_stays_small():
     """The cells were a dense (node, cut) table, which grew with the square of the tree: one
-    LightGBM tree of 8192 leaves took 3.7 GB. They are now a sparse table and the pairs'
-    sums are taken a chunk of requests at a time (numpy's allocations, by tracemalloc)."""
+    LightGBM tree of 8192 leaves took 3.7 GB. They are now a sparse table, and the pairs'
+    sums, the crossing bins' rows and the re-summed ranges are taken a chunk at a time
+    (numpy's allocations, by tracemalloc)."""
     import tracemalloc
 
     from ._helpers import random_tree
@@ -275,6 +287,7 @@ def test_scoring_a_tree_of_thousands_of_leaves_stays_small():
     finally:
         tracemalloc.stop()
     assert u.usable.sum() > 1000
-    # 350 MB, most of it the cells' sums per block (cells grow with the tree's nodes times
-    # its depth); the dense table took 1.8 GB here
-    assert peak < 600 * 2**20, peak / 2**20
+    # 190 MB, most of it the cells' sums per block (cells grow with the tree's nodes times
+    # its depth); 350 MB when the ranges of cells re-summed against cancellation were
+    # gathered at once, and the dense table took 1.8 GB here
+    assert peak < 280 * 2**20, peak / 2**20
