@@ -231,7 +231,9 @@ def train(
         [0, 1), a NaN ``prune_threshold``), a Dataset without labels or raw data, NaN labels,
         unsupported metrics, an ``init_model``, ``keep_training_booster=True``.
     UnsupportedModelError
-        Objectives, boosting modes or ``linear_tree`` the hook cannot drive.
+        Objectives, boosting modes or ``linear_tree`` the hook cannot drive; balanced bagging
+        (``pos_bagging_fraction`` / ``neg_bagging_fraction``) where LightGBM would apply it
+        (binary objective), which it applies only with its own objective.
 
     Notes
     -----
