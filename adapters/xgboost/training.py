@@ -161,12 +161,36 @@ def _check_dmatrix(dmat: Any, argument: str, reference: xgboost.DMatrix | None) 
     if dmat.get_group().size:
         raise UnsupportedModelError(f"{argument} has query groups: ranking is not supported")
     if reference is not None and dmat is not reference:
+        _check_reference(dmat, argument, reference)
         if int(dmat.num_col()) != int(reference.num_col()):
             raise ValueError(f"{argument} has {dmat.num_col()} features but dtrain has "
                              f"{reference.num_col()}")
         names, ref_names = dmat.feature_names, reference.feature_names
         if names is not None and ref_names is not None and list(names) != list(ref_names):
             raise ValueError(f"{argument}'s feature names do not match dtrain's")
+
+
+def _check_reference(dmat: xgboost.DMatrix, argument: str, dtrain: xgboost.DMatrix) -> None:
+    """Refuse an eval ``QuantileDMatrix`` (or another quantised DMatrix) not built with
+    ``ref=dtrain``, as ``xgboost.train`` does.
+
+    Its rows are binned on its own cuts, not the model's: routed through the new trees they
+    fall in other leaves than the model's ``predict`` gives them, so the recorded metrics
+    and early stopping would not be the returned model's.
+    """
+    # xgboost.train's own test: a DMatrix that carries a reference (its class defines
+    # ``ref``; QuantileDMatrix in every version) must carry dtrain's
+    if not (isinstance(dmat, xgboost.QuantileDMatrix) or hasattr(type(dmat), "ref")):
+        return
+    ref = getattr(dmat, "ref", None)
+    if ref is None or ref() is not dtrain:
+        raise ValueError(
+            f"{argument} is a {type(dmat).__name__} not built with ref=dtrain, which "
+            "xgboost.train refuses ('Training dataset should be used as a reference when "
+            "constructing the `QuantileDMatrix` for evaluation'): its rows are binned on "
+            "their own cuts, not the model's; build it as "
+            f"xgboost.{type(dmat).__name__}(X, y, ref=dtrain)"
+        )
 
 
 def _categories(dmat: xgboost.DMatrix) -> list | None:
@@ -295,7 +319,8 @@ def train(
         Training rows with labels (and weights); no base_margin, no groups.
     num_boost_round : int
     evals : sequence of (DMatrix, name)
-        Evaluated every round on the running margins (pruned trees).
+        Evaluated every round on the running margins (pruned trees). A ``QuantileDMatrix``
+        must be built with ``ref=dtrain``, as ``xgboost.train`` requires.
     obj : callable, optional
         ``obj(preds, dtrain) -> (grad, hess)`` as in ``xgboost.train``: ``preds`` are float32
         margins ``(n,)`` or ``(n, K)``; flat results are row-major; it applies weights.
