@@ -13,6 +13,7 @@ from typing import Any
 import lightgbm
 import numpy as np
 from unbiased_criteria.adapters.lightgbm.compat import EVAL_RESULT, choose_param_value
+from unbiased_criteria.adapters.lightgbm.datasets import check_balanced_bagging
 from unbiased_criteria.adapters.lightgbm.metrics import metric_func
 from unbiased_criteria.adapters.lightgbm.source import param_value
 
@@ -58,8 +59,10 @@ class LoopHooks:
     values of its collapsed nodes take.
     """
 
-    def __init__(self, *, grower, params, num_boost_round, convert, source, callbacks, fevals):
+    def __init__(self, *, grower, params, num_boost_round, convert, source, callbacks, fevals,
+                 positives=0):
         self.grower, self.params, self.num_boost_round = grower, params, num_boost_round
+        self.positives = positives  # rows LightGBM's binary objective counts as positive
         self.convert, self.source = convert, source
         self.before = [cb for cb in callbacks if getattr(cb, "before_iteration", False)]
         self.callbacks = [cb for cb in callbacks if not getattr(cb, "before_iteration", False)]
@@ -97,7 +100,8 @@ class LoopHooks:
         ------
         ValueError
             A callback changed a parameter that fixes the values of collapsed nodes
-            (``lambda_l1``, ``lambda_l2``, ``max_delta_step``, ``path_smooth``...).
+            (``lambda_l1``, ``lambda_l2``, ``max_delta_step``, ``path_smooth``...), or set
+            balanced bagging LightGBM would apply (:func:`check_balanced_bagging`).
         """
         env = lightgbm.callback.CallbackEnv(
             model=self.grower.booster, params=self.params, iteration=it, begin_iteration=0,
@@ -113,6 +117,12 @@ class LoopHooks:
                     "training: the training hook follows a changing learning rate or tree "
                     "parameters, not the parameters that value a leaf"
                 )
+        check_balanced_bagging(self._param, self.positives, when=" set by a callback")
+
+    def _param(self, key: str) -> Any:
+        """The run's value of LightGBM parameter ``key`` now (aliases resolved)."""
+        value = choose_param_value(self.params, key).get(key)
+        return self.source.params.get(key) if value is None else value
 
     def callback(self, it: int, evaluations: dict) -> bool:
         """Run LightGBM's callbacks after round ``it``; True stops the loop."""

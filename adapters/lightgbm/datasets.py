@@ -27,9 +27,14 @@ from unbiased_criteria.adapters.lightgbm.source import (
 )
 
 from unbiased_criteria import objectives as _objectives
+from unbiased_criteria.model import UnsupportedModelError
 from unbiased_criteria.validation import check_labels, check_unique_names
 
-__all__ = ["Labels", "Rows", "Setup", "check_sets", "construct"]
+__all__ = ["Labels", "Rows", "Setup", "check_sets", "construct", "check_balanced_bagging"]
+
+#: LightGBM's defaults of the parameters that decide on balanced bagging
+_BAGGING_DEFAULTS = {"data_sample_strategy": "bagging", "bagging_freq": "0",
+                     "pos_bagging_fraction": "1", "neg_bagging_fraction": "1"}
 
 
 class Labels(np.ndarray):
@@ -213,6 +218,55 @@ def construct(params, name, train_set, valid_sets, valid_names,
     if has_train_eval:
         setup.host.set_train_data_name(train_name)
     return setup
+
+
+def check_balanced_bagging(param: Callable[[str], Any], n_positive: int,
+                           when: str = "") -> None:
+    """Refuse balanced bagging where ``lightgbm.train`` would apply it.
+
+    LightGBM bags positive and negative rows at their own rates (``pos_bagging_fraction``,
+    ``neg_bagging_fraction``) only when its objective counts positive rows: its binary
+    objective, with at least one label > 0 (``ObjectiveFunction::NumPositiveData``), bagging
+    on (``bagging_freq > 0``, ``data_sample_strategy='bagging'``). The hook grows the trees on
+    a Booster with objective ``'none'``, which counts none: LightGBM would silently bag no
+    row there. Its bags (LightGBM's own random streams, rows left out of the histograms) cannot
+    be reproduced with zero gradients either, so they are refused.
+
+    Parameters
+    ----------
+    param : callable
+        ``param(name)``: LightGBM's value of parameter ``name`` (aliases resolved), None or
+        ``""`` where it is not set.
+    n_positive : int
+        Training rows with a label > 0 when the objective is LightGBM's binary one, else 0.
+    when : str
+        Where the parameters were set, for the message (e.g. ``" set by a callback"``).
+
+    Raises
+    ------
+    UnsupportedModelError
+        Balanced bagging that LightGBM would apply.
+    """
+    if n_positive <= 0:
+        return
+
+    def value(name: str) -> str:
+        v = param(name)
+        return _BAGGING_DEFAULTS[name] if v is None or v == "" else str(v)
+
+    if value("data_sample_strategy").lower() != "bagging" or float(value("bagging_freq")) <= 0:
+        return
+    given = {k: float(value(k)) for k in ("pos_bagging_fraction", "neg_bagging_fraction")}
+    given = {k: v for k, v in given.items() if v < 1.0}
+    if given:
+        named = ", ".join(f"{k}={v:g}" for k, v in given.items())
+        raise UnsupportedModelError(
+            f"balanced bagging ({named}){when} is not supported by the training hook: LightGBM "
+            "applies it only with its own binary objective, which counts the positive rows, "
+            "and the hook grows the trees from its own gradients (objective 'none'), where "
+            "LightGBM would silently bag no row; use bagging_fraction with bagging_freq "
+            "(one rate for all rows) instead"
+        )
 
 
 def _host_booster(train_set: lightgbm.Dataset, params: dict[str, Any],

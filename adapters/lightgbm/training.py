@@ -25,7 +25,12 @@ import pandas as pd
 from unbiased_criteria.adapters._record import attach_record, model_record
 from unbiased_criteria.adapters.lightgbm.callbacks import LoopHooks, training_callbacks
 from unbiased_criteria.adapters.lightgbm.compat import choose_param_value
-from unbiased_criteria.adapters.lightgbm.datasets import Setup, check_sets, construct
+from unbiased_criteria.adapters.lightgbm.datasets import (
+    Setup,
+    check_balanced_bagging,
+    check_sets,
+    construct,
+)
 from unbiased_criteria.adapters.lightgbm.grower import LGBMGrower
 from unbiased_criteria.adapters.lightgbm.objectives import objective_for, trainable_objective
 from unbiased_criteria.adapters.lightgbm.reader import categorical_options
@@ -226,7 +231,9 @@ def train(
         [0, 1), a NaN ``prune_threshold``), a Dataset without labels or raw data, NaN labels,
         unsupported metrics, an ``init_model``, ``keep_training_booster=True``.
     UnsupportedModelError
-        Objectives, boosting modes or ``linear_tree`` the hook cannot drive.
+        Objectives, boosting modes or ``linear_tree`` the hook cannot drive; balanced bagging
+        (``pos_bagging_fraction`` / ``neg_bagging_fraction``) where LightGBM would apply it
+        (binary objective), which it applies only with its own objective.
 
     Notes
     -----
@@ -277,6 +284,9 @@ def run_training(
     setup = construct(params, name, train_set, valid_sets, valid_names, start)
     objective, convert, init = loop
     source = setup.source
+    # LightGBM's binary objective counts the positive rows (for balanced bagging)
+    positives = int(np.count_nonzero(setup.train_rows.y > 0)) if name == "binary" else 0
+    check_balanced_bagging(source.params.get, positives)
     if options.prune_threshold is not None and options.holdout_fraction > 0 \
             and source.float_param("path_smooth") > 0:
         warnings.warn(
@@ -293,7 +303,7 @@ def run_training(
     )
     hooks = LoopHooks(
         grower=grower, params=params, num_boost_round=num_boost_round, convert=convert,
-        source=source, callbacks=callbacks,
+        source=source, callbacks=callbacks, positives=positives,
         fevals=[f for f in ([feval] if callable(feval) else list(feval or [])) if f is not None],
     )
     if hooks.before:

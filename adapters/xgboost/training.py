@@ -161,12 +161,36 @@ def _check_dmatrix(dmat: Any, argument: str, reference: xgboost.DMatrix | None) 
     if dmat.get_group().size:
         raise UnsupportedModelError(f"{argument} has query groups: ranking is not supported")
     if reference is not None and dmat is not reference:
+        _check_reference(dmat, argument, reference)
         if int(dmat.num_col()) != int(reference.num_col()):
             raise ValueError(f"{argument} has {dmat.num_col()} features but dtrain has "
                              f"{reference.num_col()}")
         names, ref_names = dmat.feature_names, reference.feature_names
         if names is not None and ref_names is not None and list(names) != list(ref_names):
             raise ValueError(f"{argument}'s feature names do not match dtrain's")
+
+
+def _check_reference(dmat: xgboost.DMatrix, argument: str, dtrain: xgboost.DMatrix) -> None:
+    """Refuse an eval ``QuantileDMatrix`` (or another quantised DMatrix) not built with
+    ``ref=dtrain``, as ``xgboost.train`` does.
+
+    Its rows are binned on its own cuts, not the model's: routed through the new trees they
+    fall in other leaves than the model's ``predict`` gives them, so the recorded metrics
+    and early stopping would not be the returned model's.
+    """
+    # xgboost.train's own test: a DMatrix that carries a reference (its class defines
+    # ``ref``; QuantileDMatrix in every version) must carry dtrain's
+    if not (isinstance(dmat, xgboost.QuantileDMatrix) or hasattr(type(dmat), "ref")):
+        return
+    ref = getattr(dmat, "ref", None)
+    if ref is None or ref() is not dtrain:
+        raise ValueError(
+            f"{argument} is a {type(dmat).__name__} not built with ref=dtrain, which "
+            "xgboost.train refuses ('Training dataset should be used as a reference when "
+            "constructing the `QuantileDMatrix` for evaluation'): its rows are binned on "
+            "their own cuts, not the model's; build it as "
+            f"xgboost.{type(dmat).__name__}(X, y, ref=dtrain)"
+        )
 
 
 def _categories(dmat: xgboost.DMatrix) -> list | None:
@@ -295,7 +319,8 @@ def train(
         Training rows with labels (and weights); no base_margin, no groups.
     num_boost_round : int
     evals : sequence of (DMatrix, name)
-        Evaluated every round on the running margins (pruned trees).
+        Evaluated every round on the running margins (pruned trees). A ``QuantileDMatrix``
+        must be built with ``ref=dtrain``, as ``xgboost.train`` requires.
     obj : callable, optional
         ``obj(preds, dtrain) -> (grad, hess)`` as in ``xgboost.train``: ``preds`` are float32
         margins ``(n,)`` or ``(n, K)``; flat results are row-major; it applies weights.
@@ -307,7 +332,8 @@ def train(
         ``preds`` as ``Booster.predict`` gives them (margins with ``obj=``). Its values are
         recorded as XGBoost records them (``"%f"``, 6 decimals).
     early_stopping_rounds : int, optional
-        Stop when the last metric on the last eval set has not improved for that many rounds.
+        Stop when the last metric on the last eval set has not improved for that many rounds:
+        XGBoost's own ``EarlyStopping`` callback, after the others, as in ``xgboost.train``.
         The returned model keeps every tree; ``best_iteration`` and ``best_score`` are set as
         attributes (``booster.best_iteration``), as XGBoost does.
     evals_result : dict, optional
@@ -321,7 +347,10 @@ def train(
         Continued training is not supported: anything but None is an error.
     callbacks : sequence of xgboost.callback.TrainingCallback, optional
         Called as ``xgboost.train`` calls them (``before_training``, ``before_iteration``,
-        ``after_iteration`` with the evaluation log, ``after_training``). ``model`` is the
+        ``after_iteration`` with the evaluation log, ``after_training``; no call for a round
+        that is not grown). ``before_training`` must return the model it was given (another
+        Booster is an error: ``xgboost.train`` would train that one), ``after_training`` a
+        Booster. ``model`` is the
         Booster growing the trees, which holds them unpruned, except in ``after_training``,
         which gets (and may replace) the returned model: ``EarlyStopping(save_best=True)``
         works as in ``xgboost.train``, and the training record then covers the returned
@@ -366,7 +395,10 @@ def train(
         :class:`~unbiased_criteria.options.GainOptions`; e.g. ``holdout_fraction`` outside
         [0, 1), a NaN ``prune_threshold``), ``dtrain``
         without labels or with weights summing to zero, labels outside the objective's range,
-        early stopping without evals, an ``xgb_model``.
+        early stopping without evals, an ``xgb_model``, an eval ``QuantileDMatrix`` not built
+        with ``ref=dtrain``, a callback's ``before_training`` returning another Booster.
+    TypeError
+        A callback's ``before_training`` or ``after_training`` returning no Booster.
     UnsupportedModelError
         Objectives, boosters and options the hook cannot drive (see ``params``).
     """
@@ -475,11 +507,6 @@ def run_training(
         # XGBoost's margins start where the loop's scores do (see XGBGrower)
         grower.start_from(base_score)
 
-    # XGBoost stops on the last metric of the last eval set; a custom metric's names are
-    # known once it has run, so the feval hook below fills ``monitor`` in the first round
-    monitor: list[tuple[str, str]] = []
-    if evals and metrics:
-        monitor.append((evals[-1][1], metrics[-1].name))
     position = {id(e.y): i for i, e in enumerate(eval_sets)}
     latest: list[np.ndarray | None] = [None] * len(eval_sets)
 
@@ -492,11 +519,8 @@ def run_training(
         preds = np.array(raw, dtype=np.float32) if obj is not None \
             else _predict_transform(name, raw)
         res = custom_metric(preds, evals[i][0])
-        out = [(str(m), float(f"{v:f}"), _maximize(str(m), maximize))
-               for m, v in (res if isinstance(res, list) else [res])]
-        if i == len(eval_sets) - 1 and out:
-            monitor[:] = [(evals[i][1], out[-1][0])]
-        return out
+        return [(str(m), float(f"{v:f}"), _maximize(str(m), maximize))
+                for m, v in (res if isinstance(res, list) else [res])]
 
     callbacks = list(callbacks or [])
     for cb in callbacks:
@@ -504,9 +528,16 @@ def run_training(
             raise TypeError("callbacks must be xgboost.callback.TrainingCallback instances")
     # the caller's callbacks may set the learning rate between rounds (LearningRateScheduler)
     follow = grower.follow_params if callbacks else (lambda: None)
+    # the callbacks xgb.train adds, in its order: early stopping is XGBoost's own callback,
+    # last, so that it stops after every other callback's after_iteration and before any
+    # before_iteration of a round that is not grown, and sets best_iteration and best_score
+    # on the model as in xgb.train
     if verbose_eval:
         period = 1 if verbose_eval is True else int(verbose_eval)
         callbacks.append(xgboost.callback.EvaluationMonitor(period=period))
+    if early_stopping_rounds:
+        callbacks.append(xgboost.callback.EarlyStopping(rounds=early_stopping_rounds,
+                                                        maximize=maximize))
     history: dict[str, dict[str, list[float]]] = {}
     n_rounds = int(num_boost_round)
 
@@ -521,8 +552,7 @@ def run_training(
         follow()
         return stop
 
-    for cb in callbacks:
-        cb.before_training(grower.booster)
+    _before_training(callbacks, grower.booster)
     if n_rounds and any(cb.before_iteration(grower.booster, 0, history) for cb in callbacks):
         n_rounds = 0
     follow()
@@ -532,8 +562,7 @@ def run_training(
         init_score=init, score_dtype=np.float32,
         options=options,
         eval_sets=eval_sets, metrics=metrics, feval=feval if eval_sets else None,
-        early_stopping_rounds=early_stopping_rounds, monitor=monitor, callback=on_round,
-        progress=progress,
+        callback=on_round, progress=progress,
     )
 
     n_trees = len(result.trees)
@@ -541,6 +570,7 @@ def run_training(
         model_ir.forest, trees=tuple(result.trees), tree_class=result.tree_class,
         tree_iteration=np.arange(n_trees, dtype=np.int64) // K, base_score=init,
     )
+    # its attributes go with it: best_iteration and best_score, set by EarlyStopping
     js = json.loads(grower.booster.save_raw("json"))
     _gbtree(js["learner"])[0]["trees"] = []  # the unpruned trees: replaced, not worth copying
     js["learner"]["learner_model_param"]["base_score"] = base_score
@@ -550,18 +580,13 @@ def run_training(
             js["learner"]["learner_model_param"][key] = \
                 template["learner"]["learner_model_param"][key]
     booster = _load_with_config(model_json(js, forest, model_ir.split_score), grower.booster)
-    if early_stopping_rounds and monitor and result.best_iteration >= 0:
-        set_name, metric_name = monitor[0]
-        booster.set_attr(best_iteration=str(result.best_iteration),
-                         best_score=str(result.best_score[set_name][metric_name]))
     raw_eval = tuple(
         np.array(r, dtype=np.float32).reshape(r.shape[0], K) if r is not None
         else np.tile(init.astype(np.float32), (e.y.size, 1))
         for r, e in zip(latest, eval_sets)
     )
-    for cb in callbacks:
-        out = cb.after_training(booster)
-        booster = out if isinstance(out, xgboost.Booster) else booster
+    for i, cb in enumerate(callbacks):
+        booster = _returned_model(cb.after_training(booster), i, "after_training")
     # the record covers the returned trees only (EarlyStopping(save_best=True) slices them)
     n_returned = min(n_trees, booster.num_boosted_rounds() * K)
     _cut_shrinkages(booster, n_returned)
@@ -569,8 +594,35 @@ def run_training(
                                         options.n_blocks)
     attach_record(booster, record)
     if evals_result is not None:
-        evals_result.update(result.evals_result)
+        evals_result.update(history)  # as xgb.train: the log its callbacks saw
     return TrainingRun(booster, result, raw_eval)
+
+
+def _returned_model(model: Any, i: int, method: str) -> xgboost.Booster:
+    """A callback's returned model, which xgb.train requires to be a Booster."""
+    if not isinstance(model, xgboost.Booster):
+        raise TypeError(f"callbacks[{i}].{method} must return the model (an xgboost.Booster), "
+                        f"as xgboost.train requires; it returned {type(model).__name__}")
+    return model
+
+
+def _before_training(callbacks: list, booster: xgboost.Booster) -> None:
+    """Run ``before_training`` as xgb.train does: each callback gets the model the one before
+    returned, which must be a Booster.
+
+    xgb.train then trains the returned model; the hook grows its trees on its own Booster (set
+    up with dtrain, the eval sets and the intercept), so another one is an error, not
+    silently ignored.
+    """
+    model = booster
+    for i, cb in enumerate(callbacks):
+        model = _returned_model(cb.before_training(model), i, "before_training")
+        if model is not booster:
+            raise ValueError(
+                f"callbacks[{i}].before_training returned another Booster than the one it was "
+                "given: xgboost.train would train that one, the training hook grows its trees "
+                "on its own (continued training is not supported); return the model given"
+            )
 
 
 def _cut_shrinkages(booster: xgboost.Booster, n_trees: int) -> None:

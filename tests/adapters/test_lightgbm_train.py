@@ -368,3 +368,88 @@ def test_reset_parameter_learning_rates_as_in_lightgbm_train():
             assert np.isclose(internal, v, rtol=1e-5, atol=1e-9).any(), (r, v, internal)
         collapsed += len(new)
     assert collapsed > 0
+
+
+# ------------------------------------------------------------------- balanced bagging
+
+
+def _raw(booster, X):
+    return booster.predict(X, raw_score=True)
+
+
+@pytest.mark.parametrize("bagging", [
+    {"pos_bagging_fraction": 0.5, "neg_bagging_fraction": 0.8, "bagging_freq": 1},
+    {"pos_subsample": 0.5, "subsample_freq": 2},  # aliases
+    {"neg_sub_row": 0.6, "bagging_freq": 1, "bagging_fraction": 0.9},
+])
+def test_balanced_bagging_is_refused_where_lightgbm_applies_it(bagging):
+    """LightGBM bags positive and negative rows at their own rates only with its binary
+    objective, which counts the positive rows; the hook grows on a Booster with objective
+    'none', where LightGBM silently bagged no row (pruning off: raw scores off by 1.3, the
+    model of lightgbm.train without them). It is one error naming them."""
+    _, _, (X, y, w), _ = datasets("binary")
+    params = params_for("binary", seed=1, **bagging)
+    host = lightgbm.train(params, lightgbm.Dataset(X, y, weight=w), 10)
+    plain = lightgbm.train({k: v for k, v in params.items() if k not in bagging},
+                           lightgbm.Dataset(X, y, weight=w), 10)
+    assert np.abs(_raw(host, X) - _raw(plain, X)).max() > 0.1  # LightGBM applies them
+    given = next(k for k in bagging if k.startswith(("pos", "neg")))
+    main = {"pos": "pos_bagging_fraction", "neg": "neg_bagging_fraction"}[given[:3]]
+    for kw in ({"prune_threshold": None, "holdout_fraction": 0.0}, {}):
+        with pytest.raises(UnsupportedModelError, match=rf"balanced bagging \({main}=.*"
+                           r"binary objective.*use bagging_fraction"):
+            adapter.train(params, lightgbm.Dataset(X, y, weight=w), 10, **kw)
+
+
+@pytest.mark.parametrize("kind, extra", [
+    ("regression", {"bagging_freq": 1}),  # not binary: LightGBM ignores them
+    ("cross_entropy", {"bagging_freq": 1}),
+    ("binary", {"bagging_freq": 0}),  # bagging off
+    ("binary", {"bagging_freq": 1, "data_sample_strategy": "goss"}),
+    ("binary/custom", {"bagging_freq": 1}),  # objective 'none' in lightgbm.train too
+    ("binary/no positive", {"bagging_freq": 1}),  # LightGBM's binary counts none
+])
+def test_balanced_bagging_lightgbm_ignores_is_lightgbm_train(kind, extra):
+    """Where LightGBM itself does not apply balanced bagging, the hook takes the parameters
+    and is lightgbm.train (pruning off, nothing held out)."""
+    objective, _, case = kind.partition("/")
+    X, y, w = make_data("binary", N, 0)
+    if case == "no positive":
+        y = np.zeros_like(y)
+    params = params_for(objective, pos_bagging_fraction=0.5, neg_bagging_fraction=0.7,
+                        seed=1, **extra)
+    if case == "custom":
+        def logloss(preds, data):
+            p = 1 / (1 + np.exp(-preds))
+            return p - data.get_label(), p * (1 - p)
+        params["objective"] = logloss
+    host = lightgbm.train(dict(params), lightgbm.Dataset(X, y, weight=w), 10)
+    got = adapter.train(dict(params), lightgbm.Dataset(X, y, weight=w), 10,
+                        prune_threshold=None, holdout_fraction=0.0)
+    np.testing.assert_allclose(_raw(got, X), _raw(host, X), rtol=0, atol=1e-12)
+
+
+def test_balanced_bagging_set_by_a_callback_is_refused():
+    """``lightgbm.reset_parameter`` can switch balanced bagging on mid-run, which LightGBM's
+    binary objective then may apply (whether it does varies from run to run in LightGBM 4.7:
+    it compares the new values with a configuration it has already replaced): the same error,
+    saying so."""
+    _, _, (X, y, w), _ = datasets("binary")
+    params = params_for("binary", seed=1, bagging_freq=1)
+    schedule = {"pos_bagging_fraction": [1.0, 1.0, 0.3, 0.3, 0.3]}
+    with pytest.raises(UnsupportedModelError, match=r"balanced bagging "
+                       r"\(pos_bagging_fraction=0.3\) set by a callback"):
+        adapter.train(params, lightgbm.Dataset(X, y, weight=w), 5, prune_threshold=None,
+                      holdout_fraction=0.0, callbacks=[lightgbm.reset_parameter(**schedule)])
+
+
+def test_estimator_refuses_balanced_bagging():
+    """The estimators pass the parameters through the hook: the same error from ``fit``
+    (``UnbiasedLGBMClassifier`` gave LGBMClassifier's model without bagging, probabilities
+    off by 0.27)."""
+    X, y, _ = make_data("binary", N, 0)
+    kw = dict(n_estimators=5, num_leaves=8, verbose=-1, n_jobs=1, subsample_freq=1,
+              pos_bagging_fraction=0.5)
+    with pytest.raises(UnsupportedModelError, match=r"balanced bagging "
+                       r"\(pos_bagging_fraction=0.5\)"):
+        adapter.UnbiasedLGBMClassifier(**kw, holdout_fraction=0.0, prune_threshold=None).fit(X, y)
