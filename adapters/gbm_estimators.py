@@ -7,6 +7,7 @@ adapters, and ``unbiased_criteria`` exports them lazily by module name.
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import warnings
 from collections.abc import Iterable, Iterator
@@ -24,7 +25,7 @@ from sklearn.utils.validation import (
 from unbiased_criteria.adapters._estimators import unchanged_on_error
 
 from unbiased_criteria.gains import SplitScore
-from unbiased_criteria.gbm import GBMParams, fit_gbm
+from unbiased_criteria.gbm import GBMParams, all_rows_gains, fit_gbm
 from unbiased_criteria.grower import GrowerParams
 from unbiased_criteria.metrics import get_metric
 from unbiased_criteria.objectives import make_objective
@@ -376,12 +377,24 @@ class _UnbiasedGBM(BaseEstimator):
 
     # -- export --------------------------------------------------------------------------
     def to_lightgbm(self):
-        """The model as a ``lightgbm.Booster`` (served and saved by LightGBM alone)."""
+        """The model as a ``lightgbm.Booster`` (served and saved by LightGBM alone).
+
+        Each split stores as its ``split_gain`` LightGBM's gain over all training rows (what
+        LightGBM would have stored had it grown the tree on them; the grower's own ``B`` on D
+        is in :attr:`importance_report_`), and the model's parameters hold the grower's
+        ``lambda_l1``, ``lambda_l2`` and ``max_delta_step``: the library reads, scores and
+        prunes the export with the training rows like a LightGBM model.
+        """
         check_is_fitted(self, "_result")
         from unbiased_criteria.adapters.lightgbm.writer import booster_from_forest
 
         cats = [list(c) for c in self._categories.values()] or None
-        return booster_from_forest(self._result.forest, self._objective_name, cats)
+        score = SplitScore(l1=float(self.reg_alpha), l2=float(self.reg_lambda),
+                           max_delta_step=float(self.max_delta_step))
+        params = {"learning_rate": float(self.learning_rate), "lambda_l1": score.l1,
+                  "lambda_l2": score.l2, "max_delta_step": score.max_delta_step}
+        return booster_from_forest(all_rows_gains(self._result, score), self._objective_name,
+                                   cats, params=params)
 
     def _feature_categories(self) -> list | None:
         """Per feature, the pandas categories of its codes (None for the others), or None
@@ -395,14 +408,27 @@ class _UnbiasedGBM(BaseEstimator):
         return cats
 
     def to_xgboost(self):
-        """The model as an ``xgboost.Booster`` (served and saved by XGBoost alone)."""
+        """The model as an ``xgboost.Booster`` (served and saved by XGBoost alone).
+
+        Each split stores as its ``loss_chg`` XGBoost's gain over all training rows (what
+        XGBoost would have stored had it grown the tree on them, as its ``refresh`` updater
+        recomputes it; the grower's own ``B`` on D is in :attr:`importance_report_`), and the
+        model keeps the grower's penalties: the library reads, scores and prunes the export
+        with the training rows like an XGBoost model.
+        """
         check_is_fitted(self, "_result")
+        from unbiased_criteria.adapters.xgboost import compat
         from unbiased_criteria.adapters.xgboost.writer import booster_from_forest
 
         # the grower's penalties, so that the library reads the model with them
         score = SplitScore(l1=float(self.reg_alpha), l2=float(self.reg_lambda),
                            max_delta_step=float(self.max_delta_step))
-        booster = booster_from_forest(self._result.forest, self._objective_name,
+        # XGBoost's gain: from the float32 weight, with the installed version's L1 rule
+        host_score = dataclasses.replace(
+            score, weight_float32=True,
+            raw_gradient_score=compat.scores_with_raw_gradient(compat.model_version()))
+        booster = booster_from_forest(all_rows_gains(self._result, host_score),
+                                      self._objective_name,
                                       self._result.binner.categorical, split_score=score,
                                       categories=self._feature_categories())
         if getattr(self, "feature_names_in_", None) is None:

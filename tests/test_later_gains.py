@@ -140,7 +140,10 @@ def test_the_check_follows_the_unpruned_scores_exactly():
     finally:
         _PrunedLaterGains.add = original
     assert len(seen) >= 10  # rebuilt trees were compared ...
-    assert sum(c for _, c, _ in seen) > 50 and sum(o for _, _, o in seen) == 0  # ... and match
+    assert sum(p[1] for p in seen) > 50 and sum(p[2] for p in seen) == 0  # ... and match
+    # and so do their hessian sums at the rebuilt scores (index, compared, off, hessians,
+    # below, above)
+    assert sum(p[3] for p in seen) > 50 and sum(p[4] + p[5] for p in seen) == 0
 
 
 def test_a_pruned_model_stores_its_own_gains_and_is_read_back_silently():
@@ -182,3 +185,56 @@ def test_a_pruned_model_stores_its_own_gains_and_is_read_back_silently():
     assert ours.size == host.size > 50
     np.testing.assert_allclose(ours, host, rtol=2e-3, atol=1e-3 * np.abs(host).max())
     assert not np.allclose(gains(bst)[:ours.size], ours)  # the gains did change
+
+
+def test_a_hook_model_whose_record_is_lost_is_pruned_as_the_hook_model(tmp_path):
+    """A model the training hook grew, its record lost (saved with the host's save_model and
+    loaded, a LightGBM hook Booster deep-copied), was refused by prune as DART / edited trees,
+    the hook never named: the hook pruned the first iteration to stumps (nothing to check),
+    and the later trees' stored gains are those of each round's fit rows. Their stored
+    hessian sums fall short of the training rows' at every node, which says so: a warning
+    naming the hook, and the pruning is that of the model that keeps its record (oracle: the
+    same prune of the object the hook returned)."""
+    import copy
+
+    from unbiased_criteria.adapters.lightgbm import UnbiasedLGBMRegressor
+    from unbiased_criteria.adapters.xgboost import UnbiasedXGBRegressor
+
+    from unbiased_criteria.datasets import paper_example
+
+    Xp, yp = paper_example(2000, random_state=0)
+    Xq, yq = paper_example(1000, random_state=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lgb_est = UnbiasedLGBMRegressor(n_estimators=20, verbose=-1, n_jobs=1).fit(Xp, yp)
+        xgb_est = UnbiasedXGBRegressor(n_estimators=20, n_jobs=1,
+                                       enable_categorical=True).fit(Xp, yp)
+        hook = uc.adapters.lightgbm.train({"objective": "regression", "verbose": -1,
+                                           "num_threads": 1}, lgb.Dataset(Xp, yp), 20)
+    lgb_est.booster_.save_model(tmp_path / "hook.txt")
+    xgb_est.get_booster().save_model(tmp_path / "hook.json")
+    dq = xgb.DMatrix(Xq, enable_categorical=True)
+    for live, lost, margin in [
+            (lgb_est, str(tmp_path / "hook.txt"), lambda m: m.predict(Xq, raw_score=True)),
+            (xgb_est, str(tmp_path / "hook.json"),
+             lambda m: (m.get_booster() if isinstance(m, xgb.XGBModel) else m).predict(
+                 dq, output_margin=True)),
+            (hook, copy.deepcopy(hook), lambda m: m.predict(Xq, raw_score=True))]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the record's: held-out rows
+            own = uc.prune(live, Xp, yp, Xq, yq, random_state=0)
+        with pytest.warns(UserWarning, match="training hook grew with held-out rows") as w:
+            again = uc.prune(lost, Xp, yp, Xq, yq, random_state=0)
+        assert not any("DART" in str(m.message) for m in w)
+        np.testing.assert_array_equal(margin(again), margin(own))
+        with pytest.warns(UserWarning, match="training hook grew with held-out rows"):
+            uc.unbiased_importance(lost, Xp, yp, Xq, yq, random_state=0)
+
+
+def test_dart_is_still_refused_and_told_from_the_hook(lgb_dart):
+    """The hessian sums of DART trees do not fall short of the rows' at nearly every node
+    (squared error: equal), so DART stays refused, its message saying why it is not the
+    hook's held-out rows."""
+    with pytest.raises(UnsupportedModelError, match=LATER) as info:
+        uc.prune(lgb_dart.dump_model(), X, y, Xv, yv, host_params={"lambda_l2": 0.0})
+    assert "Not a model the training hook grew" in str(info.value)

@@ -485,47 +485,93 @@ LATER_GAIN_RTOL = 1e-2
 class LaterGains:
     """The splits of the trees after the first iteration whose biased gain B was compared with
     the model's own (``host_gain``): how many, how many disagree, and the first tree that
-    does (-1: none)."""
+    does (-1: none); and their nodes whose stored hessian sum was compared with the training
+    rows' (leaves included): how many, and how many hold less or more than the rows give
+    (beyond 1e-3, float32 sums)."""
 
     compared: int
     off: int
     first_tree: int
+    hessians: int = 0
+    hessians_below: int = 0
+    hessians_above: int = 0
 
     @property
     def mismatch(self) -> bool:
         """More than 1% of the compared splits (and more than 2) disagree."""
         return self.off > max(2, 0.01 * self.compared)
 
+    @property
+    def part_of_the_rows(self) -> bool:
+        """The stored hessian sums fall short of the training rows' at nearly every node (90%)
+        and exceed them at almost none (1%): each tree summed a part of the rows, the others
+        weightless in its round (the training hook's held-out rows, a row subsample). Scores
+        replayed otherwise than they were grown from (DART) move the hessians both ways, or
+        not at all (squared error)."""
+        return (self.hessians > 0 and self.hessians_below >= 0.9 * self.hessians
+                and self.hessians_above <= 0.01 * self.hessians)
 
-def later_gains(tree, scores: TreeScores) -> tuple[int, int]:
+
+def later_gains(tree, scores: TreeScores) -> tuple[int, ...]:
     """``(compared, disagreeing)`` splits of one tree after the first iteration: B against the
     model's own gain, beyond :data:`LATER_GAIN_RTOL`, leaving out gains below 1e-6 of the
-    tree's largest (float32 cancellation). No pass over rows: B is the scorer's."""
+    tree's largest (float32 cancellation); then ``(compared, below, above)`` nodes: the
+    model's stored hessian sums against the rows' (:class:`LaterGains`). No pass over rows:
+    B and the sums are the scorer's."""
     inner = tree.internal_nodes
     host = np.asarray(tree.host_gain[inner], dtype=np.float64)
     B = np.asarray(scores.biased[inner], dtype=np.float64)
+    stored = np.asarray(tree.host_hessian, dtype=np.float64)
+    rows = np.asarray(scores.sums.H, dtype=np.float64)
+    known = np.isfinite(stored) & (stored > 0) & np.isfinite(rows)
+    hessians = (int(known.sum()), int((stored[known] < rows[known] * (1 - 1e-3)).sum()),
+                int((stored[known] > rows[known] * (1 + 1e-3)).sum()))
     ok = np.isfinite(host) & np.isfinite(B)
     if not ok.any():
-        return 0, 0
+        return 0, 0, *hessians
     ok &= np.abs(host) > 1e-6 * np.abs(host[ok]).max()
     off = np.abs(B[ok] - host[ok]) > LATER_GAIN_RTOL * np.abs(host[ok])
-    return int(ok.sum()), int(off.sum())
+    return int(ok.sum()), int(off.sum()), *hessians
 
 
-def sum_later_gains(parts: list[tuple[int, int, int]]) -> LaterGains:
-    """:class:`LaterGains` of ``(tree index, compared, disagreeing)`` per tree."""
-    bad = [t for t, _, off in parts if off]
-    return LaterGains(sum(c for _, c, _ in parts), sum(o for _, _, o in parts),
-                      min(bad) if bad else -1)
+def sum_later_gains(parts: list[tuple[int, ...]], start: int = 0) -> LaterGains:
+    """:class:`LaterGains` of ``(tree index, *later_gains(...))`` per tree, over the trees
+    from ``start`` on (:func:`later_start`)."""
+    parts = [p for p in parts if p[0] >= start]
+    bad = [p[0] for p in parts if p[2]]
+    return LaterGains(*(sum(p[i] for p in parts) for i in (1, 2)), min(bad) if bad else -1,
+                      *(sum(p[i] for p in parts) for i in (3, 4, 5)))
+
+
+def later_start(read: Model) -> int | None:
+    """The first tree whose gains are held to the model's own (the trees of the first
+    iteration aside), or None: none. None where the reader said why they differ (bagging,
+    GOSS, subsample, a hook's held-out rows...: ``read.warnings``), for HistGradientBoosting
+    (its stored gains are other quantities), and for a model this library pruned
+    (``read.pruned_on``): its later trees keep the gains they were grown with, before the
+    trees in front of them were pruned. Where training continued from a pruned model
+    (``read.written_trees`` below the trees it holds), the trees it added were grown from
+    the pruned model's scores: they are held to their own gains, from the first of them."""
+    if read.warnings or read.host == "sklearn":
+        return None
+    if read.pruned_on:
+        written = read.written_trees
+        return written if written is not None and written < read.forest.n_trees else None
+    return 0
 
 
 def _later_checked(read: Model) -> bool:
-    """Whether the later trees' gains are held to the model's own: not where the reader said
-    why they differ (bagging, GOSS, subsample, a hook's held-out rows...: ``read.warnings``),
-    for HistGradientBoosting (its stored gains are other quantities), nor for a model this
-    library pruned (``read.pruned_on``): its later trees keep the gains they were grown with,
-    before the trees in front of them were pruned."""
-    return not (read.warnings or read.host == "sklearn" or read.pruned_on)
+    """Whether any later tree's gains are held to the model's own (:func:`later_start`)."""
+    return later_start(read) is not None
+
+
+#: what a model the training hook grew with held-out rows looks like once its record is lost
+_HOOK_WITHOUT_RECORD = (
+    "a model the training hook grew with held-out rows (UnbiasedLGBM*, UnbiasedXGB*, "
+    "uc.adapters.lightgbm.train / uc.adapters.xgboost.train with holdout_fraction > 0) whose "
+    "record was lost (saved with the host's save_model and loaded, a LightGBM Booster copied "
+    "with copy.deepcopy: prune or score the object the hook returned, or its pickle, which "
+    "keep it)")
 
 
 def check_later_gains(found: LaterGains, read: Model, needed_for: str,
@@ -533,8 +579,29 @@ def check_later_gains(found: LaterGains, read: Model, needed_for: str,
     """Warn (``prune``: refuse) where the biased gains of the trees after the first iteration
     miss the model's own at more than a few splits, and nothing said why (call it only where
     :func:`check_against_host` did not warn: the first iteration's causes carry on). The
-    scores the replay rebuilds from the trees are then not those the trees were grown from."""
+    scores the replay rebuilds from the trees are then not those the trees were grown from.
+
+    Unless the trees' stored hessian sums say that each summed a part of the training rows
+    (:attr:`LaterGains.part_of_the_rows`: the training hook's held-out rows, a row
+    subsample): their stored gains are then those of that part, which the rows given cannot
+    reproduce, and the scores are those the trees were grown from (rows left out of a round
+    change what is summed, not the scores): a warning, and ``prune`` goes ahead, as where the
+    first iteration's hessian sums say so."""
     if not found.mismatch or not _later_checked(read):
+        return
+    if found.part_of_the_rows:
+        warnings.warn(
+            f"biased_gain misses the model's own gains at {found.off} of {found.compared} "
+            f"splits of the trees after the first iteration (first at tree {found.first_tree}; "
+            f"the first iteration matches), and their stored hessian sums are below the "
+            f"training rows' at {found.hessians_below} of {found.hessians} nodes (above at "
+            f"{found.hessians_above}): each tree was grown on a part of these rows, the others "
+            f"weightless in its round: {_HOOK_WITHOUT_RECORD}, or a row subsample (subsample, "
+            "bagging) the model no longer records. Its stored gains are those of each round's "
+            "part, so biased_gain will not match host_gain (unbiased_gain does not depend on "
+            "it); the scores replayed from the trees are those they were grown from, so "
+            + ("the pruning went ahead" if needed_for == "prune" else "the scores stand"),
+            UserWarning, stacklevel=3 + extra_frames)
         return
     what = (f"biased_gain misses the model's own gains at {found.off} of {found.compared} "
             f"splits of the trees after the first iteration (first at tree {found.first_tree}; "
@@ -546,7 +613,10 @@ def check_later_gains(found: LaterGains, read: Model, needed_for: str,
             "other than the loss the trees were grown with, trees refreshed or "
             "edited after training, or a model pruned by unbiased_criteria.prune without "
             "training rows and saved where its record is lost (a LightGBM text model, a "
-            "dump: its later trees keep the gains of the unpruned model)")
+            "dump: its later trees keep the gains of the unpruned model). Not "
+            f"{_HOOK_WITHOUT_RECORD}: its trees' stored hessian sums would fall short of the "
+            f"training rows' at nearly every node, and they do at {found.hessians_below} of "
+            f"{found.hessians} (above at {found.hessians_above})")
     if needed_for == "prune":
         raise UnsupportedModelError(
             f"{what}; pruning would compute its new leaves from the wrong scores, so it is "
@@ -580,7 +650,7 @@ class _PrunedLaterGains:
         self.follow = prep.train is not None and prep.model.forest.n_outputs == 1
         if self.follow:
             self.y, self.weight = prep.objective.read_labels(prep.train.y, prep.train.weight)
-        self.parts: list[tuple[int, int, int]] = []
+        self.parts: list[tuple[int, ...]] = []
 
     def _at(self, index: int) -> int:
         """The tree's iteration; this iteration's moves join ``delta`` when the next begins
@@ -612,7 +682,7 @@ class _PrunedLaterGains:
         sums = node_sums(step.tree, step.nodes_train, np.ravel(g), np.ravel(h))
         B = biased_gain(step.tree, sums, self.prep.model.split_score)
         self.parts.append((step.index, *later_gains(step.tree,
-                                                    replace(scores, biased=B))))
+                                                    replace(scores, biased=B, sums=sums))))
 
     def moved(self, step: TreeStep, out) -> None:
         """Follow what a replaced tree moved (nothing when its leaves kept their values, as a
@@ -874,7 +944,7 @@ def unbiased_importance(
     records: list[dict] = []
     n_first = _first_trees(forest)
     first: list[tuple[np.ndarray, ...]] = []  # for check_against_host
-    later: list[tuple[int, int, int]] = []  # for check_later_gains
+    later: list[tuple[int, ...]] = []  # for check_later_gains
     workspace = Workspace()  # row arrays reused by each scoring thread, for this call
     replicates: list[np.ndarray] = []
     shares: list[np.ndarray] = []
@@ -914,9 +984,10 @@ def unbiased_importance(
     report = ImportanceReport(_records_frame(records, forest.feature_names),
                               forest.feature_names, host=prep.model.host, jackknife=jack)
     # the first iteration's sums and gains depend on the rows alone; the later trees' gains
-    # on the scores before them too (not held to a pruned model's: _later_checked)
+    # on the scores before them too (not held to a pruned model's: later_start)
     if not (first and check_against_host(*map(np.concatenate, zip(*first)), prep.model)):
-        check_later_gains(sum_later_gains(later), prep.model, "importance")
+        check_later_gains(sum_later_gains(later, later_start(prep.model) or 0), prep.model,
+                          "importance")
     report.rows_near_threshold = _near_threshold(prep)
     return report
 
@@ -1092,7 +1163,8 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     first_warned = bool(first) and check_against_host(*map(np.concatenate, zip(*first)),
                                                       prep.model, extra_frames=extra_frames)
     if not first_warned:
-        check_later_gains(sum_later_gains(later.parts), prep.model, "prune", extra_frames)
+        check_later_gains(sum_later_gains(later.parts, later_start(prep.model) or 0),
+                          prep.model, "prune", extra_frames)
     forest = prep.model.forest
     trees = result.trees
     if later.changed_at is not None and not first_warned and not prep.model.warnings:

@@ -13,20 +13,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
 from .binning import BinMapper, fit_bins
-from .gains import tree_generator
+from .gains import NodeSums, SplitScore, biased_gain, tree_generator
 from .grower import GrowerParams, RowSets, feature_major, grow_tree
 from .metrics import Metric
 from .objectives import Objective
 from .options import seed_sequence
 from .trees import Forest
 
-__all__ = ["GBMParams", "GBMResult", "fit_gbm", "split_rows"]
+__all__ = ["GBMParams", "GBMResult", "all_rows_gains", "fit_gbm", "split_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +98,10 @@ class GBMResult:
         Metric per iteration for each evaluation set, by name.
     best_iteration : int
         Iterations kept (all of them without early stopping).
+    node_sums : tuple of NodeSums or None
+        Per tree, every node's gradient and hessian sums over all training rows (at the
+        scores the tree was grown from): :func:`all_rows_gains`. None in a result made
+        before they were kept.
     """
 
     forest: Forest
@@ -106,6 +110,7 @@ class GBMResult:
     evals: dict
     best_iteration: int
     jackknife: np.ndarray | None = None
+    node_sums: tuple[NodeSums, ...] | None = None
 
 
 def fit_gbm(
@@ -176,7 +181,7 @@ def fit_gbm(
     n_blocks = int(params.n_blocks) if unbiased and params.n_blocks >= 2 else 0
     blocks = (tree_generator(seed, _BLOCKS_KEY).permutation(n) % n_blocks).astype(np.intp) \
         if n_blocks else None
-    jacks = []
+    jacks, sums = [], []
 
     trees, parts = [], []
     best_score, best_iter, since_best = None, 0, 0
@@ -190,6 +195,7 @@ def fit_gbm(
             grown = grow_tree(codes, g[:, k], h[:, k], sets, binner, params.grower,
                               tree_generator(seed, t), blocks, n_blocks)
             jacks.append(grown.jackknife)
+            sums.append(grown.sums)
             tree = _shrunk(grown.tree, params.learning_rate)
             trees.append(tree)
             raw[:, k] += tree.value[grown.row_leaf]
@@ -235,13 +241,40 @@ def fit_gbm(
     )
     jackknife = np.concatenate(jacks[: best_iter * K]) if n_blocks and jacks else None
     return GBMResult(forest=forest, binner=binner, candidates=candidates, evals=history,
-                     best_iteration=best_iter, jackknife=jackknife)
+                     best_iteration=best_iter, jackknife=jackknife,
+                     node_sums=tuple(sums[: best_iter * K]))
+
+
+def all_rows_gains(result: GBMResult, score: SplitScore) -> Forest:
+    """``result.forest`` with each split's stored gain (``Tree.host_gain``) the gain ``B``
+    over all training rows under ``score``, the host's regularisation.
+
+    The grower keeps as ``host_gain`` its ``B`` on the rows of D that chose the split; a host
+    that grew the same tree on all training rows would have stored ``B`` over all of them
+    (LightGBM's ``split_gain``, XGBoost's ``loss_chg``), as a replay on the training rows
+    recomputes it: an export holding these reads back like any host model (its leaves are
+    already the Newton steps of all rows). ``score`` is the regularisation the host's reader
+    will take from the export (XGBoost: float32 weights and its version's L1 rule).
+
+    Raises
+    ------
+    ValueError
+        ``result`` does not hold the sums (made before they were kept): fit again.
+    """
+    if result.node_sums is None or len(result.node_sums) != result.forest.n_trees:
+        raise ValueError("the fitted result does not keep its trees' sums over all training "
+                         "rows (fitted by an earlier version): fit the estimator again")
+    trees = []
+    for tree, sums in zip(result.forest.trees, result.node_sums, strict=True):
+        # float32, as both hosts store their gains
+        gain = biased_gain(tree, sums, score).astype(np.float32).astype(np.float64)
+        gain.setflags(write=False)
+        trees.append(replace(tree, host_gain=gain))
+    return result.forest.with_trees(trees)
 
 
 def _shrunk(tree, rate: float):
     """``tree`` with every node value times the learning rate."""
-    from dataclasses import replace
-
     value = tree.value * rate
     value.setflags(write=False)
     return replace(tree, value=value, shrinkage=float(rate))

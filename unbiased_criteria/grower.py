@@ -25,13 +25,13 @@ U on D1') is split next, until ``num_leaves`` leaves or no leaf can split.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 
 from .binning import BinMapper
-from .gains import SplitScore, leaf_weight, leave_one_out, node_score
+from .gains import NodeSums, SplitScore, leaf_weight, leave_one_out, node_score
 from .trees import MISSING_NAN, DecisionRules, Tree, make_tree
 
 __all__ = ["RULES", "GrowerParams", "RowSets", "GrownTree", "grow_tree", "feature_major"]
@@ -99,13 +99,19 @@ class GrownTree:
         ``usable``, ``chosen``, ``decision_gain`` (U on D2' for the chosen one, NaN for the
         rest), ``n_train`` (rows of D in the node), ``n_valid`` (rows of D1'), ``split``
         (the node split on this candidate).
+    jackknife : array (n_candidates, n_blocks) or None
+        Each candidate's U with one block of D1' rows left out.
+    sums : NodeSums or None
+        Every node's gradient and hessian sums and row count over *all* training rows (the
+        leaves' Newton steps come from them): what a host that grew this tree on those rows
+        would have scored its splits with (:func:`unbiased_criteria.gbm.all_rows_gains`).
     """
 
     tree: Tree
     row_leaf: np.ndarray
     candidates: dict
-    #: (n_candidates, n_blocks): each candidate's U with one block of D1' rows left out
     jackknife: np.ndarray | None = None
+    sums: NodeSums | None = None
 
 
 def feature_major(codes: np.ndarray) -> np.ndarray:
@@ -621,7 +627,7 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
     grown = _assemble(n, rows_of, left_of, made, g64, h64, binner, params, cand_parts)
     if jackknife:
         jack = np.concatenate(jack_parts) if jack_parts else np.zeros((0, n_blocks))
-        grown = GrownTree(grown.tree, grown.row_leaf, grown.candidates, jack)
+        grown = replace(grown, jackknife=jack)
     return grown
 
 
@@ -667,4 +673,5 @@ def _assemble(n, rows_of, left_of, made, g, h, binner, params, cand_parts) -> Gr
                         else np.zeros(0)) for key in keys}
     candidates["split"] = (candidates["chosen"].astype(bool)
                            & np.isin(candidates["node"], list(made)))
-    return GrownTree(tree=tree, row_leaf=row_leaf, candidates=candidates)
+    return GrownTree(tree=tree, row_leaf=row_leaf, candidates=candidates,
+                     sums=NodeSums(G=G, H=H, n=count))

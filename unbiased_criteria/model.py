@@ -88,6 +88,12 @@ class Model:
         scores (LightGBM's ``boost_from_average`` and a Dataset ``init_score``), and these
         hold none: either the init score was 0, or the model was trained from scores it does
         not keep. The core tells the two apart from the training labels.
+    written_trees : int or None
+        How many of the first trees this library wrote (pruned, refit or grown), where the
+        model tells (XGBoost keeps the count with the parameters it stores); None where it
+        does not. Trees after them were added by training continued from the model, with
+        the host's own parameters, and are checked as any host model's trees
+        (:func:`unbiased_criteria.api.later_start`).
     class_weight : dict, "balanced" or None
         A scikit-learn classifier's ``class_weight`` (keyed by its labels), which multiplied
         its training weights: the core multiplies the training and held-out rows' weights by
@@ -108,6 +114,7 @@ class Model:
     init_score_unseen: bool = False
     pruned_on: tuple[str, ...] = ()
     gain_only: tuple[str, ...] = ()
+    written_trees: int | None = None
 
     @property
     def messages(self) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ import copy
 import dataclasses
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import lightgbm
@@ -254,7 +254,8 @@ def _native_header(forest: Forest, objective_line: str, names: list[str]) -> str
 
 
 def booster_from_forest(forest: Forest, objective: str,
-                        pandas_categorical: list | None = None) -> lightgbm.Booster:
+                        pandas_categorical: list | None = None,
+                        params: Mapping[str, float] | None = None) -> lightgbm.Booster:
     """A LightGBM Booster holding ``forest``, made without a LightGBM model to copy.
 
     For forests grown outside LightGBM (:mod:`unbiased_criteria.gbm`): the header (objective,
@@ -272,6 +273,10 @@ def booster_from_forest(forest: Forest, objective: str,
     pandas_categorical : list of lists, optional
         The categories of each pandas categorical column, in column order (LightGBM's
         ``pandas_categorical``): a DataFrame passed to ``predict`` is coded with them.
+    params : dict, optional
+        Training parameters written to the model's ``parameters:`` block (e.g. ``lambda_l2``,
+        ``max_delta_step``: the penalties the leaves were fit with), so that the model is read
+        with them; LightGBM's defaults where absent.
     """
     if objective not in NATIVE_OBJECTIVES:
         raise ValueError(
@@ -289,9 +294,11 @@ def booster_from_forest(forest: Forest, objective: str,
     # LightGBM replaces whitespace in feature names by underscores
     names = [re.sub(r"\s", "_", str(name)) for name in forest.feature_names]
     header = _native_header(forest, NATIVE_OBJECTIVES[objective](K), names)
-    params = f"parameters:\n[boosting: gbdt]\n[objective: {objective}]\nend of parameters\n"
+    lines = "".join(f"[{key}: {float(value):.17g}]\n" for key, value in (params or {}).items())
+    block = (f"parameters:\n[boosting: gbdt]\n[objective: {objective}]\n{lines}"
+             "end of parameters\n")
     cats = json.dumps(pandas_categorical, ensure_ascii=False) if pandas_categorical else "null"
-    trailer = ("end of trees\n\nfeature_importances:\n\n" + params
+    trailer = ("end of trees\n\nfeature_importances:\n\n" + block
                + f"\npandas_categorical:{cats}\n")
     source = LightGBMSource(text=header + trailer, params={}, objective=objective,
                             n_leaves=np.zeros(0, dtype=np.int64))

@@ -277,17 +277,84 @@ def _monotone(params: Mapping) -> bool:
     return bool(_monotone_constraints(params))
 
 
-def _params_fit(learner: Mapping, model: Mapping, params: Mapping, renews: bool,
-                shrinkage: float) -> bool:
-    """Whether eta and lambda reproduce the trees' own weights, with the model's alpha (True
-    where it cannot be told: monotone constraints, renewed leaves, models this library
-    wrote)."""
-    mono = _monotone(params)
-    written = _WRITTEN_ATTR in learner.get("attributes", {})
-    if renews or written or mono:
+def _params_fit(model: Mapping, params: Mapping, renews: bool, shrinkage: float,
+                n_written: int = 0) -> bool:
+    """Whether eta and lambda reproduce the weights of the trees after the first
+    ``n_written`` (those this library wrote: :func:`written_trees`), with the model's alpha
+    (True where it cannot be told: monotone constraints, renewed leaves, every tree
+    written)."""
+    trees = model["trees"][n_written:]
+    if renews or not trees or _monotone(params):
         return True
-    return _params_mismatch(model["trees"], shrinkage, params["lambda"],
-                            params["max_delta_step"], params["alpha"]) <= 1e-4
+    return _params_mismatch(trees, shrinkage, params["lambda"], params["max_delta_step"],
+                            params["alpha"]) <= 1e-4
+
+
+def written_trees(learner: Mapping, n_trees: int) -> int:
+    """How many of the model's first trees this library wrote (pruned, refit or grown):
+    those the parameters it stored (:func:`written_params`) hold for. 0 for a model it did
+    not write; all ``n_trees`` where it wrote the model without storing the count (before it
+    did) or the model holds fewer trees (a slice). Trees after them were added by training
+    continued from the model (``xgb_model=``), with the parameters of its configuration."""
+    attributes = learner.get("attributes", {})
+    text = attributes.get(_PARAMS_ATTR)
+    if text is None:
+        return n_trees if _WRITTEN_ATTR in attributes else 0
+    count = json.loads(text).get("n_trees")
+    return n_trees if count is None else min(int(count), n_trees)
+
+
+def _written_shrinkage_head(learner: Mapping, n_written: int, n_parallel: int
+                            ) -> np.ndarray | None:
+    """The etas of the first ``n_written`` trees as the writer stored them (one ``eta`` for
+    all, or each tree's), or None."""
+    attributes = learner.get("attributes", {})
+    text = attributes.get(_SHRINKAGE_ATTR)
+    if text is not None:
+        values = np.asarray(json.loads(text), dtype=np.float64)
+        if values.shape == (n_written,):
+            return values
+    stored = json.loads(attributes.get(_PARAMS_ATTR, "{}"))
+    if "eta" in stored:  # times n_parallel, as the writer stored it
+        return np.full(n_written, float(np.float32(stored["eta"]) / np.float32(n_parallel)))
+    return None
+
+
+def _continued(learner: Mapping, trees_json: Sequence[Mapping], n_written: int,
+               params: Mapping, eta: float, params_fit: bool, n_parallel: int
+               ) -> tuple[np.ndarray, bool, bool, list[str]]:
+    """Each tree's eta for a model this library wrote and training continued: the written
+    trees' as stored, the later ones' as any host model's (the configured eta where it fits
+    their weights, else each tree's own, where they tell it). Returns the etas, whether the
+    later ones were read per tree, whether the parameters fit, and warnings."""
+    stored = json.loads(learner.get("attributes", {}).get(_PARAMS_ATTR, "{}"))
+    head = _written_shrinkage_head(learner, n_written, n_parallel)
+    tail, per_tree = None, False
+    if not params_fit and params["max_delta_step"] == 0:
+        tail = _tree_shrinkages(trees_json[n_written:], params["lambda"])
+        per_tree = tail is not None
+        params_fit = per_tree
+    if tail is None:
+        tail = np.full(len(trees_json) - n_written, eta)
+    out = []
+    if head is None:
+        head = np.full(n_written, eta)
+        out.append(f"the first {n_written} trees were written by unbiased_criteria without "
+                   f"their eta, and training continued from them: eta={params['eta']:g} "
+                   "serves them, so their pruned and refit leaves may be off")
+    changed = {key: (train_param(key, stored[key]), params[key])
+               for key in ("lambda", "alpha", "max_delta_step")
+               if key in stored and train_param(key, stored[key]) != params[key]}
+    if changed:
+        was = ", ".join(f"{k}={old:g}" for k, (old, _) in changed.items())
+        now = ", ".join(f"{k}={new:g}" for k, (_, new) in changed.items())
+        out.append(
+            f"the first {n_written} trees were written by unbiased_criteria with {was}, and "
+            f"training continued from them with {now}: a model keeps one set of penalties, "
+            "the last stage's, so those trees' biased_gain (and any leaf pruning or "
+            "refit_leaves computes in them) use the later ones and will not match their own "
+            "(continue with the same penalties to avoid this)")
+    return np.concatenate([head, tail]), per_tree, params_fit, out
 
 
 def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
@@ -391,15 +458,19 @@ def parse_model(
 
     trees_json = model["trees"]
     renews = bool(objective is not None and objective.renews_leaves)
-    params_fit = _params_fit(learner, model, params, renews, eta)
-    shrinkages, slice_note = None, None
-    if not params_fit and params["max_delta_step"] == 0:
+    n_written = written_trees(learner, len(trees_json))
+    params_fit = _params_fit(model, params, renews, eta, n_written)
+    shrinkages, slice_note, continued_warnings, per_tree = None, None, [], False
+    if 0 < n_written < len(trees_json):  # trees added by training continued from ours
+        shrinkages, per_tree, params_fit, continued_warnings = _continued(
+            learner, trees_json, n_written, params, eta, params_fit, n_parallel)
+    elif not params_fit and params["max_delta_step"] == 0:
         # one eta does not fit: each tree's own, if its weights tell (a schedule's)
         shrinkages = _tree_shrinkages(trees_json, params["lambda"])
-    per_tree = shrinkages is not None
-    if per_tree:
-        params_fit = True
-    else:
+        per_tree = shrinkages is not None
+        if per_tree:
+            params_fit = True
+    if shrinkages is None:
         # the etas the writer stored for trees shrunk by different ones (the hook's with a
         # LearningRateScheduler), else the configured one
         shrinkages = _written_shrinkages(learner, len(trees_json))
@@ -447,6 +518,7 @@ def parse_model(
                                   and _PARAMS_ATTR not in attributes)) and not params_given
     warnings, gain_only, notes = _warnings(learner, model, params, obj_name, base,
                                            params_fit or unknown)
+    warnings += continued_warnings
     if slice_note is not None:  # the leaves' eta: pruned and refit leaves, not the gains
         notes.append(slice_note)
     if per_tree and np.ptp(shrinkages) > 0:
@@ -479,6 +551,7 @@ def parse_model(
         gain_only=tuple(gain_only),
         source=js,
         pruned_on=_pruned_on(learner),
+        written_trees=n_written,
     )
 
 
@@ -519,8 +592,11 @@ def read_model(
     # no fallback to XGBoost's default eta and lambda: a Booster whose model JSON could be
     # saved has a configuration, and any failure here is not a model with defaults
     config = json.loads(bst.save_config())
-    # the parameters this library's writer stored with the trees, under the user's
-    stored = written_params(js["learner"])
+    # the parameters this library's writer stored with the trees, under the user's; not
+    # where training continued from the model: its configuration has the later trees'
+    n_trees = len(_gbtree(js["learner"])[0]["trees"])
+    continued = written_trees(js["learner"], n_trees) < n_trees
+    stored = {} if continued else written_params(js["learner"])
     train = _train_params(config, {**stored, **(params or {})})
     custom = isinstance(model, xgboost.XGBModel) and callable(getattr(model, "objective", None))
     given = {_ALIASES.get(k, k) for k in (params or {})} & {"eta", "lambda"}
@@ -539,6 +615,7 @@ def written_params(learner: Mapping) -> dict[str, Any]:
     if text is None:
         return {}
     stored = dict(json.loads(text))
+    stored.pop("n_trees", None)  # not a parameter: the trees they hold for (written_trees)
     if "monotone_constraints" in stored:
         mono = stored.pop("monotone_constraints")
         if any(mono):

@@ -104,10 +104,13 @@ def leaf_params(forest: Forest, split_score: SplitScore, n_parallel: int = 1) ->
     """The training parameters ``forest``'s leaves were fit with, as XGBoost names them:
     ``lambda``, ``alpha``, ``max_delta_step``, ``monotone_constraints``, and ``eta`` when
     every tree has the same (times ``n_parallel``: each parallel tree was shrunk by
-    ``eta / num_parallel_tree``)."""
+    ``eta / num_parallel_tree``); ``n_trees``, the trees they hold for: training continued
+    from the model (``xgb_model=``) adds trees grown with the continuation's parameters,
+    which the reader takes from the configuration."""
     out: dict = {"lambda": split_score.l2, "alpha": split_score.l1,
                  "max_delta_step": split_score.max_delta_step,
-                 "monotone_constraints": list(split_score.monotone)}
+                 "monotone_constraints": list(split_score.monotone),
+                 "n_trees": forest.n_trees}
     shrinkage = np.array([t.shrinkage for t in forest.trees])
     if shrinkage.size and np.ptp(shrinkage) == 0:
         out["eta"] = float(np.float32(shrinkage[0]) * np.float32(n_parallel))
@@ -178,7 +181,8 @@ def _load_with_config(js: Mapping, template: xgboost.Booster) -> xgboost.Booster
     new.load_config(json.dumps(config, ensure_ascii=False))
     stored = js["learner"].get("attributes", {}).get(_PARAMS_ATTR)
     if stored is not None:  # a template loaded from a file has defaults: the real ones
-        params = {k: v for k, v in json.loads(stored).items() if k != "monotone_constraints"}
+        params = {k: v for k, v in json.loads(stored).items()
+                  if k not in ("monotone_constraints", "n_trees")}
         new.set_param({k: str(v) for k, v in params.items()})
     return new
 

@@ -1,0 +1,139 @@
+"""The native grower's exports store each split's gain over all training rows, as the host
+would have stored it had it grown the tree on them: XGBoost's own ``refresh`` updater
+recomputes the same ``loss_chg``, and the library reads, scores and prunes the exports with
+the training rows like any host model (they were refused as DART before)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn")
+lgb = pytest.importorskip("lightgbm")
+xgb = pytest.importorskip("xgboost")
+import unbiased_criteria as uc  # noqa: E402
+
+
+def _data(kind, n=2000, seed=0, nan=0.1):
+    """Five features (one of 4 integer values), NaN in 10% of the cells; float32-exact."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 5)).astype(np.float32).astype(np.float64)
+    X[:, 4] = rng.integers(0, 4, n)
+    signal = X[:, 0] + 0.5 * (X[:, 4] == 2)
+    X[rng.random((n, 5)) < nan] = np.nan
+    noise = rng.normal(size=n)
+    if kind == "regression":
+        return X, signal + noise
+    if kind == "binary":
+        return X, np.where(signal + noise > 0, "yes", "no")
+    return X, np.digitize(signal + noise, [-1.0, 1.0])
+
+
+def _estimator(kind, **kw):
+    cls = uc.UnbiasedGBMRegressor if kind == "regression" else uc.UnbiasedGBMClassifier
+    return cls(n_estimators=15, num_leaves=15, random_state=0, **kw)
+
+
+def _encoded(est, y):
+    """The labels as the hosts' boosters take them (class indices for a classifier)."""
+    if hasattr(est, "classes_"):
+        return np.searchsorted(est.classes_, y).astype(np.float64)
+    return y
+
+
+def _xgb_trees(booster):
+    return json.loads(booster.save_raw("json"))["learner"]["gradient_booster"]["model"]["trees"]
+
+
+# multiclass: the grower's softmax hessian is LightGBM's (K/(K-1) p(1-p)), XGBoost's 2 p(1-p)
+@pytest.mark.parametrize("kind", ["regression", "binary"])
+@pytest.mark.parametrize("penalties", [{}, {"reg_lambda": 2.0, "reg_alpha": 0.5},
+                                       {"reg_lambda": 1.0, "max_delta_step": 0.1}])
+def test_xgboost_export_stores_xgboosts_own_gain_on_all_training_rows(kind, penalties):
+    X, y = _data(kind, n=1500)
+    est = _estimator(kind, **penalties).fit(X, y)
+    booster = est.to_xgboost()
+    dtrain = xgb.DMatrix(X, _encoded(est, y))
+    # XGBoost's refresh updater recomputes every node's statistics on the rows given, at the
+    # scores of the trees before it: the gains XGBoost itself would have stored
+    params = {"process_type": "update", "updater": "refresh", "refresh_leaf": False,
+              "lambda": penalties.get("reg_lambda", 0.0),
+              "alpha": penalties.get("reg_alpha", 0.0),
+              "max_delta_step": penalties.get("max_delta_step", 0.0)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "you have manually specified the updater"
+        refreshed = xgb.train(params, dtrain, booster.num_boosted_rounds(), xgb_model=booster)
+    n_splits = 0
+    for own, host in zip(_xgb_trees(booster), _xgb_trees(refreshed), strict=True):
+        inner = np.asarray(own["left_children"]) >= 0
+        n_splits += int(inner.sum())
+        np.testing.assert_allclose(np.asarray(own["sum_hessian"]),
+                                   np.asarray(host["sum_hessian"]), rtol=1e-5)
+        np.testing.assert_allclose(np.asarray(own["loss_changes"])[inner],
+                                   np.asarray(host["loss_changes"])[inner], rtol=1e-4)
+    assert n_splits > 20
+
+
+@pytest.mark.parametrize("kind", ["regression", "binary", "multiclass"])
+def test_lightgbm_export_stores_the_same_gains(kind):
+    X, y = _data(kind, n=1500)
+    est = _estimator(kind, reg_lambda=1.0).fit(X, y)
+    own = [np.sort(np.asarray(t["loss_changes"])[np.asarray(t["left_children"]) >= 0])
+           for t in _xgb_trees(est.to_xgboost())]
+    frame = est.to_lightgbm().trees_to_dataframe()
+    splits = frame[frame["split_gain"].notna()]
+    for i, gains in enumerate(own):  # both hosts' gain is G_L²/(H_L+λ) + G_R²/(H_R+λ) − G²/(H+λ)
+        np.testing.assert_allclose(np.sort(splits.loc[splits.tree_index == i, "split_gain"]),
+                                   gains, rtol=1e-5)
+
+
+@pytest.mark.parametrize(("host", "kind"), [
+    ("lightgbm", "regression"), ("xgboost", "regression"), ("lightgbm file", "regression"),
+    ("lightgbm", "binary"), ("xgboost", "binary"), ("lightgbm", "multiclass")])
+@pytest.mark.parametrize("penalties", [{}, {"reg_lambda": 3.0, "reg_alpha": 0.3,
+                                            "max_delta_step": 0.05}])
+def test_exports_are_scored_and_pruned_like_host_models(host, kind, penalties, tmp_path):
+    X, y = _data(kind, n=2000)
+    Xv, yv = _data(kind, n=1000, seed=1)
+    est = _estimator(kind, **penalties).fit(X, y)
+    y, yv = _encoded(est, y), _encoded(est, yv)
+    if host == "xgboost":
+        model = est.to_xgboost()
+    else:
+        model = est.to_lightgbm()
+        if host == "lightgbm file":
+            model.save_model(tmp_path / "m.txt")
+            model = lgb.Booster(model_file=str(tmp_path / "m.txt"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # refused as DART / edited trees, or warned, before
+        splits = uc.unbiased_importance(model, X, y, Xv, yv, random_state=0).splits
+        pruned = uc.prune(model, X, y, Xv, yv, random_state=0)
+        # the leaves refit on the training rows with the penalties read from the export
+        refit = uc.prune(model, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True)
+    assert len(splits) > 15
+    np.testing.assert_allclose(splits.biased_gain, splits.host_gain, rtol=1e-3)
+    assert isinstance(pruned, type(model))
+    if host == "xgboost":
+        dm = xgb.DMatrix(X)
+        before, after = model.predict(dm), refit.predict(dm)
+    else:
+        before, after = model.predict(X), refit.predict(X)
+    np.testing.assert_allclose(after, before, rtol=0, atol=1e-5)
+
+
+def test_the_grower_keeps_its_own_gains_on_d():
+    X, y = _data("regression", n=1500)
+    est = _estimator("regression").fit(X, y)
+    trees = est._result.forest.trees
+    exported = uc.adapters.xgboost.read_model(est.to_xgboost()).forest.trees
+    inner = [np.sort(t.host_gain[t.internal_nodes]) for t in trees]
+    stored = [np.sort(t.host_gain[t.internal_nodes]) for t in exported]
+    # the grower's B on D (its report's biased_gain) stays; the export's is over all rows
+    assert not all(np.allclose(a, b, rtol=1e-3) for a, b in zip(inner, stored, strict=True))
+    report = est.importance_report_.splits
+    chosen = report[report["split"]]
+    np.testing.assert_allclose(np.sort(chosen.biased_gain),
+                               np.sort(np.concatenate(inner)), rtol=1e-6)
