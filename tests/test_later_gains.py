@@ -53,6 +53,23 @@ def cases(xgb_dart, lgb_dart):
     return [(dump, params), (lgb_dart.dump_model(), {"lambda_l2": 0.0}), (continued, None)]
 
 
+def test_a_dump_whose_reader_assumed_a_default_is_still_checked():
+    """A binary LightGBM DART dump was pruned silently: its reader's note that the dump does
+    not store scale_pos_weight (a default assumed, which the first iteration's gains check)
+    switched off the later trees' check, as if it explained their gains."""
+    yb, yvb = (y > np.median(y)).astype(float), (yv > np.median(yv)).astype(float)
+    dart = lgb.train({**LGB, "objective": "binary", "boosting": "dart", "drop_rate": 0.3},
+                     lgb.Dataset(X, yb), 15)
+    with pytest.raises(UnsupportedModelError, match=LATER + r".*pruning .* is refused"), \
+            pytest.warns(UserWarning, match="does not store scale_pos_weight"):
+        uc.prune(dart.dump_model(), X, yb, Xv, yvb, host_params={"lambda_l2": 0.0})
+    with warnings.catch_warnings():  # the same model grown as gbdt: no more than the note
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", "the dump does not store scale_pos_weight")
+        gbdt = lgb.train({**LGB, "objective": "binary"}, lgb.Dataset(X, yb), 15)
+        uc.prune(gbdt.dump_model(), X, yb, Xv, yvb, host_params={"lambda_l2": 0.0})
+
+
 def test_dart_trees_that_do_not_come_as_a_dart_model_are_warned_of_and_not_pruned(
         xgb_dart, lgb_dart):
     """An XGBoost DART dump (get_dump leaves out weight_drop), a LightGBM DART dump_model()

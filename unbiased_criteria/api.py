@@ -546,13 +546,14 @@ def sum_later_gains(parts: list[tuple[int, ...]], start: int = 0) -> LaterGains:
 def later_start(read: Model) -> int | None:
     """The first tree whose gains are held to the model's own (the trees of the first
     iteration aside), or None: none. None where the reader said why they differ (bagging,
-    GOSS, subsample, a hook's held-out rows...: ``read.warnings``), for HistGradientBoosting
+    GOSS, subsample, a hook's held-out rows...: ``read.gain_only``; a default the reader
+    assumed for a parameter is checked by the first iteration), for HistGradientBoosting
     (its stored gains are other quantities), and for a model this library pruned
     (``read.pruned_on``): its later trees keep the gains they were grown with, before the
     trees in front of them were pruned. Where training continued from a pruned model
     (``read.written_trees`` below the trees it holds), the trees it added were grown from
     the pruned model's scores: they are held to their own gains, from the first of them."""
-    if read.warnings or read.host == "sklearn":
+    if read.gain_only or read.host == "sklearn":
         return None
     if read.pruned_on:
         written = read.written_trees
