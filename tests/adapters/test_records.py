@@ -156,6 +156,17 @@ def test_refit_pruned_estimator_drops_the_old_sketch(make, read):
     assert not [w for w in caught if "pruned this model" in str(w.message)]
 
 
+def test_warm_start_keeps_the_sketch_of_the_pruned_trees_it_extends():
+    X, y = regression_data(800, 0)
+    Xv, yv = regression_data(600, 1)
+    pruned = quiet(uc.prune, HistGradientBoostingRegressor(max_iter=8, random_state=0)
+                   .fit(X, y), X, y, Xv, yv, random_state=0)
+    sketches = ask.read_model(pruned).pruned_on
+    pruned.set_params(warm_start=True, max_iter=12).fit(X, y)  # 4 trees added to the 8
+    assert pruned.n_iter_ == 12
+    assert ask.read_model(pruned).pruned_on == sketches
+
+
 # --- 3. a training-hook estimator pruned by uc.prune has no training record -----------------
 
 _ATTRIBUTES = ("feature_importances_", "unbiased_gain_", "importance_report_",
