@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import numpy as np
 import pandas as pd
 from unbiased_criteria.adapters._compat import HostVersionError
-from unbiased_criteria.adapters._record import model_record
+from unbiased_criteria.adapters._record import model_record, written_of
 
 from unbiased_criteria.errors import InputError
 from unbiased_criteria.options import GainOptions
@@ -162,7 +162,20 @@ class TrainingImportance:
         if not self.__sklearn_is_fitted__():
             raise self._not_fitted_error(
                 "No feature_importances found. Need to call fit beforehand.")
-        record = model_record(self._host_booster(), self)
+        booster = self._host_booster()
+        # AttributeError throughout: scikit-learn's hasattr(est, "feature_importances_")
+        # then says the estimator has none (SelectFromModel asks for another importance)
+        if written_of(booster) is not None or written_of(self, booster) is not None:
+            raise AttributeError(
+                "this model was pruned after training (unbiased_criteria.prune): the record of "
+                "its training describes the trees before pruning, not its own, so it has no "
+                "training importance; measure the pruned model with "
+                "unbiased_criteria.unbiased_importance(model, X, y, X_valid, y_valid) on "
+                "held-out rows that did not prune it")
+        try:
+            record = model_record(booster, self)
+        except ValueError as err:  # the Booster was changed after fit
+            raise AttributeError(str(err)) from None
         if record is None:
             raise AttributeError(
                 "this model's Booster has no training record (it was loaded or copied, not "

@@ -1,6 +1,7 @@
 """One way for both hosts to keep a training run's record with the Booster it returned, and
-the sketches of the held-out rows that pruned a model (:attr:`Model.pruned_on`) where the
-model's format has no place for them.
+what the library's writers leave with a model they wrote (:class:`Written`: the sketches of
+the held-out rows that pruned it, :attr:`Model.pruned_on`, where the model's format has no
+place for them).
 
 The record (:class:`unbiased_criteria.training_record.TrainingRecord`) is a Python attribute of
 the Booster object, not a weak map keyed by it, so that it travels with the Booster where the
@@ -8,71 +9,220 @@ host copies the Booster's ``__dict__``: both hosts' pickles (a pickled Booster o
 keeps it) and XGBoost's ``copy()`` / ``copy.copy`` / ``copy.deepcopy``. LightGBM's
 ``copy.deepcopy`` re-loads the model text, XGBoost's slices ``booster[a:b]`` build a new
 Booster, and ``save_model`` / ``load_model`` keep only the model: those have no record.
-(``Booster.load_model`` into the very Booster ``train`` returned replaces its model but not
-its Python attributes: the record would then be stale; the estimators' ``load_model`` drops
-it.)
+
+A Python attribute also travels where the model no longer is the one the record describes:
+XGBoost's continued training (``xgboost.train(..., xgb_model=booster)``) copies the Booster's
+``__dict__`` into the continued one, and ``update``, ``load_model`` or a ``refresh`` updater
+change the trees of the very Booster that holds it. So the record is kept with a fingerprint
+of the trees it describes (:class:`KeptRecord`): a record whose Booster's trees no longer match
+is not used as theirs (:func:`model_record` raises, the readers say the model changed).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from unbiased_criteria.model import Model
 from unbiased_criteria.training_record import TrainingRecord
 
 _ATTRIBUTE = "unbiased_training_record"
-_PRUNED_ON = "unbiased_pruned_on"
+_WRITTEN = "unbiased_pruned_on"
+#: the estimators' own reference to their record (LightGBM's deepcopy rebuilds the Booster)
+_ESTIMATOR_RECORD = "_unbiased_record"
 
 
-def attach_record(booster: Any, record: TrainingRecord) -> None:
-    """Keep ``record`` with ``booster`` (the object :func:`train` returns)."""
-    setattr(booster, _ATTRIBUTE, record)
+@dataclass(frozen=True)
+class Stamp:
+    """Which trees a record describes: the model's boosting rounds and a digest of its trees
+    (their structure and values, not the model's attributes or feature names)."""
+
+    iterations: int
+    digest: str
+
+
+@dataclass(frozen=True)
+class KeptRecord:
+    """A training record with the :class:`Stamp` of the Booster it was made for.
+
+    ``fingerprint`` is the host's function giving a Booster's stamp (a module-level function:
+    it pickles by name).
+    """
+
+    record: TrainingRecord
+    stamp: Stamp
+    fingerprint: Callable[[Any], Stamp]
+
+    def describes(self, booster: Any) -> bool:
+        """Whether ``booster`` holds the very trees the record was made for."""
+        return self.fingerprint(booster) == self.stamp
+
+    def changed_message(self, booster: Any) -> str:
+        """Why the record is not ``booster``'s: what it covered, what the model holds now."""
+        now = self.fingerprint(booster).iterations
+        grown = self.stamp.iterations
+        if now > grown:
+            how = (f"it holds {now} boosting rounds where the training hook grew {grown} "
+                   "(continued training, e.g. xgboost.train(xgb_model=...) or update(), or a "
+                   "model loaded over it)")
+        else:
+            how = (f"its trees are not those the training hook grew ({now} boosting rounds now, "
+                   f"{grown} then: refreshed, a model loaded over it, leaves set...)")
+        return ("this model's training record no longer describes it: " + how + " after the "
+                "training hook returned it. The record's splits and importance are those of "
+                "the hook's trees alone; for the model as it is, use "
+                "unbiased_criteria.unbiased_importance with held-out rows")
+
+
+def attach_record(booster: Any, record: TrainingRecord,
+                  fingerprint: Callable[[Any], Stamp]) -> None:
+    """Keep ``record`` with ``booster`` (the object :func:`train` returns), stamped with
+    ``fingerprint(booster)``: the trees it describes."""
+    setattr(booster, _ATTRIBUTE, KeptRecord(record, fingerprint(booster), fingerprint))
 
 
 def detach_record(booster: Any) -> None:
-    """Drop the record kept with ``booster``, if any."""
+    """Drop what the library kept with ``booster`` (its record, what a writer left), if any:
+    for a Booster whose model is replaced in place (``load_model``)."""
     booster.__dict__.pop(_ATTRIBUTE, None)
+    booster.__dict__.pop(_WRITTEN, None)
 
 
-def record_of(booster: Any) -> TrainingRecord | None:
-    """The record kept with ``booster``, or None."""
-    record = getattr(booster, _ATTRIBUTE, None)
-    return record if isinstance(record, TrainingRecord) else None
-
-
-def attach_pruned_on(obj: Any, sketches: tuple[str, ...]) -> None:
-    """Keep with ``obj`` (a Booster or an estimator the writer made) the sketches of the
-    held-out rows that pruned it; travels as the training record does (pickles, not files)."""
-    if sketches:
-        setattr(obj, _PRUNED_ON, tuple(sketches))
-
-
-def pruned_on_of(obj: Any) -> tuple[str, ...]:
-    """The sketches :func:`attach_pruned_on` kept with ``obj``, or ()."""
-    sketches = getattr(obj, _PRUNED_ON, ())
-    return tuple(sketches) if isinstance(sketches, tuple) else ()
+def kept_record(booster: Any, model: Any = None) -> KeptRecord | None:
+    """The stamped record kept with ``booster``, else the one the estimator ``model`` keeps
+    for it (:func:`keep_estimator_record`: LightGBM's ``copy.deepcopy`` rebuilds the Booster
+    without it), or None; whether it still describes ``booster`` is not checked."""
+    kept = getattr(booster, _ATTRIBUTE, None)
+    if not isinstance(kept, KeptRecord):
+        kept = getattr(model, _ESTIMATOR_RECORD, None) if model is not None else None
+    return kept if isinstance(kept, KeptRecord) else None
 
 
 def model_record(booster: Any, model: Any = None) -> TrainingRecord | None:
-    """The record kept with ``booster``, else the one the estimator ``model`` keeps for it
-    (``_own_record``: LightGBM's ``copy.deepcopy`` rebuilds the Booster without it), or None."""
-    record = record_of(booster)
-    if record is None and hasattr(model, "_own_record"):
-        record = model._own_record()
-    return record
+    """The record of ``booster`` (see :func:`kept_record`), or None when it has none.
+
+    Raises
+    ------
+    ValueError
+        The Booster carries a record but its trees are no longer those the record describes
+        (continued or changed after the training hook returned it).
+    """
+    kept = kept_record(booster, model)
+    if kept is None:
+        return None
+    if not kept.describes(booster):
+        raise ValueError(kept.changed_message(booster))
+    return kept.record
 
 
-def with_held_out_warning(read: Model, record: TrainingRecord | None) -> Model:
+def keep_estimator_record(estimator: Any, booster: Any) -> None:
+    """Let the fitted ``estimator`` keep a reference to its Booster's record, so that its deep
+    copies keep it where the host's deepcopy of the Booster drops Python attributes."""
+    setattr(estimator, _ESTIMATOR_RECORD, kept_record(booster))
+
+
+def drop_estimator_record(estimator: Any) -> None:
+    """Drop the record an estimator keeps (a written copy's record is not its own)."""
+    estimator.__dict__.pop(_ESTIMATOR_RECORD, None)
+
+
+@dataclass(frozen=True, eq=False)
+class Written:
+    """What a writer left with a model it wrote (a pruned model).
+
+    Attributes
+    ----------
+    sketches : tuple of str
+        Sketches of the held-out rows that pruned it (:attr:`Model.pruned_on`); may be empty
+        (``threshold=-inf`` decides nothing).
+    model : object or None
+        Kept with an estimator: the fitted model object it was written for (its Booster, its
+        predictors list); what was written describes the estimator only while that object is
+        still its model (a re-fit makes a new one; pickles and deep copies keep the shared
+        reference). None when kept with the Booster itself.
+    holdout_fraction : float
+        The training hook's held-out share of the rows the trees were grown with (0: not
+        grown by the hook, or without held-out rows): the written model has no training
+        record, but its kept splits still hold the sums of each round's other rows.
+    """
+
+    sketches: tuple[str, ...]
+    model: Any = None
+    holdout_fraction: float = 0.0
+
+
+def grown_holdout(booster: Any, model: Any = None) -> float:
+    """The training hook's held-out share for the trees of ``booster`` (``model``: the
+    estimator holding it), from its record or, for a model written from one, what the writer
+    kept; 0 when neither says."""
+    kept = kept_record(booster, model)
+    if kept is not None:
+        return float(kept.record.holdout_fraction)
+    written = written_of(booster) or written_of(model, booster)
+    return 0.0 if written is None else written.holdout_fraction
+
+
+def attach_written(obj: Any, sketches: tuple[str, ...], model: Any = None,
+                   holdout_fraction: float = 0.0) -> None:
+    """Keep with ``obj`` (a Booster the writer made, or an estimator with its fitted ``model``
+    object) that a writer wrote it, the sketches of the held-out rows that pruned it and the
+    training hook's held-out share its trees were grown with (:func:`grown_holdout` of the
+    template); travels as the training record does (pickles, not files)."""
+    setattr(obj, _WRITTEN, Written(tuple(sketches), model, float(holdout_fraction)))
+
+
+def written_of(obj: Any, model: Any = None) -> Written | None:
+    """What :func:`attach_written` kept with ``obj`` while it describes ``obj``'s model
+    (``model``: the estimator's current Booster or predictors list), or None."""
+    written = getattr(obj, _WRITTEN, None)
+    if not isinstance(written, Written):
+        return None
+    if written.model is not None and written.model is not model:
+        return None  # kept for a model the estimator no longer holds (it was fit again)
+    return written
+
+
+def pruned_on_of(obj: Any, model: Any = None) -> tuple[str, ...]:
+    """The sketches :func:`attach_written` kept with ``obj`` (for ``model``), or ()."""
+    written = written_of(obj, model)
+    return () if written is None else written.sketches
+
+
+def with_held_out_warning(read: Model, booster: Any, model: Any = None) -> Model:
     """``read`` with the reason a model the training hook grew with held-out rows cannot
     match its own gains on the training rows (a reader's warning, as bagging's); ``read``
-    itself for any other model."""
-    if record is None or not record.holdout_fraction > 0:
+    itself for any other model. ``booster`` is the model's Booster, ``model`` what was read
+    (see :func:`kept_record`); a record that no longer describes ``booster`` speaks only of
+    the trees the hook grew."""
+    kept = kept_record(booster, model)
+    written = written_of(booster) or written_of(model, booster)
+    if kept is None and written is not None and written.holdout_fraction > 0:
+        message = (
+            "this model was pruned from trees the training hook grew holding out "
+            f"{written.holdout_fraction:g} of the training rows in every round (with zero "
+            "gradient and hessian): the splits kept hold the hessian sums and gains of each "
+            "round's other rows, so biased_gain over the training rows given need not match "
+            "host_gain (unbiased_gain does not depend on it)")
+        return dataclasses.replace(read, warnings=read.warnings + (message,),
+                                   gain_only=read.gain_only + (message,))
+    if kept is None or not kept.record.holdout_fraction > 0:
         return read
-    message = (
-        f"the training hook grew this model holding out {record.holdout_fraction:g} of the "
-        "training rows in every round (with zero gradient and hessian): each tree's stored "
-        "hessian sums and gains are those of its round's other rows, so biased_gain over the "
-        "training rows given will not match host_gain (unbiased_gain does not depend on it)")
+    fraction = f"{kept.record.holdout_fraction:g}"
+    if kept.describes(booster):
+        message = (
+            f"the training hook grew this model holding out {fraction} of the training rows "
+            "in every round (with zero gradient and hessian): each tree's stored hessian sums "
+            "and gains are those of its round's other rows, so biased_gain over the training "
+            "rows given will not match host_gain (unbiased_gain does not depend on it)")
+    else:
+        message = (
+            f"this model carries the record of {kept.stamp.iterations} boosting rounds the "
+            f"training hook grew holding out {fraction} of the training rows in every round, "
+            "but its trees changed after (continued training, a model loaded over it...): "
+            "where the hook's trees are still in it, their stored hessian sums and gains are "
+            "those of each round's other rows, so biased_gain over the training rows given "
+            "need not match host_gain (unbiased_gain does not depend on it)")
     return dataclasses.replace(read, warnings=read.warnings + (message,),
                                gain_only=read.gain_only + (message,))

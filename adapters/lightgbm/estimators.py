@@ -24,7 +24,7 @@ from unbiased_criteria.adapters._estimators import (
     unchanged_on_error,
     with_train,
 )
-from unbiased_criteria.adapters._record import record_of
+from unbiased_criteria.adapters._record import keep_estimator_record
 from unbiased_criteria.adapters.lightgbm.compat import check_estimator_layout
 from unbiased_criteria.adapters.lightgbm.training import train
 
@@ -75,15 +75,11 @@ class _UnbiasedFit(TrainingImportance, lightgbm.LGBMModel):
             fitted = fit(self, *args, **kwargs)
         # LightGBM's Booster.__deepcopy__ rebuilds it from its model text, without the
         # record: the estimator keeps a reference too, which copy.deepcopy copies
-        self._unbiased_record = record_of(self.booster_)
+        keep_estimator_record(self, self.booster_)
         return fitted
 
     def _host_booster(self) -> lightgbm.Booster:
         return self.booster_
-
-    def _own_record(self):
-        """The record this estimator's fit made (its deep copies keep it)."""
-        return getattr(self, "_unbiased_record", None)
 
     def _process_params(self, stage: str) -> dict[str, Any]:
         params = super()._process_params(stage)

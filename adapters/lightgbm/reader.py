@@ -16,11 +16,7 @@ from typing import Any
 
 import lightgbm
 import numpy as np
-from unbiased_criteria.adapters._record import (
-    model_record,
-    pruned_on_of,
-    with_held_out_warning,
-)
+from unbiased_criteria.adapters._record import pruned_on_of, with_held_out_warning
 from unbiased_criteria.adapters.lightgbm.compat import holds_training_data
 from unbiased_criteria.adapters.lightgbm.objectives import (
     MEAN_TYPE,
@@ -328,8 +324,9 @@ def read_model(model: lightgbm.Booster | lightgbm.LGBMModel) -> Model:
     class_weight = getattr(model, "class_weight", None)
     if isinstance(model, lightgbm.LGBMClassifier) and class_weight is not None:
         read = dataclasses.replace(read, class_weight=class_weight)
-    read = dataclasses.replace(read, pruned_on=pruned_on_of(booster) or pruned_on_of(model))
-    return with_held_out_warning(read, model_record(booster, model))
+    read = dataclasses.replace(read, pruned_on=pruned_on_of(booster)
+                               or pruned_on_of(model, booster))
+    return with_held_out_warning(read, booster, model)
 
 
 def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",

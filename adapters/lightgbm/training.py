@@ -13,6 +13,7 @@ during training.
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from typing import Any
 import lightgbm
 import numpy as np
 import pandas as pd
-from unbiased_criteria.adapters._record import attach_record, model_record
+from unbiased_criteria.adapters._record import Stamp, attach_record, model_record
 from unbiased_criteria.adapters.lightgbm.callbacks import LoopHooks, training_callbacks
 from unbiased_criteria.adapters.lightgbm.compat import choose_param_value
 from unbiased_criteria.adapters.lightgbm.datasets import (
@@ -384,12 +385,28 @@ def _written_booster(setup: Setup, result: BoostResult, init: np.ndarray, n_iter
     names = tuple(setup.dump["feature_names"])
     forest = make_forest(trees, K, len(names), names)
     booster = lightgbm.Booster(model_str=model_text(setup.source, forest))
-    attach_record(booster, TrainingRecord.from_result(result, len(trees), K, names, n_blocks))
+    attach_record(booster, TrainingRecord.from_result(result, len(trees), K, names, n_blocks),
+                  trees_stamp)
     return booster
 
 
+def trees_stamp(booster: lightgbm.Booster) -> Stamp:
+    """Which trees ``booster`` holds: its iterations and a digest of its trees' text (from
+    the first ``Tree=`` to ``end of trees``: not the header, parameters or importances).
+
+    A Booster built from a model text (as the hook's is) writes the same text again, pickled
+    and loaded too; one that continued training or had its leaves set writes other trees.
+    """
+    text = booster.model_to_string(num_iteration=-1)
+    start = text.find("\nTree=")  # at a line start: a feature name may hold "Tree="
+    end = text.find("\nend of trees", max(start, 0))
+    part = text[start:end] if 0 <= start < end else ""  # no tree: nothing to tell apart
+    return Stamp(booster.current_iteration(),
+                 hashlib.sha256(part.encode("utf-8")).hexdigest())
+
+
 def _record_of(model: lightgbm.Booster | lightgbm.LGBMModel) -> TrainingRecord:
-    record = model_record(booster_of(model), model)
+    record = model_record(booster_of(model), model)  # raises if the model changed since
     if record is None:
         raise ValueError(
             "the model was not trained by unbiased_criteria.adapters.lightgbm.train (or is a "

@@ -16,10 +16,14 @@ from typing import Any
 
 import lightgbm
 import numpy as np
-from unbiased_criteria.adapters._record import attach_pruned_on
+from unbiased_criteria.adapters._record import (
+    attach_written,
+    drop_estimator_record,
+    grown_holdout,
+)
 from unbiased_criteria.adapters.lightgbm.compat import estimator_booster, set_estimator_booster
 from unbiased_criteria.adapters.lightgbm.reader import read_model
-from unbiased_criteria.adapters.lightgbm.source import RULES, LightGBMSource
+from unbiased_criteria.adapters.lightgbm.source import RULES, LightGBMSource, booster_of
 
 from unbiased_criteria.trees import Forest, Tree
 
@@ -197,12 +201,15 @@ def write_model(
         Ignored: the model text keeps its own parameters.
     pruned_on : tuple of str
         Digests of the held-out rows that pruned the trees (:attr:`Model.pruned_on`): kept
-        with the new Booster object (the model text has no place for them).
+        with the new Booster object (the model text has no place for them), and with the new
+        estimator for that Booster (a re-fit drops them).
 
     Returns
     -------
     lightgbm.Booster or LGBMModel
-        A Booster built from the new text model, or a copy of the estimator holding it.
+        A Booster built from the new text model, or a copy of the estimator holding it; the
+        copy of a training-hook estimator (``UnbiasedLGBM*``) has no training record: it
+        described the trees before they were written.
     """
     model_ir = read_model(model)  # also refuses DART and linear trees
     source = model_ir.source
@@ -218,7 +225,9 @@ def write_model(
     booster = lightgbm.Booster(model_str=text)
     # predict() uses best_iteration by default: keep the original's (within the new trees)
     booster.best_iteration = min(source.best_iteration, forest.n_trees // K)
-    attach_pruned_on(booster, pruned_on)
+    # the hook's held-out share goes along: the written trees' kept splits still hold its sums
+    holdout = grown_holdout(booster_of(model), model)
+    attach_written(booster, pruned_on, holdout_fraction=holdout)
     if isinstance(model, lightgbm.Booster):
         return booster
     # a copy of the estimator whose booster is the new one (the old one is not copied)
@@ -226,8 +235,10 @@ def write_model(
     if estimator_booster(new) is not booster:
         # lightgbm.dask estimators deep-copy their state in __getstate__, past the memo
         set_estimator_booster(new, booster)
-    # the estimator keeps them too: LightGBM's deepcopy of a Booster rebuilds it from text
-    attach_pruned_on(new, pruned_on)
+    # the estimator keeps them too, for this Booster: LightGBM's deepcopy of a Booster
+    # rebuilds it from text (without them), a deep copy of the estimator maps the reference
+    attach_written(new, pruned_on, model=booster, holdout_fraction=holdout)
+    drop_estimator_record(new)  # the record of the trees before they were written
     return new
 
 

@@ -46,7 +46,7 @@ from unbiased_criteria.model import UnsupportedModelError
 __all__ = [
     "VERIFIED_VERSIONS", "NODE_FIELDS", "HGBState", "is_hgb", "check_estimator",
     "check_layout", "state", "input_categories", "preprocess", "raw_predict", "leaf_ids",
-    "with_predictors",
+    "with_predictors", "fitted_trees",
 ]
 
 #: scikit-learn versions (major.minor) this module was verified with
@@ -274,6 +274,13 @@ def node_dtype(model) -> np.dtype:
     from sklearn.ensemble._hist_gradient_boosting.common import PREDICTOR_RECORD_DTYPE
 
     return PREDICTOR_RECORD_DTYPE
+
+
+def fitted_trees(model) -> object:
+    """The list object of the fitted estimator's trees (``_predictors``), or None: a fit makes
+    a new one (a ``warm_start`` fit extends it), pickles and deep copies keep its identity
+    with the estimator's, so what is kept for these trees can be tied to it."""
+    return getattr(model, "_predictors", None)
 
 
 def with_predictors(model, predictors: list) -> object:

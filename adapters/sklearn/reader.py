@@ -178,7 +178,7 @@ def read_model(model) -> Model:
         source=st,
         # class_weight multiplied the training weights: the core weights the rows alike
         class_weight=_class_weight(model),
-        pruned_on=pruned_on_of(model),
+        pruned_on=pruned_on_of(model, compat.fitted_trees(model)),
     )
 
 

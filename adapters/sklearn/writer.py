@@ -13,7 +13,7 @@ apart).
 from __future__ import annotations
 
 import numpy as np
-from unbiased_criteria.adapters._record import attach_pruned_on
+from unbiased_criteria.adapters._record import attach_written
 from unbiased_criteria.adapters.sklearn import compat
 from unbiased_criteria.adapters.sklearn.reader import RULES
 
@@ -119,7 +119,8 @@ def write_model(model, forest: Forest, split_score=None, pruned_on: tuple[str, .
         Ignored: the estimator keeps its own parameters.
     pruned_on : tuple of str
         Digests of the held-out rows that pruned the trees (:attr:`Model.pruned_on`), kept
-        with the new estimator (and its pickles).
+        with the new estimator (and its pickles and deep copies) for these trees: a re-fit
+        of the estimator drops them.
 
     Returns
     -------
@@ -140,5 +141,5 @@ def write_model(model, forest: Forest, split_score=None, pruned_on: tuple[str, .
     arrays = [tree_arrays(t, i, model, st) for i, t in enumerate(forest.trees)]
     predictors = [arrays[i : i + n_outputs] for i in range(0, len(arrays), n_outputs)]
     new = compat.with_predictors(model, predictors)
-    attach_pruned_on(new, pruned_on)
+    attach_written(new, pruned_on, model=compat.fitted_trees(new))
     return new

@@ -96,8 +96,9 @@ class _UnbiasedFit(TrainingImportance):
         return self.get_booster()
 
     def load_model(self, fname: Any) -> None:
-        """``XGBModel.load_model``; a fitted estimator's Booster drops its training record
-        (XGBoost loads into that Booster object, which would otherwise keep a stale one)."""
+        """``XGBModel.load_model``; a fitted estimator's Booster drops its training record and
+        its pruning's marks (XGBoost loads into that Booster object, which would otherwise
+        keep stale ones)."""
         if self.__sklearn_is_fitted__():
             detach_record(self.get_booster())
         super().load_model(fname)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import xgboost
-from unbiased_criteria.adapters._record import model_record, with_held_out_warning
+from unbiased_criteria.adapters._record import with_held_out_warning
 from unbiased_criteria.adapters.xgboost import compat
 from unbiased_criteria.adapters.xgboost.layout import (
     _DELETED,
@@ -604,7 +604,7 @@ def read_model(
     defaults = all(train[k] == float(np.float32(_DEFAULT_TRAIN[k])) for k in ("eta", "lambda"))
     read = parse_model(js, train, custom_objective=custom,
                        params_given=bool(given) or bool(stored) or not defaults)
-    return with_held_out_warning(read, model_record(bst, model))
+    return with_held_out_warning(read, bst, model)
 
 
 def written_params(learner: Mapping) -> dict[str, Any]:

@@ -4,9 +4,11 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pandas as pd
 import xgboost
-from unbiased_criteria.adapters._record import record_of
+from unbiased_criteria.adapters._record import Stamp, model_record
 
 from unbiased_criteria.report import ImportanceReport
 from unbiased_criteria.training_record import TrainingRecord
@@ -14,11 +16,30 @@ from unbiased_criteria.training_record import TrainingRecord
 __all__ = ["TrainingRecord", "training_record", "training_splits", "training_report"]
 
 
+def trees_stamp(booster: xgboost.Booster) -> Stamp:
+    """Which trees ``booster`` holds: its boosting rounds and a digest of its trees.
+
+    The digest covers the model's ``gradient_booster`` object of its UBJSON (tree structure,
+    values and statistics, the trees' layout), not its attributes, feature names or base
+    score, which XGBoost and the library set without touching the trees. XGBoost writes the
+    learner's keys in sorted order, ``gradient_booster`` right before
+    ``learner_model_param``; both keys are searched from the end, after the attributes.
+    """
+    raw = bytes(booster.save_raw("ubj"))
+    end = raw.rfind(b"learner_model_param")
+    start = raw.rfind(b"gradient_booster", 0, end if end >= 0 else len(raw))
+    part = raw[start:end] if 0 <= start < end else raw  # an unknown layout: the whole model
+    return Stamp(booster.num_boosted_rounds(), hashlib.sha256(part).hexdigest())
+
+
 def training_record(booster: xgboost.Booster | xgboost.XGBModel) -> TrainingRecord:
     """The :class:`TrainingRecord` of a Booster returned by :func:`train`.
 
     The record is an attribute of that Booster object: a pickled or copied Booster (or
-    estimator) keeps it; a slice (``booster[a:b]``), a saved-and-loaded Booster has none.
+    estimator) keeps it; a slice (``booster[a:b]``), a saved-and-loaded Booster has none. A
+    Booster whose trees changed after :func:`train` returned it (continued with
+    ``xgboost.train(..., xgb_model=booster)``, which copies the record along, ``update()``,
+    ``load_model``) is refused: the record describes the hook's trees only.
 
     Parameters
     ----------
@@ -35,10 +56,12 @@ def training_record(booster: xgboost.Booster | xgboost.XGBModel) -> TrainingReco
     ------
     KeyError
         ``booster`` was not returned by :func:`train`.
+    ValueError
+        ``booster`` was continued or changed after :func:`train` returned it.
     """
     if isinstance(booster, xgboost.XGBModel):  # the estimator was refused as "not returned"
         booster = booster.get_booster()
-    record = record_of(booster)
+    record = model_record(booster)
     if record is None:
         raise KeyError(
             "booster was not returned by unbiased_criteria.adapters.xgboost.train (slices and "

@@ -30,6 +30,7 @@ from unbiased_criteria.adapters.xgboost.metrics import (
 )
 from unbiased_criteria.adapters.xgboost.objectives import _custom_objective, parse_base_score
 from unbiased_criteria.adapters.xgboost.reader import parse_model
+from unbiased_criteria.adapters.xgboost.record import trees_stamp
 from unbiased_criteria.adapters.xgboost.writer import _load_with_config, model_json
 
 from unbiased_criteria.boosting import BoostResult, EvalSet, boost
@@ -592,7 +593,7 @@ def run_training(
     _cut_shrinkages(booster, n_returned)
     record = TrainingRecord.from_result(result, n_returned, K, forest.feature_names,
                                         options.n_blocks)
-    attach_record(booster, record)
+    attach_record(booster, record, trees_stamp)
     if evals_result is not None:
         evals_result.update(history)  # as xgb.train: the log its callbacks saw
     return TrainingRun(booster, result, raw_eval)

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 import xgboost
+from unbiased_criteria.adapters._record import attach_written, grown_holdout
 from unbiased_criteria.adapters.xgboost.layout import (
     _PARAMS_ATTR,
     _PRUNED_ON_ATTR,
@@ -212,10 +213,16 @@ def write_model(model: xgboost.Booster | xgboost.XGBModel, forest: Forest,
     Returns
     -------
     xgboost.Booster, or a fitted estimator of ``model``'s class
+        The copy of a training-hook estimator (``UnbiasedXGB*``) has no training record: it
+        described the trees before they were written.
     """
     bst = _booster(model)
     new = _load_with_config(
         model_json(json.loads(bst.save_raw("json")), forest, split_score, pruned_on), bst)
+    # a written Booster has no training record (a new Booster: the template's is not
+    # copied); it is marked as written, so that a training-hook estimator says it was pruned,
+    # with the hook's held-out share (its kept splits still hold the sums of the other rows)
+    attach_written(new, pruned_on, holdout_fraction=grown_holdout(bst, model))
     if isinstance(model, xgboost.Booster):
         return new
     # a copy of the estimator (fitted attributes included) around the new Booster
