@@ -12,7 +12,7 @@ overlap (``ShuffleSplit``, arbitrary lists) is refused naming ``cv`` before any 
 * ``iterations="best"`` chooses a fold's cut only on folds that hold out none of its rows;
 * ``UnbiasedSelector`` inherits the refusal.
 
-Calibration (Monte Carlo) is in ``tests/statistics/test_cross_fit_repetitions.py``.
+Calibration (Monte Carlo) is in ``tests/statistics/test_repeated_cv_calibration.py``.
 """
 
 from __future__ import annotations

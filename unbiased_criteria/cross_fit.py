@@ -164,10 +164,11 @@ class CrossFittedReport(ImportanceReport):
         ``std_error``: for any correlation, ``sd(mean_r M_r) <= mean_r sd(M_r)`` (the
         standard deviation of a sum is at most the sum of the standard deviations), so it is
         conservative: nearly exact when the repetitions repeat one partition (the same
-        folds: the same estimate up to the held-out draws), up to ``sqrt(R)`` too large when the
-        repetitions were independent. ``within`` and ``between`` are the means of the
+        folds: the same estimate up to the held-out draws), up to ``sqrt(R)`` too large when
+        the repetitions were independent. ``within`` and ``between`` are the means of the
         repetitions' values (``std_error`` is at least their maximum), ``dof`` the smallest
-        of the repetitions' (the conservative quantile).
+        of the repetitions' (the conservative quantile). Held-out rows that overlap in any
+        other way are refused by :func:`cross_fit_folds`.
 
         ``within`` is NaN without jackknife blocks, ``between`` where a repetition has a
         single fold.
