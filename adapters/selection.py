@@ -55,7 +55,8 @@ def cross_fitted_importance(
     G from the training rows, ratios from the held-out ones). Per feature, the result is the
     mean over folds of each fold's total; its standard error combines the held-out sampling
     (each fold's block jackknife) with the differences between the folds
-    (:meth:`~unbiased_criteria.CrossFittedReport.std_error_parts`).
+    (:meth:`~unbiased_criteria.CrossFittedReport.std_error_parts`); with a repeated splitter,
+    per repetition.
 
     Parameters
     ----------
@@ -66,7 +67,16 @@ def cross_fitted_importance(
     y : array-like
     cv : int, scikit-learn splitter or iterable of (train, test) indices, default 5
         As in :func:`sklearn.model_selection.cross_val_score`: an int gives
-        ``StratifiedKFold`` for classifiers and ``KFold`` otherwise (neither shuffles).
+        ``StratifiedKFold`` for classifiers and ``KFold`` otherwise (neither shuffles). The
+        folds' held-out (test) rows must be disjoint (``KFold``, ``StratifiedKFold``,
+        ``GroupKFold``...) or consecutive repetitions of such folds, each holding out the
+        same rows (``RepeatedKFold``, ``RepeatedStratifiedKFold``, a list that repeats a
+        partition): each repetition is combined as one partition and the standard error is
+        the mean of the repetitions' (conservative; see
+        :meth:`~unbiased_criteria.CrossFittedReport.std_error_parts`). Any other overlap
+        (``ShuffleSplit``, overlapping lists) is refused with a ``ValueError`` naming ``cv``
+        before any fold is fitted: a row held out twice is not two independent pieces of
+        evidence.
     groups : array-like, optional
         Passed to the splitter (``GroupKFold``...).
     sample_weight : array-like, optional
@@ -189,7 +199,9 @@ class UnbiasedSelector(SelectorMixin, BaseEstimator):
     ----------
     estimator : LightGBM, XGBoost or HistGradientBoosting scikit-learn estimator
         Cloned for every fold; never fitted itself.
-    cv : int or scikit-learn splitter, default 5
+    cv : int, scikit-learn splitter or iterable of (train, test) indices, default 5
+        As in :func:`cross_fitted_importance`: held-out rows disjoint across folds, or
+        repetitions of such folds (``RepeatedKFold``); ``ShuffleSplit`` is refused.
     alpha : float or None, default 0.05
     correction : {None, "holm", "fdr_bh"}, default None
         Multiple-testing correction of the ``alpha`` test

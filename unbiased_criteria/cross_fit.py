@@ -34,9 +34,20 @@ class CrossFittedReport(ImportanceReport):
     over all folds. Per split (``splits``): every split of every fold's model, with a ``fold``
     column (0-based, in the splitter's order); ``unbiased_gain`` there is the split's own U.
 
+    The folds form one or more *repetitions*: consecutive folds whose held-out rows are
+    disjoint and together cover the same rows (``KFold`` is one repetition,
+    ``RepeatedKFold(n_repeats=R)`` is ``R``). With several, "the mean over folds" is the mean
+    over repetitions of each repetition's mean over its folds (the plain mean when every
+    repetition has as many folds), and the standard error is made per repetition
+    (:meth:`std_error_parts`).
+
     Attributes
     ----------
     n_folds : int
+    repetitions : list of int
+        The repetition of each fold (0-based, in the splitter's order); all 0 when the folds'
+        held-out rows are disjoint.
+    n_repetitions : int
     trees_kept : list of int or None
         Trees of each fold's model that were scored (``iterations`` of
         :func:`cross_fitted_importance`); None when every tree was.
@@ -47,17 +58,41 @@ class CrossFittedReport(ImportanceReport):
     def __init__(self, splits: pd.DataFrame, feature_names, *, host: str = "",
                  jackknife: np.ndarray | None = None, n_folds: int,
                  trees_kept: list[int] | None = None,
-                 iterations_kept: list[int] | None = None):
+                 iterations_kept: list[int] | None = None,
+                 repetitions: Sequence[int] | None = None):
         super().__init__(splits, feature_names, host=host, jackknife=jackknife)
         self.n_folds = int(n_folds)
         self.trees_kept = trees_kept
         self.iterations_kept = iterations_kept
+        self.repetitions = _check_repetitions(repetitions, self.n_folds)
+        self.n_repetitions = max(self.repetitions, default=-1) + 1
+
+    def _repetition_folds(self) -> list[np.ndarray]:
+        """The fold indices of each repetition, in order."""
+        labels = np.asarray(self.repetitions, dtype=np.int64)
+        return [np.flatnonzero(labels == r) for r in range(self.n_repetitions)]
+
+    def _mean_over_folds(self, per_fold: np.ndarray) -> np.ndarray:
+        """Mean over repetitions of each repetition's mean over its folds (axis 0: folds).
+
+        One repetition: the plain mean over folds (the same floating-point sum).
+        """
+        return np.mean([per_fold[members].mean(axis=0)
+                        for members in self._repetition_folds()], axis=0)
 
     @classmethod
     def from_folds(cls, reports: list[ImportanceReport], *, n_blocks: int = 0,
                    trees_kept: list[int] | None = None,
-                   iterations_kept: list[int] | None = None) -> CrossFittedReport:
-        """Combine one report per fold (same features; ``n_blocks`` jackknife blocks each)."""
+                   iterations_kept: list[int] | None = None,
+                   repetitions: Sequence[int] | None = None) -> CrossFittedReport:
+        """Combine one report per fold (same features; ``n_blocks`` jackknife blocks each).
+
+        ``repetitions``: the repetition of each fold (see the class docstring); None when the
+        folds' held-out rows are disjoint (one repetition). The reports carry no rows, so
+        this cannot be checked here: folds whose held-out rows overlap, passed as one
+        repetition, get standard errors that are too small (:func:`cross_fit_folds` finds
+        the repetitions from the rows).
+        """
         if not reports:
             raise ValueError("reports: expected at least one fold's report")
         names = reports[0].feature_names
@@ -76,7 +111,8 @@ class CrossFittedReport(ImportanceReport):
                 for r in reports
             ])
         return cls(splits, names, host=reports[0].host, jackknife=jackknife,
-                   n_folds=len(reports), trees_kept=trees_kept, iterations_kept=iterations_kept)
+                   n_folds=len(reports), trees_kept=trees_kept, iterations_kept=iterations_kept,
+                   repetitions=repetitions)
 
     def fold_reports(self) -> list[ImportanceReport]:
         """One :class:`ImportanceReport` per fold (its model's splits, its jackknife rows)."""
@@ -103,11 +139,13 @@ class CrossFittedReport(ImportanceReport):
     def std_error_parts(self) -> pd.DataFrame:
         """How :meth:`std_error` is made, per feature.
 
-        With ``F_k`` fold ``k``'s total and ``SE_k`` its block-jackknife standard error
-        (held-out sampling given fold ``k``'s model), ``K`` folds:
+        Within one repetition (folds whose held-out rows are disjoint; every fold when the
+        splitter makes one partition, as ``KFold``), with ``F_k`` fold ``k``'s total and
+        ``SE_k`` its block-jackknife standard error (held-out sampling given fold ``k``'s
+        model), ``K`` folds:
 
         * ``within = sqrt(mean_k SE_k**2 / K)``: the error of the mean from the held-out rows
-          alone (the folds' held-out rows are disjoint);
+          alone (the folds' held-out rows are disjoint, so their samplings are independent);
         * ``between = sqrt(var_k(F_k) / K)`` (sample variance, ``K - 1`` degrees of
           freedom): the error of the mean judged from how much the folds' totals differ,
           which also contains the variation of the fitted models (training rows);
@@ -117,22 +155,36 @@ class CrossFittedReport(ImportanceReport):
         * ``dof``: ``K - 1`` where ``between`` is used, ``K * (B - 1)`` (``B`` blocks) where
           ``within`` is; :meth:`select` takes Student's t quantile with these.
 
-        ``within`` is NaN without jackknife blocks, ``between`` with a single fold.
+        Several repetitions (``RepeatedKFold``, a list of folds that repeats a partition):
+        each row is held out once per repetition, so the repetitions' estimates ``M_r`` (each
+        its folds' mean) are built on the same rows and are correlated, not independent; the
+        formulas above, over all folds at once, would count each row as ``R`` independent
+        pieces of evidence and give a standard error up to ``sqrt(R)`` times too small. The
+        estimate is ``mean_r M_r`` and its standard error the mean of the repetitions'
+        ``std_error``: for any correlation, ``sd(mean_r M_r) <= mean_r sd(M_r)`` (the
+        standard deviation of a sum is at most the sum of the standard deviations), so it is
+        conservative: nearly exact when the repetitions repeat one partition (the same
+        folds: the same estimate up to the held-out draws), up to ``sqrt(R)`` too large when
+        the repetitions were independent. ``within`` and ``between`` are the means of the
+        repetitions' values (``std_error`` is at least their maximum), ``dof`` the smallest
+        of the repetitions' (the conservative quantile). Held-out rows that overlap in any
+        other way are refused by :func:`cross_fit_folds`.
+
+        ``within`` is NaN without jackknife blocks, ``between`` where a repetition has a
+        single fold.
         """
         index = pd.Index(self.feature_names, name="feature")
-        K = self.n_folds
         totals = self.fold_frame().to_numpy()
         se = np.stack([r.std_error().to_numpy() for r in self.fold_reports()])
         B = 0 if self.jackknife is None else self.jackknife.shape[1]
-        within = np.sqrt((se**2).mean(axis=0) / K) if B >= 2 else np.full(len(index), np.nan)
-        between = (np.sqrt(totals.var(axis=0, ddof=1) / K) if K >= 2
-                   else np.full(len(index), np.nan))
-        use_between = np.isnan(within) | (between > within)
+        parts = [_disjoint_fold_parts(totals[members], se[members], B)
+                 for members in self._repetition_folds()]
+        within, between, std_error, dof = (np.stack(p) for p in zip(*parts))
         return pd.DataFrame({
-            "within": within,
-            "between": between,
-            "std_error": np.where(use_between, between, within),
-            "dof": np.where(use_between, K - 1, K * max(B - 1, 0)),
+            "within": within.mean(axis=0),
+            "between": between.mean(axis=0),
+            "std_error": std_error.mean(axis=0),
+            "dof": dof.min(axis=0),
         }, index=index)
 
     def std_error(self) -> pd.Series:
@@ -152,8 +204,8 @@ class CrossFittedReport(ImportanceReport):
         if refusal is not None:
             raise ValueError(refusal)
         parts = self.std_error_parts()
-        mean = self.fold_frame().mean(axis=0)
-        keep = significant(mean.to_numpy(), parts["std_error"].to_numpy(),
+        mean = self._mean_over_folds(self.fold_frame().to_numpy())
+        keep = significant(mean, parts["std_error"].to_numpy(),
                            parts["dof"].to_numpy(), alpha, correction)
         return [name for name, k in zip(self.feature_names, keep) if k]
 
@@ -180,9 +232,11 @@ class CrossFittedReport(ImportanceReport):
         """Per feature: the mean over folds of each fold's sums, and their standard error.
 
         Columns: ``unbiased_gain``, ``std_error`` (:meth:`std_error`), ``biased_gain``,
-        ``host_gain`` (means over folds of the per-fold sums) and ``splits`` (over all folds).
+        ``host_gain`` (means over folds of the per-fold sums; with several repetitions, the
+        mean of the repetitions' means) and ``splits`` (over all folds).
         """
-        out = pd.DataFrame({col: self.fold_frame(col).mean(axis=0) for col in _SUMMED})
+        out = pd.DataFrame({col: self._mean_over_folds(self.fold_frame(col).to_numpy())
+                            for col in _SUMMED})
         counts = np.bincount(self.splits["feature_index"].to_numpy(np.int64),
                              minlength=len(self.feature_names))
         out["splits"] = counts.astype(np.int64)
@@ -193,22 +247,55 @@ class CrossFittedReport(ImportanceReport):
     def cumulative_importance(self) -> pd.DataFrame:
         """Mean over folds of each fold's :meth:`ImportanceReport.cumulative_importance`.
 
-        A fold whose model has fewer trees keeps its total after its last tree.
+        A fold whose model has fewer trees keeps its total after its last tree. With several
+        repetitions, the mean of the repetitions' means (as :meth:`to_frame`).
         """
         tables = [r.cumulative_importance() for r in self.fold_reports()]
         n = max(len(t) for t in tables)
         index = pd.RangeIndex(n, name="tree")
         filled = [t.reindex(index).ffill().fillna(0.0) for t in tables]
-        return sum(filled) / len(filled)
+        if self.n_repetitions == 1:
+            return sum(filled) / len(filled)
+        return sum(sum(filled[k] for k in members) / len(members)
+                   for members in self._repetition_folds()) / self.n_repetitions
 
     def first_trees(self, n_trees: int) -> CrossFittedReport:
         """Every fold's model cut after its first ``n_trees`` trees."""
         reports = [r.first_trees(n_trees) for r in self.fold_reports()]
         n_blocks = 0 if self.jackknife is None else self.jackknife.shape[1]
-        return CrossFittedReport.from_folds(reports, n_blocks=n_blocks)
+        return CrossFittedReport.from_folds(reports, n_blocks=n_blocks,
+                                            repetitions=self.repetitions)
 
     def _title(self) -> str:
-        return f"CrossFittedReport({self.host}, {self.n_folds} folds, {len(self.splits)} splits)"
+        reps = f" in {self.n_repetitions} repetitions" if self.n_repetitions > 1 else ""
+        return (f"CrossFittedReport({self.host}, {self.n_folds} folds{reps}, "
+                f"{len(self.splits)} splits)")
+
+
+def _disjoint_fold_parts(totals: np.ndarray, se: np.ndarray, n_blocks: int):
+    """``within``, ``between``, ``std_error``, ``dof`` per feature of the mean of ``K`` folds
+    whose held-out rows are disjoint (rows of ``totals`` and ``se``: folds;
+    :meth:`CrossFittedReport.std_error_parts`)."""
+    K, n_features = totals.shape
+    within = (np.sqrt((se**2).mean(axis=0) / K) if n_blocks >= 2
+              else np.full(n_features, np.nan))
+    between = (np.sqrt(totals.var(axis=0, ddof=1) / K) if K >= 2
+               else np.full(n_features, np.nan))
+    use_between = np.isnan(within) | (between > within)
+    return (within, between, np.where(use_between, between, within),
+            np.where(use_between, K - 1, K * max(n_blocks - 1, 0)))
+
+
+def _check_repetitions(repetitions, n_folds: int) -> list[int]:
+    """The repetition of each fold as a list of int (None: all 0); one error naming it."""
+    if repetitions is None:
+        return [0] * n_folds
+    labels = np.asarray(repetitions)
+    if labels.shape != (n_folds,) or (n_folds and labels.dtype.kind not in "iu") \
+            or not np.array_equal(np.unique(labels), np.arange(len(np.unique(labels)))):
+        raise ValueError(f"repetitions: expected the repetition of each of the {n_folds} "
+                         f"folds, integers 0, 1, ... with none skipped, got {repetitions!r}")
+    return [int(r) for r in labels]
 
 
 def _warn_by_folds(said: dict[tuple[type, str], list[int]], n_folds: int) -> None:
@@ -263,15 +350,75 @@ def _fold_rows(rows, n: int, k: int, kind: str) -> np.ndarray:
     return rows
 
 
+def _fold_repetitions(helds: list[np.ndarray], n: int) -> list[int]:
+    """The repetition of each fold: consecutive folds whose held-out rows are disjoint and
+    together cover every row that any fold holds out.
+
+    Folds whose held-out rows are disjoint (``KFold``, ``GroupKFold``, ``TimeSeriesSplit``)
+    are one repetition; ``RepeatedKFold`` / ``RepeatedStratifiedKFold`` (or a list that
+    repeats a partition) are one per repeat. Any other overlap (``ShuffleSplit``, an arbitrary
+    list) is refused: a row held out by two folds would count as independent evidence twice,
+    and no standard error here accounts for it. Exact, from the index sets.
+    """
+    held_out = np.zeros(n, dtype=bool)
+    for h in helds:
+        held_out[h] = True
+    n_held_out = int(held_out.sum())
+    owner = np.full(n, -1, dtype=np.int64)  # the fold of the current repetition holding a row
+    covered, repetition, first, out = 0, 0, 0, []
+    for k, h in enumerate(helds):
+        h = np.unique(h)  # a row listed twice in one fold is not an overlap between folds
+        taken = owner[h]
+        if (taken >= 0).any():
+            raise ValueError(
+                f"cv: the held-out rows of folds {int(taken[taken >= 0][0])} and {k} overlap, "
+                f"and the folds are not repetitions of one partition (consecutive folds whose "
+                f"held-out rows are disjoint and cover the same rows, as KFold or "
+                f"RepeatedKFold make); the standard error would count a row held out twice "
+                f"as two independent pieces of evidence. Use a splitter whose held-out sets "
+                f"are disjoint within each repeat (KFold, StratifiedKFold, GroupKFold, "
+                f"RepeatedKFold, RepeatedStratifiedKFold), not ShuffleSplit or overlapping "
+                f"lists of folds")
+        owner[h] = k
+        covered += h.size
+        out.append(repetition)
+        if covered == n_held_out:  # this repetition holds out every row: the next starts
+            owner[:] = -1
+            covered, repetition, first = 0, repetition + 1, k + 1
+    if covered:
+        last = len(helds) - 1
+        which = f"fold {first} holds" if first == last else f"folds {first} to {last} hold"
+        raise ValueError(
+            f"cv: {which} out {covered} of the {n_held_out} "
+            f"rows that the folds before them hold out; the folds are not repetitions of one "
+            f"partition (consecutive folds whose held-out rows are disjoint and cover the same "
+            f"rows, as KFold or RepeatedKFold make). Use a splitter whose held-out sets are "
+            f"disjoint within each repeat and cover the same rows in every repeat")
+    return out
+
+
+def _disjoint_folds(helds: list[np.ndarray], n: int) -> np.ndarray:
+    """``D[k, j]``: fold ``j`` is not ``k`` and holds out none of fold ``k``'s held-out rows."""
+    K = len(helds)
+    disjoint = np.zeros((K, K), dtype=bool)
+    mask = np.zeros(n, dtype=bool)
+    for k, h in enumerate(helds):
+        mask[h] = True
+        disjoint[k] = [j != k and not mask[other].any() for j, other in enumerate(helds)]
+        mask[h] = False
+    return disjoint
+
+
 def _iteration_cuts(reports: list[ImportanceReport], tree_iterations: list[np.ndarray],
-                    iterations) -> list[int]:
+                    iterations, helds: list[np.ndarray], n: int) -> list[int]:
     """Boosting iterations to keep of each fold's model.
 
     ``"best"``: for fold ``k``, the number of iterations ``T`` that maximises the summed
-    curves ``C_j(T)`` of the *other* folds, ``C_j(T)`` being the total U over all features of
-    fold ``j``'s first ``T`` iterations (fold ``j``'s model, its own held-out rows). Fold
-    ``k``'s held-out rows never choose fold ``k``'s cut, so choosing cannot favour a feature
-    through them.
+    curves ``C_j(T)`` of the other folds ``j`` whose held-out rows share none with fold
+    ``k``'s (every other fold of one partition), ``C_j(T)`` being the total U over all
+    features of fold ``j``'s first ``T`` iterations (fold ``j``'s model, its own held-out
+    rows). Fold ``k``'s held-out rows never choose fold ``k``'s cut, so choosing cannot favour
+    a feature through them (in another repetition, a fold that holds out some of them would).
     """
     n_iter = [int(ti.max()) + 1 if ti.size else 0 for ti in tree_iterations]
     if iterations != "best":
@@ -279,6 +426,12 @@ def _iteration_cuts(reports: list[ImportanceReport], tree_iterations: list[np.nd
     if len(reports) < 2:
         raise ValueError('iterations="best" needs at least two folds (the cut of each fold '
                          "is chosen on the others)")
+    disjoint = _disjoint_folds(helds, n)
+    alone = np.flatnonzero(~disjoint.any(axis=1))
+    if alone.size:
+        raise ValueError(f'iterations="best": every other fold holds out some of fold '
+                         f"{int(alone[0])}'s held-out rows, so no fold can choose its cut "
+                         f"(it is chosen on folds that share none of them)")
     longest = max(n_iter)
     curves = np.zeros((len(reports), longest + 1))
     for j, (report, ti) in enumerate(zip(reports, tree_iterations)):
@@ -286,8 +439,8 @@ def _iteration_cuts(reports: list[ImportanceReport], tree_iterations: list[np.nd
                                     weights=report.splits["unbiased_gain"].to_numpy(np.float64),
                                     minlength=longest)
         curves[j, 1:] = np.cumsum(per_iteration)
-    pooled = curves.sum(axis=0)
-    return [min(int(np.argmax(pooled - curves[k])), n) for k, n in enumerate(n_iter)]
+    return [min(int(np.argmax(curves[disjoint[k]].sum(axis=0))), n)
+            for k, n in enumerate(n_iter)]
 
 
 def cross_fit_folds(
@@ -319,6 +472,9 @@ def cross_fit_folds(
     X, y : array-like
         numpy, pandas or CSR rows; ``y`` of the same length.
     folds : sequence of (train, held) integer index arrays
+        Held-out rows disjoint across folds, or consecutive repetitions of such folds each
+        covering the same rows (``RepeatedKFold``); any other overlap between held-out sets
+        is refused, naming ``cv`` (:meth:`CrossFittedReport.std_error_parts`).
     sample_weight : array-like, optional
     iterations, objective, n_draws, min_k, n_blocks, random_state, progress, memory_budget
         As in :func:`unbiased_criteria.cross_fitted_importance`.
@@ -356,6 +512,9 @@ def cross_fit_folds(
              for k, (train, held) in enumerate(folds)]
     if not folds:
         raise ValueError("cv: expected at least one fold")
+    # before any fit: folds whose held-out rows overlap are refused unless they repeat a
+    # partition, whose repetitions the standard error then keeps apart
+    repetitions = _fold_repetitions([held for _, held in folds], n)
     if sample_weight is not None:  # before any fit; the folds' checks would name valid_weight
         for k, (train, held) in enumerate(folds):
             for kind, rows in (("training", train), ("held-out", held)):
@@ -404,9 +563,11 @@ def cross_fit_folds(
     _warn_by_folds(said, len(folds))  # after the folds (a failed fold's error stands alone)
     trees_kept = iterations_kept = None
     if iterations is not None:
-        iterations_kept = _iteration_cuts(reports, tree_iterations, iterations)
+        iterations_kept = _iteration_cuts(reports, tree_iterations, iterations,
+                                          [held for _, held in folds], n)
         trees_kept = [int(np.searchsorted(ti, cut)) for ti, cut in
                       zip(tree_iterations, iterations_kept)]
         reports = [r.first_trees(t) for r, t in zip(reports, trees_kept)]
     return CrossFittedReport.from_folds(reports, n_blocks=n_blocks, trees_kept=trees_kept,
-                                        iterations_kept=iterations_kept)
+                                        iterations_kept=iterations_kept,
+                                        repetitions=repetitions)
