@@ -146,6 +146,9 @@ class HGBState:
     categories: list
     n_features: int
     feature_names: tuple[str, ...]
+    #: ``warm_start``: the estimator may have been fitted again after ``set_params`` changed
+    #: its learning rate, L2 or loss, which it keeps for the last fit only
+    warm_start: bool = False
 
 
 _LOSS_NAMES = {
@@ -210,6 +213,7 @@ def state(model) -> HGBState:
         categories=categories,
         n_features=n_features,
         feature_names=names,
+        warm_start=bool(getattr(model, "warm_start", False)),
     )
 
 
