@@ -633,7 +633,7 @@ class _FitStages:
         return message, ({i: p.shrinkage for i, p in off.items()} if exact else {})
 
 
-def _sklearn_fit_stages(prep: _Prepared, extra_frames: int = 0) -> _Prepared:
+def _sklearn_fit_stages(prep: _Prepared) -> _Prepared:
     """For ``prune``: ``prep`` with each tree's learning rate as its stored leaves say where a
     fit continued with ``warm_start`` changed it (exact: the replay's sums give every leaf
     its ``-learning_rate * G/(H + l2)``). Refuses where the earlier trees' ``l2`` or loss
@@ -1191,7 +1191,7 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
             f"pruning {prep.objective.name} models is not supported: the host renews their "
             "leaf values from residual percentiles"
         )
-    prep = _sklearn_fit_stages(prep, extra_frames)  # a fit continued with warm_start
+    prep = _sklearn_fit_stages(prep)  # a fit continued with warm_start
     order = valid_ranking(prep.valid.n_rows, options)  # see unbiased_importance
     halves = holdout_halves(prep.valid.n_rows, options) if prep.train is None else None
     halves = None if halves is None else halves[order]

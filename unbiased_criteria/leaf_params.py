@@ -260,7 +260,7 @@ def tree_params(value, G, H, is_leaf, shrinkage: float, l2: float,
     if singular[-1] < 1e-6 * singular[0]:  # hessian sums that barely vary: confounded
         return TreeParams("too_few")
     (lam, lr), *_ = np.linalg.lstsq(design, target, rcond=None)
-    if -1e-9 * np.max(H) < lam < 0:  # no penalty, up to rounding
+    if abs(lam) < 1e-9 * np.max(H):  # no penalty, up to rounding
         lam = 0.0
     if misfit(float(lr), float(lam)) <= tolerance:
         return TreeParams("both", float(lr), float(lam))
