@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .dumps import Dump, as_dump, is_file, recognise_dump, refuse_linear_dump
-from .gains import Workspace, biased_gain, node_sums
+from .gains import Workspace, biased_gain, node_score, node_sums
 from .importance import (
     GainOptions,
     TreeScores,
@@ -25,7 +25,13 @@ from .importance import (
     stack_replicates,
     valid_ranking,
 )
-from .leaf_params import LeafParamsError, infer_leaf_params, with_leaf_params
+from .leaf_params import (
+    LeafParamsError,
+    TreeParams,
+    infer_leaf_params,
+    tree_params,
+    with_leaf_params,
+)
 from .model import Model, UnsupportedModelError
 from .model_files import ADAPTERS, load_model_file
 from .objectives import CustomObjective, Objective
@@ -435,10 +441,10 @@ def _warn_host_gain(host: np.ndarray, B: np.ndarray, read: Model,
     why: the model's
     parameters are not those its trees were grown with (e.g. continued training that added
     ``max_delta_step`` or ``alpha``: the last stage's parameters are all a model keeps).
-    Skipped for HistGradientBoosting (its roots' stored gain is another quantity). True if it
-    warned."""
+    For HistGradientBoosting, ``B`` at each root carries the term its stored gain has there
+    (:func:`_as_stored`). True if it warned."""
     host, B = np.asarray(host, dtype=np.float64), np.asarray(B, dtype=np.float64)
-    if read.warnings or read.host == "sklearn" or host.size == 0:
+    if read.warnings or host.size == 0:
         return False
     ok = np.isfinite(host) & np.isfinite(B)
     if not ok.any():
@@ -547,13 +553,15 @@ def later_start(read: Model) -> int | None:
     """The first tree whose gains are held to the model's own (the trees of the first
     iteration aside), or None: none. None where the reader said why they differ (bagging,
     GOSS, subsample, a hook's held-out rows...: ``read.gain_only``; a default the reader
-    assumed for a parameter is checked by the first iteration), for HistGradientBoosting
-    (its stored gains are other quantities), and for a model this library pruned
+    assumed for a parameter is checked by the first iteration), and for a model this
+    library pruned
     (``read.pruned_on``): its later trees keep the gains they were grown with, before the
     trees in front of them were pruned. Where training continued from a pruned model
     (``read.written_trees`` below the trees it holds), the trees it added were grown from
-    the pruned model's scores: they are held to their own gains, from the first of them."""
-    if read.gain_only or read.host == "sklearn":
+    the pruned model's scores: they are held to their own gains, from the first of them.
+    HistGradientBoosting's roots are compared with the term their stored gain has
+    (:func:`_as_stored`)."""
+    if read.gain_only:
         return None
     if read.pruned_on:
         written = read.written_trees
@@ -626,6 +634,120 @@ def check_later_gains(found: LaterGains, read: Model, needed_for: str,
                   "from, not those of its training", UserWarning, stacklevel=3 + extra_frames)
 
 
+def _as_stored(read: Model, tree, scores: TreeScores) -> TreeScores:
+    """``scores`` with ``B`` in the convention of the model's stored gains, to compare with
+    them or to store: HistGradientBoosting scores each root from a node value of 0, so a
+    root's stored gain is ``B + G²/(H + l2)`` (its ``G``, ``H``); the other hosts store ``B``.
+    """
+    if read.host != "sklearn" or tree.n_leaves == 1:
+        return scores
+    B = np.array(scores.biased, dtype=np.float64)
+    B[0] += node_score(scores.sums.G[0], scores.sums.H[0], read.split_score)
+    return replace(scores, biased=B)
+
+
+class _FitStages:
+    """What each HistGradientBoosting tree's stored values say of the learning rate and
+    ``l2_regularization`` it was grown with (:func:`~unbiased_criteria.leaf_params.
+    tree_params`, from its training rows' sums), to find a fit continued with
+    ``warm_start=True`` after ``set_params`` changed them (or the loss): the estimator keeps
+    the last fit's parameters only, and the earlier trees do not follow them."""
+
+    def __init__(self, read: Model):
+        self.read = read
+        self.on = read.host == "sklearn" and not read.warnings
+        self.found: dict[int, TreeParams] = {}
+
+    def add(self, index: int, tree, sums) -> None:
+        """One tree with more than one leaf, ``sums`` over the rows that grew it."""
+        if not self.on or tree.n_leaves == 1:
+            return
+        use = np.arange(tree.n_nodes) > 0  # the root holds 0, not its value
+        self.found[index] = tree_params(tree.value[use], sums.G[use], sums.H[use],
+                                        tree.is_leaf[use], tree.shrinkage,
+                                        self.read.split_score.l2)
+
+    def changed(self) -> tuple[str, dict[int, float]] | None:
+        """``None`` where every tree follows the parameters read, or where those that do not
+        are not followed by trees that do (not a continued fit: other rows or weights,
+        which :func:`check_against_host` names). Else the message naming what changed, and
+        the learning rate of each earlier tree where that alone changed (else empty)."""
+        iteration = self.read.forest.tree_iteration
+        off = {i: p for i, p in self.found.items() if p.fits != "read"}
+        if not off:
+            return None
+        last = max(int(iteration[i]) for i in off)
+        if not any(p.fits == "read" and iteration[i] > last for i, p in self.found.items()):
+            return None
+        lr, l2 = self.read.forest.trees[-1].shrinkage, self.read.split_score.l2
+        fits = {p.fits for p in off.values()}
+        names = []
+        if any(p.fits in ("shrinkage", "both") and not np.isclose(p.shrinkage, lr, rtol=1e-6)
+               for p in off.values()):
+            names.append("learning_rate")
+        if "both" in fits:
+            names.append("l2_regularization")
+        if "none" in fits:
+            names.append("loss (or class_weight)")
+        if "too_few" in fits:
+            names.append("learning_rate or l2_regularization (too few values to tell)")
+        first = min(off)
+        examples = "; ".join(f"tree {i}: learning_rate {p.shrinkage:.6g}, "
+                             f"l2_regularization {p.l2:.6g}"
+                             for i, p in sorted(off.items())[:3] if p.fits != "none")
+        message = (
+            f"the trees up to iteration {last} (first at tree {first}) do not follow the "
+            f"estimator's learning_rate={lr:g}, l2_regularization={l2:g} and loss, as its "
+            "later trees do: it was fitted again with warm_start=True after set_params "
+            f"changed {', '.join(names)}, and keeps the last fit's parameters only"
+            + (f" ({examples})" if examples else ""))
+        exact = fits == {"shrinkage"}
+        return message, ({i: p.shrinkage for i, p in off.items()} if exact else {})
+
+
+def _sklearn_fit_stages(prep: _Prepared) -> _Prepared:
+    """For ``prune``: ``prep`` with each tree's learning rate as its stored leaves say where a
+    fit continued with ``warm_start`` changed it (exact: the replay's sums give every leaf
+    its ``-learning_rate * G/(H + l2)``). Refuses where the earlier trees' ``l2`` or loss
+    differ (the model holds one), and where nothing can be checked: no training rows, or
+    trees grown on other rows than those given (the reader said so) of an estimator with
+    ``warm_start=True``. One pass over the training rows, no held-out rows."""
+    read = prep.model
+    if read.host != "sklearn" or read.forest.n_trees == 0:
+        return prep
+    if prep.train is None or read.warnings:
+        if getattr(read.source, "warm_start", False):
+            why = ("without training rows (X_train, y_train)" if prep.train is None else
+                   "on the rows given (they did not grow its trees, as warned)")
+            raise UnsupportedModelError(
+                "the estimator has warm_start=True: a fit continued after set_params changed "
+                "learning_rate, l2_regularization or loss leaves its earlier trees with "
+                "parameters it does not keep, which only their training rows can tell, and "
+                f"that cannot be checked {why}; pruning needs them for the new leaves: pass "
+                "the training rows, or, if it was fitted in one call, a copy with "
+                "warm_start=False")
+        return prep
+    stages = _FitStages(read)
+
+    def visit(step: TreeStep):
+        stages.add(step.index, step.tree,
+                   node_sums(step.tree, step.nodes_train, step.g_train, step.h_train))
+
+    replay(read, prep.objective, train=prep.train, visit=visit)
+    found = stages.changed()
+    if found is None:
+        return prep
+    message, rates = found
+    if not rates:
+        raise UnsupportedModelError(
+            f"{message}; pruning needs each tree's parameters for its new leaves, and the "
+            "model holds one l2_regularization and loss, so it is refused")
+    log.info("warm_start: %d trees read at their own learning rate", len(rates))
+    trees = [replace(t, shrinkage=rates[i]) if i in rates else t
+             for i, t in enumerate(read.forest.trees)]
+    return replace(prep, model=replace(read, forest=read.forest.with_trees(trees)))
+
+
 #: trees after the first iteration a pruning changes whose gains ``prune`` still holds to the
 #: model's own, at the unpruned scores: each costs one more gradient and node-sum pass over
 #: the training rows (single-output models; the trees before that iteration cost nothing)
@@ -667,8 +789,10 @@ class _PrunedLaterGains:
     def add(self, step: TreeStep, scores: TreeScores) -> None:
         """Compare a later tree's gains, where its scores are the model's or can be rebuilt."""
         it = self._at(step.index)
+        read = self.prep.model
         if self.changed_at is None or self.changed_at == it:
-            self.parts.append((step.index, *later_gains(step.tree, scores)))
+            self.parts.append((step.index, *later_gains(step.tree,
+                                                        _as_stored(read, step.tree, scores))))
             return
         if not self.follow or self.delta is None:
             return
@@ -682,8 +806,8 @@ class _PrunedLaterGains:
         g, h = obj.grad_hess(self.y, raw, self.weight)
         sums = node_sums(step.tree, step.nodes_train, np.ravel(g), np.ravel(h))
         B = biased_gain(step.tree, sums, self.prep.model.split_score)
-        self.parts.append((step.index, *later_gains(step.tree,
-                                                    replace(scores, biased=B, sums=sums))))
+        rebuilt = _as_stored(read, step.tree, replace(scores, biased=B, sums=sums))
+        self.parts.append((step.index, *later_gains(step.tree, rebuilt)))
 
     def moved(self, step: TreeStep, out) -> None:
         """Follow what a replaced tree moved (nothing when its leaves kept their values, as a
@@ -703,13 +827,17 @@ class _PrunedLaterGains:
 
 
 def _with_own_gains(trees, tree_iteration: np.ndarray, changed_at: int,
-                    own_gains: dict[int, tuple[np.ndarray, np.ndarray | None]]) -> list:
+                    own_gains: dict[int, tuple[np.ndarray, np.ndarray | None]],
+                    float32: bool = True) -> list:
     """The pruned trees, those of iterations after ``changed_at`` (the first iteration whose
     pruning moved the training rows' scores) holding as their stored gain B at the pruned
     model's own scores, as the replay computed it: the gains of the trees they were grown
     with no longer fit the scores in front of them, and a pruned model saved where its record
     is lost (a LightGBM text model, a dump) would fail :func:`check_later_gains` when read
-    again. The first iteration, and the trees before ``changed_at``, keep the host's."""
+    again. The first iteration, and the trees before ``changed_at``, keep the host's.
+    ``own_gains`` hold B in the host's convention (:func:`_as_stored`: a HistGradientBoosting
+    root's with its root term); ``float32`` rounds them as LightGBM and XGBoost store their
+    gains (HistGradientBoosting stores float64)."""
     out = list(trees)
     for index, (B, old_to_new) in own_gains.items():
         if tree_iteration[index] <= changed_at:
@@ -722,8 +850,9 @@ def _with_own_gains(trees, tree_iteration: np.ndarray, changed_at: int,
             kept = old_to_new >= 0
             gain[old_to_new[kept]] = np.asarray(B)[kept]
         gain[tree.is_leaf] = np.nan
-        # float32, as both hosts store their gains: a Booster and a dump write the same
-        out[index] = replace(tree, host_gain=gain.astype(np.float32).astype(np.float64))
+        if float32:  # as LightGBM and XGBoost store their gains: a Booster and a dump agree
+            gain = gain.astype(np.float32).astype(np.float64)
+        out[index] = replace(tree, host_gain=gain)
     return out
 
 
@@ -946,6 +1075,7 @@ def unbiased_importance(
     n_first = _first_trees(forest)
     first: list[tuple[np.ndarray, ...]] = []  # for check_against_host
     later: list[tuple[int, ...]] = []  # for check_later_gains
+    stages = _FitStages(prep.model)  # a HistGradientBoosting fit continued with warm_start
     workspace = Workspace()  # row arrays reused by each scoring thread, for this call
     replicates: list[np.ndarray] = []
     shares: list[np.ndarray] = []
@@ -957,10 +1087,13 @@ def unbiased_importance(
     def collect(result):
         step, scores = result
         records.append(_split_records(step, scores, int(forest.tree_class[step.index])))
+        stored = _as_stored(prep.model, step.tree, scores)  # HistGradientBoosting's roots
+        if step.nodes_train is not None:
+            stages.add(step.index, step.tree, scores.sums)
         if step.nodes_train is not None and step.index < n_first:
-            first.append(_host_and_replay(step.tree, scores))
+            first.append(_host_and_replay(step.tree, stored))
         elif step.nodes_train is not None:
-            later.append((step.index, *later_gains(step.tree, scores)))
+            later.append((step.index, *later_gains(step.tree, stored)))
         shares.append(_child_share(step, scores))
         inner = step.tree.internal_nodes
         if scores.jackknife is not None:
@@ -986,7 +1119,14 @@ def unbiased_importance(
                               forest.feature_names, host=prep.model.host, jackknife=jack)
     # the first iteration's sums and gains depend on the rows alone; the later trees' gains
     # on the scores before them too (not held to a pruned model's: later_start)
-    if not (first and check_against_host(*map(np.concatenate, zip(*first)), prep.model)):
+    stage_change = stages.changed()
+    if stage_change is not None and not stage_change[1]:  # the learning rate alone is exact
+        warnings.warn(
+            f"{stage_change[0]}: biased_gain of the earlier trees is computed with the "
+            "current l2_regularization and loss and will not match host_gain (unbiased_gain "
+            "does not depend on the learning rate or L2; with another loss it scores their "
+            "splits at the current loss's gradients)", UserWarning, stacklevel=2)
+    elif not (first and check_against_host(*map(np.concatenate, zip(*first)), prep.model)):
         check_later_gains(sum_later_gains(later, later_start(prep.model) or 0), prep.model,
                           "importance")
     report.rows_near_threshold = _near_threshold(prep)
@@ -1124,6 +1264,7 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
             f"pruning {prep.objective.name} models is not supported: the host renews their "
             "leaf values from residual percentiles"
         )
+    prep = _sklearn_fit_stages(prep)  # a fit continued with warm_start
     order = valid_ranking(prep.valid.n_rows, options)  # see unbiased_importance
     halves = holdout_halves(prep.valid.n_rows, options) if prep.train is None else None
     halves = None if halves is None else halves[order]
@@ -1145,14 +1286,15 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
         ks.append(scores.k[step.tree.internal_nodes])
         shares.append(_child_share(step, scores))
         if step.nodes_train is not None and step.index < n_first:
-            first.append(_host_and_replay(step.tree, scores))
+            first.append(_host_and_replay(step.tree, _as_stored(prep.model, step.tree, scores)))
         elif step.nodes_train is not None:
             later.add(step, scores)
         out = prune_tree(step.tree, scores, prep.model.split_score, options.prune_threshold,
                          refit_leaves)
         if step.nodes_train is not None:
             later.moved(step, out)
-            own_gains[step.index] = (scores.biased, None if out is None else out[1])
+            own_gains[step.index] = (_as_stored(prep.model, step.tree, scores).biased,
+                                     None if out is None else out[1])
         return out
 
     result = replay(prep.model, prep.objective, train=prep.train, valid=prep.valid,
@@ -1169,7 +1311,8 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     forest = prep.model.forest
     trees = result.trees
     if later.changed_at is not None and not first_warned and not prep.model.warnings:
-        trees = _with_own_gains(trees, forest.tree_iteration, later.changed_at, own_gains)
+        trees = _with_own_gains(trees, forest.tree_iteration, later.changed_at, own_gains,
+                                float32=prep.model.host != "sklearn")
     before = sum(t.n_leaves for t in forest.trees)
     after = sum(t.n_leaves for t in result.trees)
     log.info("pruning kept %d of %d leaves", after, before)

@@ -12,7 +12,9 @@ or ``max_delta_step`` the model does not declare, row subsampling, or leaves the
 renewed). A declared L1 soft-thresholds ``G`` and a declared ``max_delta_step`` clips the
 weight (XGBoost's Poisson objective clips at 0.7 by default): both are taken into the fit.
 XGBoost does not store eta and lambda in its model files; a Booster loaded from one reports
-the defaults.
+the defaults. :func:`tree_params` asks the same of one tree at a time, with its internal
+nodes' unshrunk values too (HistGradientBoosting's trees, of which a fit continued with
+``warm_start`` may hold several rates and penalties).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from .model import Model
 from .objectives import Objective
 from .replay import RowSet, TreeStep, replay
 
-__all__ = ["LeafParams", "fit_leaf_params", "infer_leaf_params", "with_leaf_params"]
+__all__ = ["LeafParams", "TreeParams", "fit_leaf_params", "infer_leaf_params", "tree_params",
+           "with_leaf_params"]
 
 log = logging.getLogger(__name__)
 
@@ -172,3 +175,93 @@ def with_leaf_params(model: Model, params: LeafParams) -> Model:
         split_score=replace(model.split_score, l2=params.l2),
         leaf_params_unknown=False,
     )
+
+
+#: largest misfit of a tree's stored values under fitted parameters, relative to its largest
+#: |value|: the replay recomputes HistGradientBoosting's stored values to 1e-9
+_TREE_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True)
+class TreeParams:
+    """What one tree's stored values say of the learning rate and L2 penalty it was grown with.
+
+    ``fits`` is ``"read"`` (the values follow the parameters read from the model),
+    ``"shrinkage"`` (they follow the read L2 and another learning rate, ``shrinkage``),
+    ``"both"`` (another learning rate and L2: ``shrinkage``, ``l2``), ``"none"`` (no pair
+    fits them: other gradients, as of another loss or other weights) or ``"too_few"`` (not
+    enough values to tell, a tree of one leaf). ``shrinkage`` and ``l2`` are NaN where not
+    determined.
+    """
+
+    fits: str
+    shrinkage: float = np.nan
+    l2: float = np.nan
+
+
+def tree_params(value, G, H, is_leaf, shrinkage: float, l2: float,
+                tolerance: float = _TREE_TOLERANCE) -> TreeParams:
+    """The learning rate and L2 penalty one tree's stored values were computed with.
+
+    For trees that store, at every node they are given, ``-G/(H + l2)`` (internal nodes,
+    unshrunk) or ``-shrinkage * G/(H + l2)`` (leaves), with ``G``, ``H`` the node's sums over
+    the rows that grew it (scikit-learn's HistGradientBoosting below its root): a model
+    continued with other parameters (``warm_start``) holds trees of other rates and
+    penalties than it reports. Each node is one equation, linear in ``l2`` and
+    ``shrinkage`` (``value * l2 + shrinkage * G = -value * H``; ``shrinkage`` is 1 at
+    internal nodes): the read pair is tried first, then another rate at the read L2, then
+    both by least squares, each held to ``tolerance`` of the largest ``|value|`` (a fit with
+    as many equations as unknowns checks nothing and does not count).
+
+    Parameters
+    ----------
+    value, G, H : arrays
+        Stored values and the replayed sums of the nodes to use (not a root scored from 0).
+    is_leaf : bool array
+        Which of them are leaves.
+    shrinkage, l2 : float
+        The parameters read from the model.
+    tolerance : float
+        Largest misfit allowed, relative to the largest ``|value|``.
+    """
+    value, G, H = (np.asarray(a, dtype=np.float64).ravel() for a in (value, G, H))
+    leaf = np.asarray(is_leaf, dtype=bool).ravel()
+    ok = np.isfinite(value) & np.isfinite(G) & np.isfinite(H) & (H > 0)
+    value, G, H, leaf = value[ok], G[ok], H[ok], leaf[ok]
+    scale = np.max(np.abs(value)) if value.size else 0.0
+    if scale == 0:
+        return TreeParams("too_few")
+
+    def misfit(lr: float, lam: float) -> float:
+        if not (lr > 0 and lam >= 0):
+            return np.inf
+        fitted = -G / (H + lam) * np.where(leaf, lr, 1.0)
+        return float(np.max(np.abs(fitted - value)) / scale)
+
+    if misfit(shrinkage, l2) <= tolerance:
+        return TreeParams("read", shrinkage, l2)
+    w = -G[leaf] / (H[leaf] + l2)
+    if leaf.sum() >= 1 and np.any(w != 0):
+        lr = float(np.dot(value[leaf], w) / np.dot(w, w))
+        if value.size > 1 and misfit(lr, l2) <= tolerance:
+            return TreeParams("shrinkage", lr, l2)
+    if value.size <= 2 or not leaf.any():
+        return TreeParams("too_few")
+    # each equation divided by |G| + |value| H, so that every node weighs alike
+    design = np.column_stack([value, np.where(leaf, G, 0.0)])
+    target = -value * H - np.where(leaf, 0.0, G)
+    norm = np.abs(G) + np.abs(value) * H
+    norm = np.where(norm > 0, norm, 1.0)
+    design, target = design / norm[:, None], target / norm
+    norms = np.linalg.norm(design, axis=0)
+    if np.any(norms == 0):
+        return TreeParams("too_few")
+    singular = np.linalg.svd(design / norms, compute_uv=False)
+    if singular[-1] < 1e-6 * singular[0]:  # hessian sums that barely vary: confounded
+        return TreeParams("too_few")
+    (lam, lr), *_ = np.linalg.lstsq(design, target, rcond=None)
+    if abs(lam) < 1e-9 * np.max(H):  # no penalty, up to rounding
+        lam = 0.0
+    if misfit(float(lr), float(lam)) <= tolerance:
+        return TreeParams("both", float(lr), float(lam))
+    return TreeParams("none")

@@ -46,7 +46,7 @@ from unbiased_criteria.model import UnsupportedModelError
 __all__ = [
     "VERIFIED_VERSIONS", "NODE_FIELDS", "HGBState", "is_hgb", "check_estimator",
     "check_layout", "state", "input_categories", "preprocess", "raw_predict", "leaf_ids",
-    "with_predictors", "fitted_trees",
+    "with_predictors", "fitted_trees", "missing_bin_marked",
 ]
 
 #: scikit-learn versions (major.minor) this module was verified with
@@ -146,6 +146,9 @@ class HGBState:
     categories: list
     n_features: int
     feature_names: tuple[str, ...]
+    #: ``warm_start``: the estimator may have been fitted again after ``set_params`` changed
+    #: its learning rate, L2 or loss, which it keeps for the last fit only
+    warm_start: bool = False
 
 
 _LOSS_NAMES = {
@@ -210,6 +213,7 @@ def state(model) -> HGBState:
         categories=categories,
         n_features=n_features,
         feature_names=names,
+        warm_start=bool(getattr(model, "warm_start", False)),
     )
 
 
@@ -268,6 +272,24 @@ def bin_layout(model) -> tuple[list, np.ndarray, int]:
     mapper = model._bin_mapper
     return (list(mapper.bin_thresholds_), np.asarray(mapper.n_bins_non_missing_),
             int(mapper.missing_values_bin_idx_))
+
+
+def missing_bin_marked(model) -> dict[int, bool]:
+    """For each categorical tree feature that has a split sending missing values left, whether
+    scikit-learn put the missing-values bin in that split's binned category set: it does
+    where the feature had missing values in training (``has_missing_values``, not kept on
+    the estimator), and the same way at every such split of the feature."""
+    missing_bin = int(model._bin_mapper.missing_values_bin_idx_)
+    word, bit = divmod(missing_bin, 32)
+    out: dict[int, bool] = {}
+    for p in (p for it in model._predictors for p in it):
+        nodes = p.nodes
+        at = np.flatnonzero(nodes["is_categorical"].astype(bool) & ~nodes["is_leaf"].astype(bool)
+                            & nodes["missing_go_to_left"].astype(bool))
+        for v in at:
+            sets = p.binned_left_cat_bitsets[int(nodes["bitset_idx"][v])]
+            out.setdefault(int(nodes["feature_idx"][v]), bool((int(sets[word]) >> bit) & 1))
+    return out
 
 
 def node_dtype(model) -> np.dtype:

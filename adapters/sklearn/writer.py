@@ -4,10 +4,11 @@ The result is a deep copy of the template estimator whose predictors hold the IR
 node records of scikit-learn's own dtype, numbered as the IR numbers them (root 0), with both
 bitset arrays. Writing a tree that was read gives the same node records and bitsets. The
 binned fields (``bin_threshold``, binned category bitsets) that scikit-learn uses on binned
-data (``warm_start``, early stopping) are rebuilt from the estimator's bin edges; the binned
-category sets mark the missing-values bin wherever missing values go left (scikit-learn marks it
-only where the feature had missing values in training, which binned training rows cannot tell
-apart).
+data (``warm_start``, early stopping) are rebuilt from the estimator's bin edges; a binned
+category set holds the missing-values bin where missing values go left and the feature had
+missing values in training, as scikit-learn's do (the template's own sets of that feature
+tell; a feature none of them tells of is marked wherever missing values go left, which binned
+training rows without missing values cannot tell apart).
 """
 
 from __future__ import annotations
@@ -51,12 +52,15 @@ def _bin_thresholds(tree: Tree, nodes: np.ndarray, feature: np.ndarray, edges: l
     return out
 
 
-def tree_arrays(tree: Tree, index: int, model,
-                st: compat.HGBState | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One IR tree as ``(nodes, binned_left_cat_bitsets, raw_left_cat_bitsets)``."""
+def tree_arrays(tree: Tree, index: int, model, st: compat.HGBState | None = None,
+                marked: dict[int, bool] | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One IR tree as ``(nodes, binned_left_cat_bitsets, raw_left_cat_bitsets)``;
+    ``marked``: :func:`.compat.missing_bin_marked` of ``model``."""
     if tree.rules != RULES:
         raise ValueError(f"tree {index} does not use HistGradientBoosting's decision rules")
     st = st or compat.state(model)
+    marked = compat.missing_bin_marked(model) if marked is None else marked
     leaf = tree.is_leaf
     inner = tree.internal_nodes
     if np.any(tree.missing[inner] != MISSING_NAN):
@@ -95,7 +99,7 @@ def tree_arrays(tree: Tree, index: int, model,
     for v, members in zip(cat_nodes, raw_sets):
         known = np.asarray(edges[feature[v]], dtype=np.float64)
         bins = np.flatnonzero(np.isin(known, members))
-        if tree.default_left[v]:
+        if tree.default_left[v] and marked.get(int(feature[v]), True):
             bins = np.append(bins, missing_bin)
         binned_sets.append(bins)
     return nodes, _pack(binned_sets), _pack(raw_sets)
@@ -138,7 +142,8 @@ def write_model(model, forest: Forest, split_score=None, pruned_on: tuple[str, .
     if (forest.n_trees % n_outputs or not np.array_equal(forest.tree_class, expected_class)
             or not np.array_equal(forest.tree_iteration, expected_iter)):
         raise ValueError(f"forest must hold {n_outputs} tree(s) per iteration, in class order")
-    arrays = [tree_arrays(t, i, model, st) for i, t in enumerate(forest.trees)]
+    marked = compat.missing_bin_marked(model)
+    arrays = [tree_arrays(t, i, model, st, marked) for i, t in enumerate(forest.trees)]
     predictors = [arrays[i : i + n_outputs] for i in range(0, len(arrays), n_outputs)]
     new = compat.with_predictors(model, predictors)
     attach_written(new, pruned_on, model=compat.fitted_trees(new))
