@@ -173,7 +173,8 @@ def read_model(model) -> Model:
         split_score=SplitScore(l2=st.l2_regularization,
                                monotone=_monotonic(model, st.feature_names)),
         host="sklearn",
-        warnings=_warnings(model),
+        warnings=(said := _warnings(model)),
+        gain_only=said,  # both say why the training rows' gains differ, nothing else
         notes=_notes(),
         source=st,
         # class_weight multiplied the training weights: the core weights the rows alike
