@@ -551,17 +551,18 @@ def sum_later_gains(parts: list[tuple[int, ...]], start: int = 0) -> LaterGains:
 
 def later_start(read: Model) -> int | None:
     """The first tree whose gains are held to the model's own (the trees of the first
-    iteration aside), or None: none. None where the reader said why they differ (bagging,
-    GOSS, subsample, a hook's held-out rows...: ``read.gain_only``; a default the reader
-    assumed for a parameter is checked by the first iteration), and for a model this
-    library pruned
+    iteration aside), or None: none. None where the reader said why they may differ
+    (bagging, GOSS, subsample, a hook's held-out rows, parameters that do not reproduce the
+    trees' weights...: ``read.warnings``, but for the defaults a dump's reader assumed,
+    ``read.assumed``, which the first iteration checks), and for a model this library
+    pruned
     (``read.pruned_on``): its later trees keep the gains they were grown with, before the
     trees in front of them were pruned. Where training continued from a pruned model
     (``read.written_trees`` below the trees it holds), the trees it added were grown from
     the pruned model's scores: they are held to their own gains, from the first of them.
     HistGradientBoosting's roots are compared with the term their stored gain has
     (:func:`_as_stored`)."""
-    if read.gain_only:
+    if read.gain_only or set(read.warnings) - set(read.assumed):
         return None
     if read.pruned_on:
         written = read.written_trees

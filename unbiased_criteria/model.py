@@ -79,6 +79,11 @@ class Model:
         Those of ``warnings`` that only say why ``biased_gain`` on the training rows will not
         match the host's own gains (bagging, subsampling, a hook's held-out rows...): not
         shown without training rows, where nothing is compared.
+    assumed : tuple of str
+        Those of ``warnings`` that only say a default was assumed for a parameter the model
+        does not store (a dump's): the first iteration's gains check it, so unlike the other
+        warnings they do not switch the later trees' check off
+        (:func:`unbiased_criteria.api.later_start`).
     pruned_on : tuple of str
         Sketches of the held-out row sets whose ``U`` pruned the model
         (:func:`unbiased_criteria.row_sets.sketch`), kept with the model by the adapter's
@@ -114,6 +119,7 @@ class Model:
     init_score_unseen: bool = False
     pruned_on: tuple[str, ...] = ()
     gain_only: tuple[str, ...] = ()
+    assumed: tuple[str, ...] = ()
     written_trees: int | None = None
 
     @property

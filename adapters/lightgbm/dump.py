@@ -109,7 +109,8 @@ def read_model(model: Any) -> Model:
     return Model(forest=read.forest, objective=read.objective, split_score=read.split_score,
                  host="lightgbm", bias_from_labels=read.bias_from_labels,
                  leaf_params_unknown=unknown, warnings=read.warnings + tuple(notes),
-                 notes=read.notes, source=read.source, gain_only=read.gain_only)
+                 notes=read.notes, source=read.source, gain_only=read.gain_only,
+                 assumed=tuple(notes))
 
 
 def make_objective(spec, read: Model):

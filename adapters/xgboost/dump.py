@@ -263,11 +263,13 @@ def read_model(model: Any) -> Model:
         raw_gradient_score=compat.scores_with_raw_gradient(compat.model_version()),
         monotone=_monotone_constraints(params, names),
     )
+    assumed = tuple(notes)  # defaults for what the dump does not store
     if objective is None:
         notes.append(f"objective {obj_name!r} has no equivalent in the core: pass objective= "
                      "(a callable f(y, raw_score, weight) -> (grad, hess))")
     return Model(forest=forest, objective=objective, split_score=split_score, host="xgboost",
                  leaf_params_unknown=not given and bool(trees), warnings=tuple(notes),
+                 assumed=assumed,
                  source={"n_features_inferred": inferred, "objective": obj_name,
                          "printed": [p for _, p in read]})
 
