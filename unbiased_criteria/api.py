@@ -422,7 +422,9 @@ def _warn_host_hessian(host: np.ndarray, replayed: np.ndarray, read: Model,
             "a row subsample such as subsample < 1 or bagging, an update; or a model grown "
             "by the training hook, whose trees saw each round's fit rows only) or from other "
             f"scores than it predicts from ({_OTHER_SCORES}), so "
-            "biased_gain will not match host_gain (unbiased_gain does not depend on it)",
+            "biased_gain will not match host_gain (unbiased_gain does not need the match, "
+            "but comes from the same gradients: with weights or an objective other than the "
+            "training's it measures that other loss)",
             UserWarning, stacklevel=3 + extra_frames,
         )
     return bool(off.any())
