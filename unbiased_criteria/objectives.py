@@ -374,11 +374,25 @@ class Softmax(Objective):
 
 @dataclass(frozen=True)
 class OneVsRest(Objective):
-    """K independent binary log losses (LightGBM multiclassova)."""
+    """K independent binary log losses (LightGBM multiclassova).
+
+    ``pos_weights`` / ``neg_weights`` (one per class, or None: 1) multiply gradient and
+    hessian of output ``k`` where the label is ``k`` / is not (LightGBM's ``is_unbalance``,
+    each class's binary loss weighted by its own counts), before the row weight.
+    """
 
     n_classes: int = 3
     sigmoid: float = 1.0
+    pos_weights: tuple[float, ...] | None = None
+    neg_weights: tuple[float, ...] | None = None
     name = "multiclass_ova"
+
+    def __post_init__(self):
+        for name in ("pos_weights", "neg_weights"):
+            value = getattr(self, name)
+            if value is not None and len(value) != self.n_classes:
+                raise ValueError(f"{name} must hold one weight per class ({self.n_classes}), "
+                                 f"got {len(value)}")
 
     @property
     def n_outputs(self) -> int:
@@ -388,6 +402,11 @@ class OneVsRest(Objective):
         sign = np.where(y.astype(np.int64)[:, None] == np.arange(self.n_classes), 1.0, -1.0)
         r = -sign * self.sigmoid / (1.0 + np.exp(sign * self.sigmoid * raw))
         g, h = r, np.abs(r) * (self.sigmoid - np.abs(r))
+        if self.pos_weights is not None or self.neg_weights is not None:
+            ones = (1.0,) * self.n_classes
+            lw = np.where(sign > 0, np.asarray(self.pos_weights or ones)[None, :],
+                          np.asarray(self.neg_weights or ones)[None, :])
+            g, h = g * lw, h * lw
         if w is not None:
             g, h = g * w[:, None], h * w[:, None]
         return g, h
