@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .dumps import Dump, as_dump, is_file, recognise_dump, refuse_linear_dump
+from .errors import ObjectiveNeeded
 from .gains import Workspace, biased_gain, node_sums
 from .importance import (
     GainOptions,
@@ -302,7 +303,7 @@ def _prepare(
         # the reader's own reasons (an objective the core does not have, is_unbalance
         # without training labels) say it in full, with what to pass
         reasons = [m for m in read.messages if "pass objective=" in m]
-        raise ValueError(
+        raise ObjectiveNeeded(
             "; ".join(reasons) if reasons else
             "the model's objective is unknown (a custom objective) or cannot be read from "
             "the model: pass objective= (a name such as 'binary' or a callable "

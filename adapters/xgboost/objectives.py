@@ -19,6 +19,7 @@ from unbiased_criteria.adapters.xgboost import compat
 from unbiased_criteria.adapters.xgboost.layout import _outputs
 
 from unbiased_criteria import objectives as _objectives
+from unbiased_criteria.errors import ObjectiveNeeded
 from unbiased_criteria.model import Model, UnsupportedModelError
 from unbiased_criteria.objectives import Objective
 
@@ -218,8 +219,9 @@ def _single_objective(spec: str, model_ir: Model, n_outputs: int) -> Objective:
         objective = _core_objective(spec, params, n_outputs,
                                     compat.model_version(model_ir.source))
         if objective is None:
-            raise ValueError(f"XGBoost objective {spec!r} has no equivalent in the core: pass "
-                             "objective= a callable f(y, raw_score, weight) -> (grad, hess)")
+            raise ObjectiveNeeded(f"XGBoost objective {spec!r} has no equivalent in the core: "
+                                  "pass objective= a callable f(y, raw_score, weight) -> "
+                                  "(grad, hess)")
         return objective
     params: dict[str, Any] = {"precision": "float32"}
     if spec == "binary_logistic":
