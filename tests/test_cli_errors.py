@@ -182,3 +182,21 @@ def test_a_repeated_header_name_pandas_reads_as_missing_is_caught(xgb_files, cap
         frame.to_csv(index=False).replace("NA,NA ,", "NA,NA,", 1))
     assert main(run(xgb_files)) == 2
     assert "column name(s) NA appear more than once" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra", [[], ["--objective", "binary:hinge"]])
+def test_objective_the_core_lacks_says_what_the_command_line_can_do(tmp_path, capsys, extra):
+    """binary:hinge has no core loss: the API asks for objective= a callable, which the
+    command line cannot take (--objective NAME); its one line said only that."""
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(400, 3)), columns=list("abc"))
+    y = (X.a > 0).astype(int)
+    xgb.train({"objective": "binary:hinge", "nthread": 1, "max_depth": 2},
+              xgb.DMatrix(X, y), 3).save_model(tmp_path / "m.json")
+    X.assign(y=y).to_csv(tmp_path / "d.csv", index=False)
+    assert main(run(tmp_path, *extra)) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("unbiased-criteria: error: ")
+    assert "'binary:hinge' has no equivalent in the core" in err
+    assert "on the command line --objective takes an objective name only, and a callable " \
+           "objective needs the Python API: unbiased_criteria.unbiased_importance(" in err

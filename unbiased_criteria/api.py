@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .dumps import Dump, as_dump, is_file, recognise_dump, refuse_linear_dump
+from .errors import ObjectiveNeeded
 from .gains import Workspace, biased_gain, node_score, node_sums
 from .importance import (
     GainOptions,
@@ -308,7 +309,7 @@ def _prepare(
         # the reader's own reasons (an objective the core does not have, is_unbalance
         # without training labels) say it in full, with what to pass
         reasons = [m for m in read.messages if "pass objective=" in m]
-        raise ValueError(
+        raise ObjectiveNeeded(
             "; ".join(reasons) if reasons else
             "the model's objective is unknown (a custom objective) or cannot be read from "
             "the model: pass objective= (a name such as 'binary' or a callable "
@@ -428,7 +429,9 @@ def _warn_host_hessian(host: np.ndarray, replayed: np.ndarray, read: Model,
             "a row subsample such as subsample < 1 or bagging, an update; or a model grown "
             "by the training hook, whose trees saw each round's fit rows only) or from other "
             f"scores than it predicts from ({_OTHER_SCORES}), so "
-            "biased_gain will not match host_gain (unbiased_gain does not depend on it)",
+            "biased_gain will not match host_gain (unbiased_gain does not need the match, "
+            "but comes from the same gradients: with weights or an objective other than the "
+            "training's it measures that other loss)",
             UserWarning, stacklevel=3 + extra_frames,
         )
     return bool(off.any())

@@ -24,7 +24,8 @@ import numpy as np
 from .errors import InputError
 
 __all__ = ["Objective", "CustomObjective", "Float64Objective", "MultiTarget", "Quantiles",
-           "make_objective", "objective_given", "OBJECTIVES", "NonFiniteGradientError"]
+           "LabelOneWeighted", "make_objective", "objective_given", "OBJECTIVES",
+           "NonFiniteGradientError"]
 
 Precision = Literal["float64", "float32"]
 
@@ -267,7 +268,9 @@ class Logistic(Objective):
     """Binary log loss with labels in {0, 1}.
 
     ``sigmoid`` is LightGBM's sigmoid parameter (p = 1/(1+exp(-sigmoid*F))); ``pos_weight``
-    multiplies gradient and hessian of positive rows (scale_pos_weight / is_unbalance);
+    multiplies gradient and hessian of positive rows (label > 0: LightGBM's scale_pos_weight /
+    is_unbalance; XGBoost weighs rows whose label is exactly 1 instead, soft labels too:
+    :class:`LabelOneWeighted`);
     ``hessian_floor`` is XGBoost's 1e-16 floor applied before the weight; ``soft_labels``
     accepts any label in [0, 1] (XGBoost), not only 0 and 1 (LightGBM).
     """
@@ -371,11 +374,25 @@ class Softmax(Objective):
 
 @dataclass(frozen=True)
 class OneVsRest(Objective):
-    """K independent binary log losses (LightGBM multiclassova)."""
+    """K independent binary log losses (LightGBM multiclassova).
+
+    ``pos_weights`` / ``neg_weights`` (one per class, or None: 1) multiply gradient and
+    hessian of output ``k`` where the label is ``k`` / is not (LightGBM's ``is_unbalance``,
+    each class's binary loss weighted by its own counts), before the row weight.
+    """
 
     n_classes: int = 3
     sigmoid: float = 1.0
+    pos_weights: tuple[float, ...] | None = None
+    neg_weights: tuple[float, ...] | None = None
     name = "multiclass_ova"
+
+    def __post_init__(self):
+        for name in ("pos_weights", "neg_weights"):
+            value = getattr(self, name)
+            if value is not None and len(value) != self.n_classes:
+                raise ValueError(f"{name} must hold one weight per class ({self.n_classes}), "
+                                 f"got {len(value)}")
 
     @property
     def n_outputs(self) -> int:
@@ -385,6 +402,11 @@ class OneVsRest(Objective):
         sign = np.where(y.astype(np.int64)[:, None] == np.arange(self.n_classes), 1.0, -1.0)
         r = -sign * self.sigmoid / (1.0 + np.exp(sign * self.sigmoid * raw))
         g, h = r, np.abs(r) * (self.sigmoid - np.abs(r))
+        if self.pos_weights is not None or self.neg_weights is not None:
+            ones = (1.0,) * self.n_classes
+            lw = np.where(sign > 0, np.asarray(self.pos_weights or ones)[None, :],
+                          np.asarray(self.neg_weights or ones)[None, :])
+            g, h = g * lw, h * lw
         if w is not None:
             g, h = g * w[:, None], h * w[:, None]
         return g, h
@@ -794,6 +816,74 @@ class Float64Objective(Objective):
 
     def init_score(self, y, weight=None):
         return self.base.init_score(y, weight)
+
+    def loss(self, y, raw):
+        return self.base.loss(y, raw)
+
+    def predict(self, raw):
+        return self.base.predict(raw)
+
+
+
+@dataclass(frozen=True)
+class LabelOneWeighted(Objective):
+    """``base`` with the weight of every row whose label is exactly 1 multiplied by ``weight``.
+
+    XGBoost's ``scale_pos_weight``: its ``RegLossObj`` losses (squared error, the logistic
+    ones, gamma) multiply a row's weight by it where ``label == 1.0f``, in float32, before
+    the gradient and hessian; any other label (a soft label 0.7, a gamma label 2) keeps its
+    weight. ``base`` must compute elementwise (its ``_grad_hess``); a row's weight applies
+    to each of its label columns, and a multi-target label is weighted column by column.
+    """
+
+    base: Objective = field(default_factory=SquaredError)
+    weight: float = 1.0
+
+    def __post_init__(self):
+        base = self.base
+        if type(base).grad_hess is not Objective.grad_hess or base.renews_leaves:
+            raise ValueError(f"objective {base.name!r} cannot weight rows by their label")
+        if not (np.isfinite(self.weight) and self.weight >= 0):
+            raise ValueError(f"weight must be finite and non-negative, got {self.weight!r}")
+        object.__setattr__(self, "precision", base.precision)
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.base.name
+
+    @property
+    def n_outputs(self) -> int:  # type: ignore[override]
+        return self.base.n_outputs
+
+    @property
+    def label_columns(self) -> int:  # type: ignore[override]
+        return self.base.label_columns
+
+    @property
+    def iteration_scaled(self) -> bool:  # type: ignore[override]
+        return self.base.iteration_scaled
+
+    def at_iteration(self, y, raw, weight=None):
+        base = self.base.at_iteration(y, raw, self._weights(y, weight))
+        return self if base is self.base else replace(self, base=base)
+
+    def _weights(self, y, w):
+        """The row weights times ``weight`` where the label is exactly 1 (in ``y``'s dtype:
+        XGBoost's ``w *= scale_pos_weight`` in float32)."""
+        y = np.asarray(y)
+        dt = y.dtype.type if y.dtype.kind == "f" else np.float64
+        factor = np.where(y == 1, dt(self.weight), dt(1))
+        return factor if w is None else np.asarray(w) * factor
+
+    def _grad_hess(self, y, raw, w):
+        return self.base._grad_hess(y, raw, self._weights(y, w))
+
+    def check_labels(self, y, argument):
+        self.base.check_labels(y, argument)
+
+    def init_score(self, y, weight=None):
+        # the base's rule on the weighted rows (hosts that read this fold no such weight)
+        return self.base.init_score(y, self._weights(np.asarray(y, dtype=np.float32), weight))
 
     def loss(self, y, raw):
         return self.base.loss(y, raw)

@@ -124,7 +124,20 @@ def objective_for(name: str, source: LightGBMSource, K: int, *, y_train=None):
             pos_weight=pos, neg_weight=neg,
         )
     if name == "multiclassova" and unbalanced:
-        raise UnsupportedModelError("multiclassova with is_unbalance=True is not supported")
+        # one binary loss per class k, weighted by the counts of label k against the others
+        if y_train is None:
+            raise ValueError(
+                "the model was trained with is_unbalance=True: its class weights come from the "
+                "training label counts; build the objective with unbiased_criteria.adapters."
+                "lightgbm.make_objective('multiclassova', read_model(model), y_train=y_train) "
+                "and pass that as objective=")
+        y = np.asarray(y_train).astype(np.int64)  # LightGBM: static_cast<int>(label) == k
+        spw = source.float_param("scale_pos_weight")
+        pairs = [_label_weights((y == k).astype(np.int64), spw) for k in range(K)]
+        return _objectives.make_objective(
+            "multiclass_ova", precision="float64", n_classes=K,
+            sigmoid=source.float_param("sigmoid"),
+            pos_weights=tuple(p for p, _ in pairs), neg_weights=tuple(n for _, n in pairs))
     return core_objective(name, source, K)
 
 
@@ -143,8 +156,8 @@ def make_objective(
     model_ir : Model
         The model as read by :func:`read_model`.
     y_train : array, optional
-        Training labels; needed only for a binary model trained with ``is_unbalance``, whose
-        class weights LightGBM computed from the label counts.
+        Training labels; needed only for a binary or multiclassova model trained with
+        ``is_unbalance``, whose class weights LightGBM computed from the label counts.
 
     Returns
     -------

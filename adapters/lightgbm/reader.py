@@ -370,11 +370,10 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
             "is_unbalance: LightGBM weighted the classes by their counts in the training "
             "labels, which the model does not store; pass the training rows (X_train, "
             "y_train; --train on the command line), whose labels give the counts, or pass "
-            "objective= (e.g. unbiased_criteria.adapters.lightgbm.make_objective('binary', "
-            "model_ir, y_train=y_train))"
+            f"objective= (e.g. unbiased_criteria.adapters.lightgbm.make_objective("
+            f"'{objective_name}', model_ir, y_train=y_train))"
         )
-        if objective_name == "binary":
-            from_labels = functools.partial(objective_for, "binary", source, K)
+        from_labels = functools.partial(objective_for, objective_name, source, K)
     else:
         objective = core_objective(objective_name, source, K)
 

@@ -10,6 +10,7 @@ data, metrics, callbacks) stays XGBoost's.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -281,11 +282,25 @@ class UnbiasedXGBClassifier(_UnbiasedFit, xgboost.XGBClassifier):
         _store_classes(self.get_booster(), classes)
         return self
 
+    def save_model(self, fname: Any) -> None:
+        """``XGBClassifier.save_model``; the labels ``fit`` was given are stored with the
+        model (a warning names those the file cannot hold, which a loaded model then lacks)."""
+        lost = _lost_classes(self.get_booster())
+        if lost is not None:
+            warnings.warn(
+                f"the labels this classifier was fitted on ({_shown(self.classes_)}, dtype "
+                f"{lost}) cannot be stored in the model file: loaded, its classes_ are "
+                f"0..{self.n_classes_ - 1} and predict returns those codes; keep the labels "
+                "beside the file, or fit on labels it holds (int64 or float64 numbers, text, "
+                "booleans, datetimes)", UserWarning, stacklevel=2)
+        super().save_model(fname)
+
     def load_model(self, fname: Any) -> None:
         """``XGBClassifier.load_model``, with the labels ``fit`` was given where the model
-        stores them (a model saved by this estimator); else ``classes_`` is ``0..K-1``."""
+        stores them (a model saved by this estimator); else ``classes_`` is ``0..K-1`` (a
+        warning says so where the model was fitted on labels its file could not hold)."""
         super().load_model(fname)
-        self._classes = _stored_classes(self.get_booster())
+        self._classes = stored_classes(self.get_booster(), "fname", stacklevel=2)
 
     def get_xgb_params(self) -> dict[str, Any]:
         """XGBoost's parameters, with the objective the Booster was trained with.
@@ -324,24 +339,84 @@ class UnbiasedXGBClassifier(_UnbiasedFit, xgboost.XGBClassifier):
 _CLASSES_ATTR = "unbiased_criteria_classes"
 
 
-def _store_classes(booster: xgboost.Booster, classes: np.ndarray) -> None:
-    """Keep ``classes`` in ``booster`` (JSON with their dtype); labels JSON cannot hold
-    (e.g. arbitrary objects) are not kept, and a loaded model says so."""
+def _shown(classes: np.ndarray) -> str:
+    values = [str(v) for v in np.asarray(classes).tolist()[:5]]
+    return ", ".join(values) + (", ..." if np.size(classes) > 5 else "")
+
+
+def _classes_json(classes: np.ndarray) -> str | None:
+    """``classes`` as JSON with their dtype, or None where JSON cannot give them back
+    exactly. Datetimes and durations are stored as their int64 counts of their dtype's unit
+    (``<M8[D]``: days since 1970), which that dtype reads back exactly."""
+    values = classes.astype(np.int64) if classes.dtype.kind in "mM" else classes
     try:
-        text = json.dumps({"dtype": classes.dtype.str, "values": classes.tolist()})
-    except (TypeError, ValueError):
-        text = None
-    booster.set_attr(**{_CLASSES_ATTR: text})  # None removes an earlier fit's
+        text = json.dumps({"dtype": classes.dtype.str, "values": values.tolist()})
+        back = _decode_classes(text)
+        same = back.shape == classes.shape and bool(np.all(back == classes))
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return text if same else None
 
 
-def _stored_classes(booster: xgboost.Booster) -> np.ndarray | None:
+def _decode_classes(text: str) -> np.ndarray | None:
+    """The classes :func:`_classes_json` stored (None: the marker of labels it could not)."""
+    stored = json.loads(text)
+    dtype = np.dtype(stored["dtype"])
+    if stored["values"] is None:
+        return None
+    # object labels come back as the JSON values; anything else in its own dtype
+    return np.asarray(stored["values"], dtype=None if dtype.kind == "O" else dtype)
+
+
+def _store_classes(booster: xgboost.Booster, classes: np.ndarray) -> None:
+    """Keep ``classes`` in ``booster`` (JSON with their dtype). Labels JSON cannot give back
+    exactly (arbitrary objects, bytes) leave a marker instead, so that ``save_model`` warns
+    and a loaded model says so."""
+    text = _classes_json(classes)
+    if text is None:
+        text = json.dumps({"dtype": classes.dtype.str, "values": None})
+    booster.set_attr(**{_CLASSES_ATTR: text})
+
+
+def _lost_classes(booster: xgboost.Booster) -> str | None:
+    """The dtype of the labels a fit could not store in ``booster``, else None."""
     text = booster.attr(_CLASSES_ATTR)
     if text is None:
         return None
-    stored = json.loads(text)
-    dtype = np.dtype(stored["dtype"])
-    # object labels come back as the JSON values; anything else in its own dtype
-    return np.asarray(stored["values"], dtype=None if dtype.kind == "O" else dtype)
+    try:
+        stored = json.loads(text)
+        return str(stored["dtype"]) if stored["values"] is None else None
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def stored_classes(booster: xgboost.Booster, argument: str = "model",
+                   stacklevel: int = 2) -> np.ndarray | None:
+    """The labels an ``UnbiasedXGBClassifier`` was fitted on, as its model stores them; None
+    for any other model, or (with a warning, ``stacklevel`` counted from the caller of this
+    function's caller, as ``warnings.warn`` counts) where its file could not hold them.
+
+    Raises
+    ------
+    ValueError
+        The stored attribute is not what the estimator writes (edited by hand?), naming
+        ``argument``.
+    """
+    text = booster.attr(_CLASSES_ATTR)
+    if text is None:
+        return None
+    try:
+        classes = _decode_classes(text)
+    except (ValueError, TypeError, KeyError):
+        raise ValueError(f"{argument}: the model's attribute {_CLASSES_ATTR!r} does not hold "
+                         f"the classes an UnbiasedXGBClassifier stores: {text[:100]!r}") \
+            from None
+    if classes is None:
+        warnings.warn(
+            f"the model was fitted on labels its file could not store (dtype "
+            f"{_lost_classes(booster)}): its classes are read as the codes 0..K-1, and "
+            "predict returns those", UserWarning, stacklevel=stacklevel + 1)
+    return classes
 
 
 def _multi_label(y: Any, argument: str, columns: int | None = None) -> np.ndarray:

@@ -10,6 +10,7 @@ import re
 import warnings
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import xgboost
 from unbiased_criteria.adapters.xgboost.compat import (
@@ -19,6 +20,7 @@ from unbiased_criteria.adapters.xgboost.compat import (
     file_version,
     stored_categories,
 )
+from unbiased_criteria.adapters.xgboost.estimators import stored_classes
 
 from unbiased_criteria.dumps import Dump, parse_dump_bytes, recognise_dump_text
 from unbiased_criteria.errors import InputError
@@ -76,6 +78,14 @@ def load_model_file(file: ModelBytes) -> ModelFile:
     written = file_version(file.data)
     if written is not None and written[:2] != _version_tuple(VERSION):
         booster.set_attr(**{FILE_VERSION_ATTR: ".".join(str(v) for v in written)})
+    # a file an UnbiasedXGBClassifier saved: its trees were fit on the indices of the labels
+    # it stores, which the scoring then takes as its loaded estimator does (classes_)
+    try:
+        classes = stored_classes(booster, file.source, stacklevel=3)
+    except ValueError as err:
+        raise InputError(str(err)) from None
+    if classes is not None:
+        booster.classes_ = classes
     return ModelFile(booster, "xgboost", fmt, file.source)
 
 
@@ -113,7 +123,9 @@ def _dump_schema(dump: Dump) -> Schema:
 
 def feature_schema(model: xgboost.Booster | Dump) -> Schema:
     """Names, count and categorical features (``feature_types == "c"``) with the categories
-    the model stores (a dump stores none: its categorical columns hold the codes)."""
+    the model stores (a dump stores none: its categorical columns hold the codes); the
+    labels of a model an ``UnbiasedXGBClassifier`` saved (``classes_``, set by
+    :func:`load_model_file`), which may be text."""
     if isinstance(model, Dump):
         return _dump_schema(model)
     n = int(model.num_features())
@@ -122,8 +134,10 @@ def feature_schema(model: xgboost.Booster | Dump) -> Schema:
     cat_index = [i for i, t in enumerate(types) if t == "c"]
     stored = _stored_categories(model, n) if cat_index else []
     categorical = {i: (stored[i] or None) for i in cat_index}
+    classes = getattr(model, "classes_", None)
     return Schema(n, None if not names else [str(s) for s in names], categorical,
-                  unseen_as_missing=False)
+                  unseen_as_missing=False, text_labels=classes is not None,
+                  classes=None if classes is None else tuple(np.asarray(classes).tolist()))
 
 
 def set_training_params(model: xgboost.Booster | Dump, params: dict[str, str]) -> None:

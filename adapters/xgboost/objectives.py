@@ -19,6 +19,7 @@ from unbiased_criteria.adapters.xgboost import compat
 from unbiased_criteria.adapters.xgboost.layout import _outputs
 
 from unbiased_criteria import objectives as _objectives
+from unbiased_criteria.errors import ObjectiveNeeded
 from unbiased_criteria.model import Model, UnsupportedModelError
 from unbiased_criteria.objectives import Objective
 
@@ -26,6 +27,11 @@ _HESSIAN_FLOOR = 1e-16  # kRtEps, XGBoost's floor of the logistic and softmax he
 #: objectives whose base_score is a probability (logit link) or a mean (log link)
 _LOGIT_LINK = frozenset({"binary:logistic", "reg:logistic"})
 _LOG_LINK = frozenset({"count:poisson", "reg:gamma", "reg:tweedie"})
+#: objectives XGBoost runs as ``RegLossObj`` in every version, which multiplies the weight
+#: of rows whose label is exactly 1 by ``scale_pos_weight`` (``if (label == 1.0f) w *=
+#: scale_pos_weight``; :func:`takes_scale_pos_weight` adds gamma and squared log error)
+_REG_LOSS = frozenset({"reg:squarederror", "reg:linear", "reg:logistic", "binary:logistic",
+                       "binary:logitraw"})
 
 
 def parse_base_score(text: str, objective: str, n_outputs: int = 1) -> np.ndarray:
@@ -96,6 +102,19 @@ def _objective_params(obj: Mapping) -> dict[str, str]:
     return params
 
 
+def takes_scale_pos_weight(name: str, version: tuple[int, int] | None = None) -> bool:
+    """Whether XGBoost ``version`` (None: the installed one) applies ``scale_pos_weight`` to
+    objective ``name``: its ``RegLossObj`` losses do (squared error, the logistic ones, gamma
+    from 2.1, squared log error up to 3.0.2), the others ignore it. A model JSON stores the
+    parameter (``reg_loss_param``) exactly for these, in the version that wrote it."""
+    version = version or compat.model_version()
+    if name == "reg:gamma":
+        return version >= (2, 1)
+    if name == "reg:squaredlogerror":
+        return version <= (3, 0)  # (3.0.3 moved it out; the JSON tells the patch versions)
+    return name in _REG_LOSS
+
+
 def _core_objective(name: str, params: Mapping[str, str], n_outputs: int,
                     version: tuple[int, int] | None = None) -> Objective | None:
     """The core objective of XGBoost objective ``name`` (None: no core equivalent).
@@ -103,7 +122,22 @@ def _core_objective(name: str, params: Mapping[str, str], n_outputs: int,
     ``version`` is the (major, minor) XGBoost that trained the model (None: the installed one).
     Raises UnsupportedModelError for ranking, survival and multi-quantile objectives. From
     XGBoost 3.4 the L1 objectives are its smoothed surrogates (leaves not renewed).
+    ``params["scale_pos_weight"]``, where XGBoost applies it (:func:`takes_scale_pos_weight`),
+    weighs the rows whose label is exactly 1 (XGBoost's rule, soft labels included).
     """
+    objective = _unweighted_objective(name, params, n_outputs, version)
+    spw = params.get("scale_pos_weight")
+    if objective is None or spw is None or not takes_scale_pos_weight(name, version):
+        return objective
+    weight = float(np.float32(spw))
+    if weight == 1.0:
+        return objective
+    return _objectives.LabelOneWeighted(base=objective, weight=weight)
+
+
+def _unweighted_objective(name: str, params: Mapping[str, str], n_outputs: int,
+                          version: tuple[int, int] | None) -> Objective | None:
+    """:func:`_core_objective` without ``scale_pos_weight``."""
     f32 = {"precision": "float32"}
     smooth = (version or compat.model_version()) >= compat.SMOOTH_L1_FROM
     make = _objectives.make_objective
@@ -117,10 +151,7 @@ def _core_objective(name: str, params: Mapping[str, str], n_outputs: int,
     if name == "reg:squaredlogerror":
         return make("squared_log_error", **f32)
     if name in ("reg:logistic", "binary:logistic", "binary:logitraw"):
-        return make(
-            "binary_logistic", hessian_floor=_HESSIAN_FLOOR, soft_labels=True,
-            pos_weight=float(params.get("scale_pos_weight", 1.0)), **f32,
-        )
+        return make("binary_logistic", hessian_floor=_HESSIAN_FLOOR, soft_labels=True, **f32)
     if name in ("multi:softprob", "multi:softmax"):
         return make(
             "multiclass_softmax", n_classes=n_outputs, hessian_factor=2.0,
@@ -188,8 +219,9 @@ def _single_objective(spec: str, model_ir: Model, n_outputs: int) -> Objective:
         objective = _core_objective(spec, params, n_outputs,
                                     compat.model_version(model_ir.source))
         if objective is None:
-            raise ValueError(f"XGBoost objective {spec!r} has no equivalent in the core: pass "
-                             "objective= a callable f(y, raw_score, weight) -> (grad, hess)")
+            raise ObjectiveNeeded(f"XGBoost objective {spec!r} has no equivalent in the core: "
+                                  "pass objective= a callable f(y, raw_score, weight) -> "
+                                  "(grad, hess)")
         return objective
     params: dict[str, Any] = {"precision": "float32"}
     if spec == "binary_logistic":

@@ -177,6 +177,42 @@ def test_is_unbalance_model_takes_its_objective_from_the_training_labels():
         uc.unbiased_importance(booster, None, None, Xv, y[:200])
 
 
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_multiclassova_is_unbalance_weighs_each_class_by_its_own_counts(weighted):
+    """LightGBM's multiclassova is one binary loss per class k, each with is_unbalance's
+    weights from the counts of label k against the others. It was refused with an error that
+    asked for the training rows the caller had given (the real reason only with
+    objective="multiclassova"); the oracles: LightGBM's split gains and its model, refit."""
+    import pandas as pd
+
+    booster, X, y, w = fit("multiclassova", {"is_unbalance": True}, weighted, True)
+    read = adapter.read_model(booster)
+    objective = adapter.make_objective("multiclassova", read, y_train=y)
+    counts = np.bincount(y.astype(np.int64), minlength=3)
+    rest = y.size - counts
+    np.testing.assert_allclose(np.maximum(objective.pos_weights, objective.neg_weights),
+                               np.maximum(counts, rest) / np.minimum(counts, rest))
+    Xv, yv = X[:300] + 1e-3, y[:300]
+    wv = None if w is None else w[:300]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = uc.unbiased_importance(booster, X, y, Xv, yv, train_weight=w,
+                                        valid_weight=wv, random_state=0)
+        given = uc.unbiased_importance(booster, X, y, Xv, yv, train_weight=w, valid_weight=wv,
+                                       objective=objective, random_state=0)
+    s = report.splits
+    np.testing.assert_allclose(s["biased_gain"], s["host_gain"], rtol=1e-6)
+    pd.testing.assert_frame_equal(given.splits, s)
+    pruned = uc.prune(booster, X, y, Xv, yv, train_weight=w, valid_weight=wv,
+                      threshold=-np.inf, refit_leaves=True, random_state=0)
+    np.testing.assert_allclose(pruned.predict(X, raw_score=True),
+                               booster.predict(X, raw_score=True), rtol=0, atol=1e-8)
+    # without training rows the counts are unknown: one error that asks for them
+    with pytest.raises(ValueError, match=r"pass the training rows .*make_objective\("
+                                         r"'multiclassova'"):
+        uc.unbiased_importance(booster, None, None, Xv, yv)
+
 def test_pyarrow_backed_columns_are_read_as_their_numpy_values():
     # LightGBM refuses ArrowDtype columns; the router reads them as the float64 values
     # (nulls missing) that a numpy frame holds: the same report, and the caller's frame kept

@@ -322,8 +322,11 @@ def test_hand_written_tombstones():
     [
         ("reg:squarederror", {}, "squared_error", {}),
         ("reg:squaredlogerror", {}, "squared_log_error", {}),
+        # scale_pos_weight weighs the rows whose label is exactly 1 (XGBoost's rule)
         ("binary:logistic", {"scale_pos_weight": 2.5}, "binary_logistic",
-         {"pos_weight": 2.5, "hessian_floor": 1e-16}),
+         {"weight": 2.5, "base.hessian_floor": 1e-16, "base.pos_weight": 1.0}),
+        ("reg:squarederror", {"scale_pos_weight": 3.0}, "squared_error", {"weight": 3.0}),
+        ("reg:gamma", {"scale_pos_weight": 3.0}, "gamma", {"weight": 3.0}),
         ("reg:logistic", {}, "binary_logistic", {"pos_weight": 1.0}),
         ("binary:logitraw", {}, "binary_logistic", {}),
         ("multi:softprob", {}, "multiclass_softmax",
@@ -346,7 +349,8 @@ def test_objective_mapping(objective, params, name, attrs):
     assert obj.renews_leaves is (name in ("absolute_error", "quantile"))
     assert obj.name == name and obj.precision == "float32"
     for key, value in attrs.items():
-        assert getattr(obj, key) == pytest.approx(value, rel=1e-6)
+        owner = obj.base if key.startswith("base.") else obj
+        assert getattr(owner, key.removeprefix("base.")) == pytest.approx(value, rel=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -463,7 +467,7 @@ def test_sklearn_missing_value_is_used_by_the_router():
 def test_make_objective():
     bst, *_ = train("binary:logistic", rounds=1, scale_pos_weight=3.0)
     read = ax.read_model(bst)
-    assert ax.make_objective("binary:logistic", read).pos_weight == 3.0
+    assert ax.make_objective("binary:logistic", read).weight == 3.0
     assert ax.make_objective("reg:logistic", read).pos_weight == 1.0
     assert ax.make_objective("binary_logistic", read).hessian_floor == 1e-16
     soft = ax.make_objective("multiclass_softmax", ax.read_model(train("multi:softprob",

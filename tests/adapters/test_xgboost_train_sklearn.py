@@ -164,8 +164,15 @@ def test_pickle_keeps_the_unbiased_importance():
         _ = refitted.feature_importances_
 
 
-@pytest.mark.parametrize("labels", [np.array(["hi", "lo", "mid"]), np.array([-3, 7, 10]),
-                                    np.array([1.0, 2.0, 4.0]), np.array([False, True])])
+@pytest.mark.parametrize("labels", [
+    np.array(["hi", "lo", "mid"]), np.array([-3, 7, 10]), np.array([1.0, 2.0, 4.0]),
+    np.array([False, True]),
+    # datetimes and durations, in their unit (they were lost without a word)
+    np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]"),
+    np.array(["2020-01-01T00:00:00.000000001", "2021-05-06T07:08:09.123456789"],
+             dtype="datetime64[ns]"),
+    np.array([5, 7, 9], dtype="timedelta64[h]"),
+])
 def test_classifier_save_and_load_keep_the_labels(tmp_path, labels):
     """XGBoost keeps only the number of classes: loaded, a fresh estimator predicted codes
     0..K-1 and a fitted one the labels of its own earlier fit."""
@@ -187,6 +194,26 @@ def test_classifier_save_and_load_keep_the_labels(tmp_path, labels):
     plain = xgboost.XGBClassifier(n_estimators=2).fit(X, code)
     other.load_model(plain.get_booster().save_raw("json"))
     np.testing.assert_array_equal(other.classes_, np.arange(code.max() + 1))
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).nmant <= 52,
+                    reason="longdouble is float64 here: JSON holds it")
+def test_classifier_labels_a_file_cannot_hold_are_warned_at_save_and_load(tmp_path):
+    """Labels JSON cannot give back exactly are not stored: save_model warns naming them,
+    and a loaded model says its classes are the codes."""
+    X, _ = make_data(300, seed=6)
+    code = (X[:, 0] > 0).astype(int)
+    labels = np.array([2**62 + 1, 2**62 + 3], dtype=np.longdouble)  # beyond float64
+    model = ax.UnbiasedXGBClassifier(**SMALL).fit(X, labels[code])
+    path = tmp_path / "model.json"
+    with pytest.warns(UserWarning,
+                      match=r"fitted on \(4\.6116.*dtype .f\d+\) cannot be stored in the model"):
+        model.save_model(path)
+    fresh = ax.UnbiasedXGBClassifier()
+    with pytest.warns(UserWarning, match="could not store") as caught:
+        fresh.load_model(path)
+    assert caught[0].filename == __file__  # points at the caller's line
+    np.testing.assert_array_equal(fresh.classes_, [0, 1])
 
 
 def test_training_views_take_the_estimator_as_lightgbms_do():

@@ -28,7 +28,7 @@ import threading
 import traceback
 import warnings
 
-from ..errors import InputError
+from ..errors import InputError, ObjectiveNeeded
 from ..model_files import ModelFile, Schema
 from .arguments import build_parser
 from .files import load_model, model_schema, prepare_data, read_table
@@ -50,8 +50,18 @@ __all__ = [
 UserError = InputError
 
 
+#: what a command-line user can do where the API asks for ``objective=``
+_OBJECTIVE_HINT = (
+    "on the command line --objective takes an objective name only, and a callable objective "
+    "needs the Python API: unbiased_criteria.unbiased_importance(model, ..., objective=f) or "
+    "unbiased_criteria.prune(model, ..., objective=f)")
+
+
 def _user_message(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, ObjectiveNeeded):  # the API's advice names objective=, a Python argument
+        text = f"{text}; {_OBJECTIVE_HINT}"
+    return text
 
 
 def _exit_on_signal(signum, frame) -> None:
