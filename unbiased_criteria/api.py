@@ -6,6 +6,7 @@ import importlib
 import logging
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
@@ -40,7 +41,7 @@ from .parallel import OrderedPool, resolve_n_jobs, scoring_threads
 from .pruning import prune_tree
 from .replay import ReplayResult, RowSet, TreeStep, replay, resolve_bias
 from .report import ImportanceReport
-from .row_sets import overlap, overlap_with_sketch, row_hashes, sketch, warn_overlap
+from .row_sets import Overlap, overlap, overlap_with_sketch, row_hashes, sketch, warn_overlap
 from .validation import (
     check_labels,
     check_pair,
@@ -214,26 +215,46 @@ def _check_held_out_rows(X_train, X_valid, train: RowSet | None, valid: RowSet, 
     if train is not None and same_rows(X_train, train.y, X_valid, valid.y):
         training_rows_held_out(needed_for, stacklevel=stacklevel)  # prune: raises
         return None
-    hashes = None
+    hashes = found = None
     if train is not None:
         hashes = row_hashes(X_valid, valid.y)
         train_hashes = row_hashes(X_train, train.y)
         found = overlap(train_hashes, hashes)
-        if found.excess >= _SAME_ROWS_EXCESS:  # the same rows in another order, or a part
-            part = not np.isin(train_hashes, hashes).all()
-            training_rows_held_out(needed_for, stacklevel=stacklevel, part=part)
-        else:
-            warn_overlap(found, "X_valid holds rows of X_train",
-                         _TRAINING_ROWS_HELD_OUT[needed_for], stacklevel)
+    by_pruning = []
     if needed_for == "importance" and read.pruned_on:
         hashes = row_hashes(X_valid, valid.y) if hashes is None else hashes
-        found = [overlap_with_sketch(text, hashes) for text in read.pruned_on]
-        worst = max((f for f in found if f is not None), key=lambda f: f.excess, default=None)
+        by_pruning = [overlap_with_sketch(text, hashes) for text in read.pruned_on]
+
+    def part() -> bool:  # asked only where every held-out row is a training row
+        return not np.isin(train_hashes, hashes).all()
+
+    warn_held_out_rows(found, part, by_pruning, needed_for, stacklevel + 1)
+    return hashes
+
+
+def warn_held_out_rows(found: Overlap | None, part: Callable[[], bool],
+                       by_pruning: list[Overlap | None], needed_for: str,
+                       stacklevel: int) -> None:
+    """What the held-out rows' overlaps say, however they were found (in memory, or over
+    Dask partitions): ``found`` with the training rows (None: not compared), where all of
+    them are training rows beyond chance (``part()``: not every training row is held out)
+    ``prune`` refuses and importance warns, else a share over
+    :data:`~unbiased_criteria.row_sets.WARN_EXCESS` is warned of; ``by_pruning`` with each
+    sketch of the rows that pruned the model (importance only: the largest is warned of).
+    ``stacklevel`` as :func:`~unbiased_criteria.validation.training_rows_held_out`'s."""
+    if found is not None and found.excess >= _SAME_ROWS_EXCESS:
+        # the same rows in another order, or a part
+        training_rows_held_out(needed_for, stacklevel=stacklevel, part=part())
+    elif found is not None:
+        warn_overlap(found, "X_valid holds rows of X_train",
+                     _TRAINING_ROWS_HELD_OUT[needed_for], stacklevel)
+    if needed_for == "importance":
+        worst = max((f for f in by_pruning if f is not None), key=lambda f: f.excess,
+                    default=None)
         warn_overlap(worst, "X_valid holds rows that pruned this model",
                      "uc.prune kept each split for its U on those rows, so U on them is "
                      "biased upwards, noise features included; score the pruned model on "
                      "rows that did not prune it", stacklevel)
-    return hashes
 
 
 def _warn_init_score_unseen(read: Model, obj: Objective, train: RowSet | None,
@@ -1058,15 +1079,7 @@ def unbiased_importance(
                           cross_fit=cross_fit, n_blocks=n_blocks)
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
                     objective, memory_budget, host_params=host_params)
-    n_valid = prep.valid.n_rows
-    if 2 <= n_valid < options.n_blocks:
-        # an empty block's replicate is the full estimate: it would shrink the jackknife
-        # variance and add a degree of freedom it does not have
-        warnings.warn(
-            f"n_blocks={options.n_blocks} but X_valid has {n_valid} rows: the standard "
-            f"errors use {n_valid} jackknife blocks of one row each",
-            UserWarning, stacklevel=2)
-        options = replace(options, n_blocks=n_valid)
+    options = blocks_for_rows(options, prep.valid.n_rows)
     forest = prep.model.forest
     # visitors see the held-out rows in one random order (the k-draws' ranking), so the
     # halves and blocks, drawn on the rows' own order, are permuted alike
@@ -1135,6 +1148,20 @@ def unbiased_importance(
                           "importance")
     report.rows_near_threshold = _near_threshold(prep)
     return report
+
+
+def blocks_for_rows(options: GainOptions, n_valid: int, extra_frames: int = 0) -> GainOptions:
+    """``options`` with one jackknife block per held-out row where there are fewer rows (2 or
+    more) than ``n_blocks``, warned of (in memory and over Dask partitions): an empty block's
+    replicate is the full estimate, which would shrink the jackknife variance and add a
+    degree of freedom it does not have."""
+    if not 2 <= n_valid < options.n_blocks:
+        return options
+    warnings.warn(
+        f"n_blocks={options.n_blocks} but X_valid has {n_valid} rows: the standard "
+        f"errors use {n_valid} jackknife blocks of one row each",
+        UserWarning, stacklevel=3 + extra_frames)
+    return replace(options, n_blocks=n_valid)
 
 
 def _near_threshold(prep: _Prepared) -> dict[str, int]:

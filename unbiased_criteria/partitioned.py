@@ -54,12 +54,22 @@ from .model import Model
 from .objectives import Objective
 from .options import GainOptions
 from .replay import _grad_hess, _start_scores
+from .row_sets import (
+    _FEWEST_TESTED,
+    Overlap,
+    _among,
+    _parse,
+    _repeated,
+    sketch_of_counts,
+)
 from .trees import Tree
 
 __all__ = [
     "PartitionState", "start_partition", "partition_step", "add_stats", "allocate_draws",
     "draw_requests", "request_allocation", "tree_scores", "halves_tree_scores",
-    "allocate_halves", "stream",
+    "allocate_halves", "stream", "SUMMARY_SIZE", "HashSummary", "summarize_hashes",
+    "merge_summaries", "summary_sketch", "summary_overlap", "covers", "sketch_overlap",
+    "own_biased_gain",
 ]
 
 # spawn keys of the partitioned run's streams (trees use 0..; importance.py uses 2**40 + 0..2)
@@ -86,7 +96,10 @@ class PartitionState:
     ``g``, ``h`` the gradients of the current iteration ``iteration``; ``leaves`` the routed
     leaf ids of trees ``leaves_from..`` (tree-major, rank order); ``pending`` the tree whose
     scores are not added to ``raw`` yet (pruning: the client may still replace it); ``half``
-    the held-out rows of half A in the validation-only mode (rank order).
+    the held-out rows of half A in the validation-only mode (rank order). ``own``: pruning,
+    the raw scores at the model's own (unpruned) trees, once a replaced tree made them differ
+    from ``raw`` (None: they are ``raw``), and ``own_g``, ``own_h`` their gradients at
+    iteration ``own_iteration``.
     """
 
     y: np.ndarray
@@ -101,6 +114,10 @@ class PartitionState:
     leaves_from: int = 0
     pending: int | None = None
     half: np.ndarray | None = None
+    own: np.ndarray | None = None
+    own_g: np.ndarray | None = None
+    own_h: np.ndarray | None = None
+    own_iteration: int = -1
 
     @property
     def n_rows(self) -> int:
@@ -172,6 +189,8 @@ def partition_step(
     keep_last: bool = False,
     options: GainOptions | None = None,
     index: int = 0,
+    keep_own: bool = False,
+    own_sums: bool = False,
 ) -> tuple[PartitionState, list[np.ndarray]]:
     """Trees ``start..stop-1`` on one partition: the new state and per-tree arrays to add up.
 
@@ -194,6 +213,13 @@ def partition_step(
     For ``"sums"`` and ``"draws"`` the scores advance: first the pending tree is added
     (``replaced``: the new tree and old-to-new node map that replace it), then each tree after
     it is visited; with ``keep_last`` the last one stays pending.
+
+    Pruning's check of the later trees' gains (training rows): with ``keep_own`` the
+    partition also keeps its raw scores at the model's own trees, which replaced trees no
+    longer give (without it they are dropped); with ``own_sums`` ``"sums"`` gives per tree
+    ``(5, n_nodes)``: ``[G, H, n]``, then ``G`` and ``H`` at those scores. Request
+    ``own_sums`` from an iteration's first tree on (its gradients are taken there), and keep
+    ``keep_own`` from the first replaced tree until the last ``own_sums``.
     """
     forest = model.forest
     leaves, leaves_from = state.leaves, state.leaves_from
@@ -214,30 +240,50 @@ def partition_step(
 
     raw = state.raw.copy()
     g, h, iteration = state.g, state.h, state.iteration
+    own = state.own.copy() if keep_own and state.own is not None else None
+    own_g, own_h, own_iteration = ((state.own_g, state.own_h, state.own_iteration)
+                                   if own is not None else (None, None, -1))
     bias, first = _bias(model)
     rows = _Rows(state.y, state.weight)
 
     def add(t: int, tree: Tree, old_to_new: np.ndarray | None) -> None:
         nodes = leaf_ids(t)
+        dtype, cls = forest.score_dtype, forest.tree_class[t]
+        if own is not None:  # the model's own tree, whatever replaced it
+            own[:, cls] += forest.trees[t].value.astype(dtype)[nodes]
         if old_to_new is not None:
             nodes = old_to_new[nodes]
-        raw[:, forest.tree_class[t]] += tree.value.astype(forest.score_dtype)[nodes]
+        raw[:, cls] += tree.value.astype(dtype)[nodes]
 
     if state.pending is not None:
         t = state.pending
+        if keep_own and own is None and replaced is not None:
+            own = raw.copy()  # from here on the model's own scores differ from raw
         add(t, *(replaced if replaced is not None else (forest.trees[t], None)))
     out = []
     for i, t in enumerate(range(start, stop)):
         it, cls = int(forest.tree_iteration[t]), int(forest.tree_class[t])
+        shift = bias if it == first else 0.0
         if it != iteration:
-            shift = bias if it == first else 0.0
             g, h = _grad_hess(objective, rows, (raw + shift).astype(forest.score_dtype))
             iteration = it
         tree, nodes = forest.trees[t], leaf_ids(t)
         gt, ht = g[:, cls], h[:, cls]
         if what == "sums":
-            out.append(np.stack([tree.node_sums(nodes, gt), tree.node_sums(nodes, ht),
-                                 tree.node_sums(nodes)]))
+            sums = [tree.node_sums(nodes, gt), tree.node_sums(nodes, ht), tree.node_sums(nodes)]
+            if own_sums:
+                if own is None:  # no replaced tree moved the scores yet
+                    sums += sums[:2]
+                else:
+                    if own_iteration != it:
+                        own_g, own_h = _grad_hess(objective, rows,
+                                                  (own + shift).astype(forest.score_dtype))
+                        own_iteration = it
+                    # at an iteration's first tree requested (requests run from an
+                    # iteration's first tree on): its own scores before the iteration
+                    sums += [tree.node_sums(nodes, own_g[:, cls]),
+                             tree.node_sums(nodes, own_h[:, cls])]
+            out.append(np.stack(sums))
         elif state.half is None:
             out.append(_draw_sums(tree, nodes, gt, ht, state.blocks, requests[i], options,
                                   index, t))
@@ -250,7 +296,8 @@ def partition_step(
     if leaves is not None and pending is None and leaves_from + leaves.shape[0] <= stop:
         leaves = None  # every cached tree is done with: free them until the next round
     return replace(state, raw=raw, g=g, h=h, iteration=iteration, leaves=leaves,
-                   leaves_from=leaves_from, pending=pending), out
+                   leaves_from=leaves_from, pending=pending, own=own, own_g=own_g,
+                   own_h=own_h, own_iteration=own_iteration), out
 
 
 def _tree_major(leaves: np.ndarray, order: np.ndarray | None, block: int = 4096) -> np.ndarray:
@@ -436,3 +483,119 @@ def halves_tree_scores(
     every = NodeSums(a.G + b.G, a.H + b.H, a.n + b.n)
     return TreeScores(biased_gain(tree, every, score), gain, u.k, usable, a.n, every.n, a,
                       jackknife)
+
+
+# ---- row hashes over partitions: which held-out rows already decided something ----------
+
+#: distinct hashes a summary keeps (16 bytes each: 1 MB): every hash of its set up to its
+#: bound, so that two sets compare on the rows below both bounds, a sample of some hundred
+#: held-out rows as long as the other set has fewer than 64 times their distinct rows
+SUMMARY_SIZE = 2**16
+_NO_BOUND = np.uint64(np.iinfo(np.uint64).max)
+
+
+@dataclass(frozen=True)
+class HashSummary:
+    """A row set's smallest distinct row hashes (:func:`unbiased_criteria.row_sets.row_hashes`),
+    sorted, with how many rows have each: all of them, or the :data:`SUMMARY_SIZE` smallest.
+
+    Every hash of the set up to :attr:`bound` is here with its exact count: a sample of its
+    distinct rows chosen by hash alone, as a sketch's. Partitions' summaries merge exactly
+    (:func:`merge_summaries`): a hash among the set's smallest is among the smallest of every
+    partition that holds it.
+    """
+
+    distinct: np.ndarray
+    counts: np.ndarray
+    n_rows: int
+
+    @property
+    def complete(self) -> bool:
+        """Every distinct hash of the set is here."""
+        return self.distinct.size < SUMMARY_SIZE
+
+    @property
+    def bound(self) -> np.uint64:
+        """The largest hash up to which the summary holds every hash of the set."""
+        return _NO_BOUND if self.complete else self.distinct[-1]
+
+
+def summarize_hashes(hashes: np.ndarray) -> HashSummary:
+    """One partition's :class:`HashSummary`."""
+    distinct, counts = np.unique(np.asarray(hashes, dtype=np.uint64), return_counts=True)
+    return HashSummary(distinct[:SUMMARY_SIZE], counts[:SUMMARY_SIZE].astype(np.int64),
+                       int(np.size(hashes)))
+
+
+def merge_summaries(*parts: HashSummary) -> HashSummary:
+    """The :class:`HashSummary` of the rows of several partitions (or merged summaries)."""
+    distinct, at = np.unique(np.concatenate([p.distinct for p in parts]), return_inverse=True)
+    counts = np.zeros(distinct.size, dtype=np.int64)
+    np.add.at(counts, at, np.concatenate([p.counts for p in parts]))
+    return HashSummary(distinct[:SUMMARY_SIZE], counts[:SUMMARY_SIZE],
+                       sum(p.n_rows for p in parts))
+
+
+def summary_sketch(summary: HashSummary) -> str:
+    """The set's :func:`unbiased_criteria.row_sets.sketch`: the same text as from all its
+    hashes."""
+    return sketch_of_counts(summary.distinct, summary.counts)
+
+
+def _tested(held_out: HashSummary, bound: np.uint64) -> tuple[np.ndarray, int] | None:
+    """The held-out summary's hashes up to ``bound`` and their rows, or None where fewer than
+    :func:`row_sets.overlap_with_sketch` needs."""
+    below = held_out.distinct <= bound
+    tested = int(held_out.counts[below].sum())
+    if tested < min(_FEWEST_TESTED, held_out.n_rows) or tested == 0:
+        return None
+    return below, tested
+
+
+def summary_overlap(reference: HashSummary, held_out: HashSummary) -> Overlap | None:
+    """:func:`row_sets.overlap` from the two sets' summaries: over the rows whose hashes are
+    below both bounds (all rows where both summaries are complete: then the same as
+    ``overlap``), the held-out rows' share among the reference rows and the chance level of
+    the reference rows there. None where too few held-out rows are below the bounds."""
+    bound = min(reference.bound, held_out.bound)
+    found = _tested(held_out, bound)
+    if found is None:
+        return None
+    below, tested = found
+    shared = held_out.counts[below & _among(held_out.distinct, reference.distinct)].sum()
+    chance = _repeated(reference.counts[reference.distinct <= bound])
+    return Overlap(float(shared / tested), chance, tested, estimated=bool(bound != _NO_BOUND))
+
+
+def covers(held_out: HashSummary, reference: HashSummary) -> bool:
+    """Whether the held-out rows hold every reference row, from the reference hashes below
+    both summaries' bounds (exact where both are complete)."""
+    bound = min(held_out.bound, reference.bound)
+    tested = reference.distinct[reference.distinct <= bound]
+    return bool(_among(tested, held_out.distinct).all())
+
+
+def sketch_overlap(text: str, held_out: HashSummary) -> Overlap | None:
+    """:func:`row_sets.overlap_with_sketch` from the held-out rows' summary: over the rows
+    below the sketch's bound (below the summary's, where it is lower); None as there."""
+    parsed = _parse(text)
+    if parsed is None:
+        return None
+    kept, complete, chance = parsed
+    if kept.size == 0:
+        return None
+    bound = held_out.bound if complete else min(kept[-1], held_out.bound)
+    found = _tested(held_out, bound)
+    if found is None:
+        return None
+    below, tested = found
+    shared = held_out.counts[below & _among(held_out.distinct, kept)].sum()
+    return Overlap(float(shared / tested), chance, tested,
+                   estimated=not (complete and held_out.complete))
+
+
+def own_biased_gain(tree: Tree, sums: np.ndarray, score) -> np.ndarray:
+    """Pruning: the tree's biased gain B at the model's own scores, from the summed
+    ``(5, n_nodes)`` of :func:`partition_step` with ``own_sums``."""
+    return biased_gain(tree, NodeSums(sums[3], sums[4], np.rint(sums[2]).astype(np.int64)),
+                       score)

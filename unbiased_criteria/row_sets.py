@@ -34,8 +34,8 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-__all__ = ["SKETCH_SIZE", "Overlap", "row_hashes", "sketch", "overlap", "overlap_with_sketch",
-           "warn_overlap"]
+__all__ = ["SKETCH_SIZE", "Overlap", "row_hashes", "sketch", "sketch_of_counts", "overlap",
+           "overlap_with_sketch", "warn_overlap"]
 
 #: distinct row hashes a sketch keeps (8 bytes each)
 SKETCH_SIZE = 1024
@@ -175,7 +175,13 @@ def sketch(hashes: np.ndarray) -> str:
     hashes, with the share of the rows they stand for that repeat (the chance level of
     :func:`overlap` for the rows the sketch can test), as text a model file can keep (about
     11 kB)."""
-    distinct, counts = np.unique(hashes, return_counts=True)
+    return sketch_of_counts(*np.unique(hashes, return_counts=True))
+
+
+def sketch_of_counts(distinct: np.ndarray, counts: np.ndarray) -> str:
+    """:func:`sketch` from a set's distinct hashes (sorted) and how many rows have each: all
+    of them, or at least the ``SKETCH_SIZE + 1`` smallest (rows held in partitions merge
+    theirs, :mod:`unbiased_criteria.partitioned`)."""
     # the chance level of the rows the sketch can test (hashes up to its bound), not of all:
     # a common row below the bound is most of the rows tested, and repeats as often
     repeated = _repeated(counts[:SKETCH_SIZE])

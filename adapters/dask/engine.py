@@ -8,6 +8,12 @@ the splits. Importance takes two rounds per chunk of trees (node counts and trai
 then the draws); pruning one round per tree (each tree is scored at the pruned trees before
 it). Without training rows (validation-only mode) the held-out partitions give the sums of a
 uniformly random half A and the draws of both directions.
+
+The checks are the in-memory ones (:mod:`unbiased_criteria.api`'s helpers), fed from the
+partitions: the rows' hashes summarised per partition and merged
+(:class:`unbiased_criteria.partitioned.HashSummary`), the first iteration's and the later
+trees' gains from the summed node sums, and while pruning the sums at the model's own
+(unpruned) scores, which the training partitions keep.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import importlib
 import logging
 import operator
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
@@ -29,17 +35,26 @@ from unbiased_criteria.adapters.dask.inputs import (
 )
 
 from unbiased_criteria.api import (
+    PRUNE_CHECK_TREES,
     _child_share,
     _class_weights,
     _first_trees,
     _host_and_replay,
     _records_frame,
     _split_records,
+    _warn_init_score_unseen,
     _warn_unusable,
+    _with_own_gains,
     adapter_for,
     bias_objective,
+    blocks_for_rows,
     check_against_host,
+    check_later_gains,
+    later_gains,
+    leaves_unchanged,
     reader_warnings,
+    sum_later_gains,
+    warn_held_out_rows,
 )
 from unbiased_criteria.dumps import Dump
 from unbiased_criteria.importance import stack_replicates
@@ -47,19 +62,28 @@ from unbiased_criteria.model import Model, UnsupportedModelError, chunk_size
 from unbiased_criteria.objectives import Objective
 from unbiased_criteria.options import GainOptions
 from unbiased_criteria.partitioned import (
+    HashSummary,
     add_stats,
     allocate_halves,
+    covers,
     draw_requests,
     halves_tree_scores,
+    merge_summaries,
+    own_biased_gain,
     partition_step,
     request_allocation,
+    sketch_overlap,
     start_partition,
+    summarize_hashes,
+    summary_overlap,
+    summary_sketch,
     tree_scores,
 )
 from unbiased_criteria.progress import progress_bar
 from unbiased_criteria.pruning import prune_tree
 from unbiased_criteria.replay import resolve_bias
 from unbiased_criteria.report import ImportanceReport
+from unbiased_criteria.row_sets import row_hashes
 from unbiased_criteria.validation import (
     check_labels,
     check_weight,
@@ -119,7 +143,7 @@ def _router(job: _Job, x, name: str):
 
 
 def _start(job: _Job, x, y, w, names, held_out: bool, index: int, offset: int,
-           half_a: int | None):
+           half_a: int | None, hashed: bool):
     x_name, y_name, w_name = names
     n = _router(job, x, x_name).n_rows  # checks the features as in memory
     if job.classes is not None:
@@ -131,74 +155,93 @@ def _start(job: _Job, x, y, w, names, held_out: bool, index: int, offset: int,
         weight = by_class if weight is None else weight * by_class
     state = start_partition(job.read, labels, weight, held_out=held_out, index=index,
                             offset=offset, options=job.options, half_a=half_a)
-    return state, [np.array([n, 0 if weight is None else np.count_nonzero(weight)])]
+    stats = [np.array([n, 0 if weight is None else np.count_nonzero(weight)])]
+    if not hashed:
+        return state, stats
+    hashes = row_hashes(x, labels)  # as in memory: the rows' values and their labels
+    return state, stats, summarize_hashes(hashes)
 
 
 def _step(job: _Job, state, x, x_name: str, start: int, stop: int, what: str, replaced,
-          requests, keep_last: bool, index: int):
+          requests, keep_last: bool, index: int, keep_own: bool, own_sums: bool):
     router = _router(job, x, x_name)
     return partition_step(state, job.read, job.objective, router.leaf_nodes, router.chunk,
                           start, stop, what=what, replaced=replaced, requests=requests,
-                          keep_last=keep_last, options=job.options, index=index)
+                          keep_last=keep_last, options=job.options, index=index,
+                          keep_own=keep_own, own_sums=own_sums)
 
 
 # ---- the client's side ---------------------------------------------------------------------
 
 class _Rows:
-    """One row set (training or held-out) as per-partition futures on the workers."""
+    """One row set (training or held-out) as per-partition futures on the workers: first its
+    partitions and their lengths, then (:meth:`start`) each partition's state."""
 
-    def __init__(self, client, job_future, X, y, w, names, held_out: bool,
-                 halves_of: GainOptions | None = None):
-        self.client, self.job, self.names, self.held_out = client, job_future, names, held_out
+    def __init__(self, client, X, y, w, names):
+        self.client, self.names = client, names
         x_name, y_name, w_name = names
         x = partition_futures(client, X, x_name)
         ys = partition_futures(client, y, y_name, like=x_name, n_parts=len(x))
         ws = (partition_futures(client, w, w_name, like=x_name, n_parts=len(x))
               if w is not None else [None] * len(x))
         lengths = client.gather(client.map(_n_rows, x, pure=False))
-        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
         # empty partitions carry no rows: leave them out (the hosts refuse to route 0 rows)
         keep = [i for i, n in enumerate(lengths) if n > 0]
         if not keep:
             raise ValueError(f"{x_name} has no rows")
+        self._parts, self._lengths, self.weighted = (x, ys, ws), lengths, w is not None
         self.x = [x[i] for i in keep]
         self.index = keep
-        # validation-only mode: a uniformly random half A of the whole set
-        half_a = (allocate_halves(lengths, halves_of) if halves_of is not None
+        self.n_rows = int(sum(lengths))
+        self.largest = int(max(lengths))
+        self.job = self.states = None
+        #: the summary of the rows' hashes, where asked for
+        self.summary: HashSummary | None = None
+
+    def start(self, job_future, held_out: bool, halves_of: GainOptions | None = None,
+              hashed: bool = False) -> None:
+        """Each partition's state (``held_out``: the held-out rows' rank order and jackknife
+        blocks; ``halves_of``: validation-only mode, a uniformly random half A of the whole
+        set); ``hashed``: the summary of the rows' hashes too (:class:`HashSummary`)."""
+        client, names, self.job = self.client, self.names, job_future
+        x, ys, ws = self._parts
+        offsets = np.concatenate([[0], np.cumsum(self._lengths)[:-1]])
+        half_a = (allocate_halves(self._lengths, halves_of) if halves_of is not None
                   else [None] * len(x))
         started = [client.submit(_start, job_future, x[i], ys[i], ws[i], names, held_out, i,
                                  int(offsets[i]),
-                                 None if half_a[i] is None else int(half_a[i]), pure=False)
-                   for i in keep]
-        self.states, info = self._split(started)
-        n, nonzero = self.reduce(info)[0]
-        self.n_rows = int(n)
-        self.largest = int(max(lengths))
-        if w is not None and nonzero == 0:
-            raise ValueError(f"{w_name} is 0 for every row: those rows carry no evidence")
+                                 None if half_a[i] is None else int(half_a[i]), hashed,
+                                 pure=False)
+                   for i in self.index]
+        parts = self._split(started, 3 if hashed else 2)
+        self.states, info = parts[0], parts[1]
+        nonzero = self.reduce(info)[0][1]
+        if self.weighted and nonzero == 0:
+            raise ValueError(f"{names[2]} is 0 for every row: those rows carry no evidence")
+        if hashed:
+            self.summary = self.reduce(parts[2], merge_summaries)
 
-    def _split(self, results):
+    def _split(self, results, n: int = 2):
         get = self.client.submit
-        states = [get(operator.getitem, r, 0, pure=False) for r in results]
-        stats = [get(operator.getitem, r, 1, pure=False) for r in results]
-        return states, stats
+        return [[get(operator.getitem, r, j, pure=False) for r in results] for j in range(n)]
 
-    def step(self, start, stop, what, replaced=None, requests=None, keep_last=False):
+    def step(self, start, stop, what, replaced=None, requests=None, keep_last=False,
+             keep_own=False, own_sums=False):
         """Run :func:`partition_step` on every partition; the new states replace the old ones
         and the per-partition results' futures are returned."""
         requests = requests or [None] * len(self.x)
         results = [
             self.client.submit(_step, self.job, s, x, self.names[0], start, stop, what,
-                               replaced, r, keep_last, i, pure=False)
+                               replaced, r, keep_last, i, keep_own, own_sums, pure=False)
             for s, x, r, i in zip(self.states, self.x, requests, self.index)
         ]
         self.states, stats = self._split(results)
         return stats
 
-    def reduce(self, stats) -> list[np.ndarray]:
-        """The partitions' results added up in a tree of tasks on the workers."""
+    def reduce(self, stats, combine=add_stats):
+        """The partitions' results combined (added up) in a tree of tasks on the workers."""
         while len(stats) > 1:
-            stats = [self.client.submit(add_stats, *stats[i:i + _FAN_IN], pure=False)
+            stats = [self.client.submit(combine, *stats[i:i + _FAN_IN], pure=False)
                      for i in range(0, len(stats), _FAN_IN)]
         return stats[0].result()
 
@@ -257,8 +300,24 @@ def _check_read(read: Model, needed_for: str, host_params) -> None:
         raise ValueError("host_params is for dumped models only")
 
 
+@dataclass(frozen=True)
+class _Labels:  # the training labels at the client: what _warn_init_score_unseen reads
+    y: np.ndarray
+    weight: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class _Setup:
+    adapter: ModuleType
+    read: Model
+    objective: Objective
+    options: GainOptions
+    train: _Rows | None
+    valid: _Rows
+
+
 def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
-           options, memory_budget, host_params, needed_for):
+           options, memory_budget, host_params, needed_for) -> _Setup:
     if X_valid is None or y_valid is None:
         raise ValueError("X_valid and y_valid are required: held-out rows drive the estimate")
     if (X_train is None) != (y_train is None):
@@ -269,9 +328,11 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
     adapter, read, obj = _read(host_model, objective, host_params, needed_for,
                                with_train=y_train is not None)
     _check_read(read, needed_for, host_params)
-    if X_train is not None and _same_collection(X_train, X_valid) \
-            and _same_collection(y_train, y_valid):
-        training_rows_held_out(needed_for, stacklevel=4)
+    # a cheap first test, as same_rows in memory; the rows' hashes find the others
+    same = (X_train is not None and _same_collection(X_train, X_valid)
+            and _same_collection(y_train, y_valid))
+    if same:
+        training_rows_held_out(needed_for, stacklevel=4)  # prune: raises
     classes = getattr(host_model, "classes_", None)
     per_class = None
     if read.class_weight is not None and classes is not None:
@@ -283,9 +344,11 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
         yv = np.asarray(dask.compute(y_valid)[0]) if balanced and y_train is None else None
         per_class = _class_weights(read, classes, yt, yv, extra_frames=1)
     from_labels = obj is None
-    if (read.bias_from_labels or from_labels) and y_train is not None:
-        # the init score (LightGBM's boost_from_average) and is_unbalance's class weights are
-        # functions of all training labels: the labels, and only they, come to the client
+    labels = None
+    if (read.bias_from_labels or from_labels or read.init_score_unseen) and y_train is not None:
+        # the init score (LightGBM's boost_from_average; the one a model without it would
+        # have had) and is_unbalance's class weights are functions of all training labels:
+        # the labels, and only they, come to the client
         import dask
 
         log.info("collecting the training labels for the init score")
@@ -302,8 +365,10 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
             by_class = per_class[y_all.astype(np.int64)]
             w_all = by_class if w_all is None else w_all * by_class
         read = resolve_bias(read, bias_objective(read, obj), y_all, w_all)
+        labels = _Labels(y_all, w_all)
     else:
         read = resolve_bias(read, obj, None, None)
+    _warn_init_score_unseen(read, obj, labels, extra_frames=1)
     for message in reader_warnings(read, objective is not None or from_labels,
                                    with_train=X_train is not None):
         warnings.warn(message, UserWarning, stacklevel=4)
@@ -311,16 +376,42 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
         warnings.warn("the model has no trees: there is no split to score", UserWarning,
                       stacklevel=4)
     client = _client()
+    valid = _Rows(client, X_valid, y_valid, valid_weight, ("X_valid", "y_valid", "valid_weight"))
+    train = None if X_train is None else _Rows(client, X_train, y_train, train_weight,
+                                               ("X_train", "y_train", "train_weight"))
+    if needed_for == "importance":  # as in memory: no empty jackknife block
+        options = blocks_for_rows(options, valid.n_rows, extra_frames=2)
     job = _Job(adapter.__name__, host_model, read, obj, classes, options, int(memory_budget),
                per_class)
     job_future = client.scatter(job, broadcast=True, hash=False)
-    valid = _Rows(client, job_future, X_valid, y_valid, valid_weight,
-                  ("X_valid", "y_valid", "valid_weight"), held_out=True,
-                  halves_of=options if X_train is None else None)
-    train = None if X_train is None else _Rows(
-        client, job_future, X_train, y_train, train_weight,
-        ("X_train", "y_train", "train_weight"), held_out=False)
-    return adapter, read, obj, train, valid
+    # the rows' hashes, as in memory: the training rows' to compare, the held-out rows' to
+    # compare, to sketch the rows that prune, or to test against the pruning rows' sketches
+    compared = train is not None and not same
+    valid.start(job_future, held_out=True, halves_of=options if train is None else None,
+                hashed=compared or (needed_for == "prune" and options.prune_threshold > -np.inf)
+                or (needed_for == "importance" and bool(read.pruned_on) and not same))
+    if train is not None:
+        train.start(job_future, held_out=False, hashed=compared)
+    _check_held_out_rows(train if compared else None, valid, read, needed_for)
+    return _Setup(adapter, read, obj, options, train, valid)
+
+
+def _check_held_out_rows(train: _Rows | None, valid: _Rows, read: Model,
+                         needed_for: str) -> None:
+    """As in memory: warn (``prune``: refuse) where the held-out rows are training rows
+    (all of them, or a share beyond chance) or, for importance, rows that pruned the model
+    (its sketches), from the summaries of the rows' hashes: exact where they hold every
+    distinct row, else over the rows whose hashes are below their bounds."""
+    if valid.summary is None:
+        return
+    found, part = None, (lambda: False)
+    if train is not None:
+        found = summary_overlap(train.summary, valid.summary)
+        part = lambda: not covers(valid.summary, train.summary)  # noqa: E731
+    by_pruning = ([sketch_overlap(text, valid.summary) for text in read.pruned_on]
+                  if needed_for == "importance" else [])
+    # warnings point at the caller's line: here, _setup, the engine's and uc's entry points
+    warn_held_out_rows(found, part, by_pruning, needed_for, stacklevel=6)
 
 
 def _progress(enabled: bool, futures) -> None:
@@ -391,14 +482,15 @@ def unbiased_importance(
             n_jobs=n_jobs)
     options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
                           cross_fit=cross_fit, n_blocks=n_blocks)
-    _, read, _, train, valid = _setup(
-        model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
-        options, memory_budget, host_params, "importance")
+    setup = _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
+                   objective, options, memory_budget, host_params, "importance")
+    read, train, valid, options = setup.read, setup.train, setup.valid, setup.options
     forest = read.forest
     jack = options.n_blocks > 1
     chunk = _round_chunk(valid.client, read, train, valid, memory_budget)
     records, replicates, shares = [], [], []
     n_first, first = _first_trees(forest), []  # for check_against_host
+    later: list[tuple[int, int, int]] = []  # for check_later_gains
     for start in range(0, forest.n_trees, chunk):
         stop = min(start + chunk, forest.n_trees)
         sums_f = [] if train is None else train.step(start, stop, "sums")
@@ -426,6 +518,8 @@ def unbiased_importance(
             records.append(_split_records(_Step(t, tree), scores, int(forest.tree_class[t])))
             if train is not None and t < n_first:
                 first.append(_host_and_replay(tree, scores))
+            elif train is not None:
+                later.append((t, *later_gains(tree, scores)))
             shares.append(_child_share(_Step(t, tree), scores))
             inner = tree.internal_nodes
             if scores.jackknife is not None:
@@ -435,13 +529,15 @@ def unbiased_importance(
     if records:
         _warn_unusable(np.concatenate([r["usable"] for r in records]),
                        np.concatenate([r["k"] for r in records]), np.concatenate(shares),
-                       options.min_k, valid.n_rows, halves=train is None)
+                       options.min_k, valid.n_rows, extra_frames=1, halves=train is None)
     report = ImportanceReport(_records_frame(records, forest.feature_names),
                               forest.feature_names, host=read.host,
                               jackknife=stack_replicates(replicates, options.n_blocks))
     report.rows_near_threshold = {}
-    if first:  # as in memory: the first iteration against the model's own
-        check_against_host(*map(np.concatenate, zip(*first)), read, extra_frames=1)
+    # as in memory: the first iteration against the model's own, then the later trees' gains
+    if not (first and check_against_host(*map(np.concatenate, zip(*first)), read,
+                                         extra_frames=1)):
+        check_later_gains(sum_later_gains(later), read, "importance", extra_frames=1)
     return report
 
 
@@ -474,9 +570,9 @@ def prune(
     options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
                           cross_fit=cross_fit, prune_threshold=threshold,
                           argument_names={"prune_threshold": "threshold"})
-    adapter, read, obj, train, valid = _setup(
-        model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
-        options, memory_budget, host_params, "prune")
+    setup = _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
+                   objective, options, memory_budget, host_params, "prune")
+    read, obj, train, valid = setup.read, setup.objective, setup.train, setup.valid
     if obj.renews_leaves:
         raise ValueError(f"pruning {obj.name} models is not supported: the host renews their "
                          "leaf values from residual percentiles")
@@ -485,6 +581,8 @@ def prune(
     trees = list(forest.trees)
     usable_all, ks, shares, first = [], [], [], []
     n_first = _first_trees(forest)
+    later = _PartitionedLaterGains(read, train is not None)  # for check_later_gains
+    own_gains: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}  # B, old_to_new per tree
     replaced = None
     counts_of: dict[int, np.ndarray] = {}
     bar = progress_bar(forest.n_trees, progress, "trees")
@@ -497,8 +595,10 @@ def prune(
         tree = forest.trees[t]
         requests, info = _allocations(tree, counts_of.pop(t), options, t, len(valid.x),
                                       halves=train is None)
+        at_own = later.at_own_scores(t)
         sums_f = (None if train is None
-                  else train.step(t, t + 1, "sums", replaced=replaced, keep_last=True))
+                  else train.step(t, t + 1, "sums", replaced=replaced, keep_last=True,
+                                  keep_own=later.follow, own_sums=at_own))
         draws_f = valid.step(t, t + 1, "draws", replaced=replaced,
                              requests=[[r] for r in requests], keep_last=True)
         sums = None if train is None else train.reduce(sums_f)[0]
@@ -511,24 +611,83 @@ def prune(
             shares.append(_child_share(_Step(t, tree), scores))
             if train is not None and t < n_first:
                 first.append(_host_and_replay(tree, scores))
+            elif train is not None:
+                later.add(t, tree, scores, sums if at_own else None)
             replaced = prune_tree(tree, scores, read.split_score, options.prune_threshold,
                                   refit_leaves)
+            if train is not None:
+                later.moved(t, tree, replaced)
+                own_gains[t] = (scores.biased, None if replaced is None else replaced[1])
             if replaced is not None:
                 trees[t] = replaced[0]
         bar.update(1)
     bar.close()
     if usable_all:
         _warn_unusable(np.concatenate(usable_all), np.concatenate(ks), np.concatenate(shares),
-                       options.min_k, valid.n_rows, halves=train is None)
-    if first:
-        check_against_host(*map(np.concatenate, zip(*first)), read, extra_frames=1)
+                       options.min_k, valid.n_rows, extra_frames=1, halves=train is None)
+    # as in memory: the first iteration against the model's own, then the later trees' gains
+    first_warned = bool(first) and check_against_host(*map(np.concatenate, zip(*first)), read,
+                                                      extra_frames=1)
+    if not first_warned:
+        check_later_gains(sum_later_gains(later.parts), read, "prune", extra_frames=1)
+    if later.changed_at is not None and not first_warned and not read.warnings:
+        # the later trees' gains at the pruned model's own scores, as in memory: read again
+        # where its record is lost, it is checked silently and can be pruned again
+        trees = _with_own_gains(trees, forest.tree_iteration, later.changed_at, own_gains)
     before = sum(t.n_leaves for t in forest.trees)
     after = sum(t.n_leaves for t in trees)
     log.info("pruning kept %d of %d leaves", after, before)
-    # the rows that pruned it earlier stay recorded; dask partitions get no sketch of their
-    # own (their rows' hashes would be one more pass over the cluster)
-    pruned = adapter.write_model(unwrap_model(model), forest.with_trees(trees),
-                                 split_score=read.split_score, pruned_on=read.pruned_on)
+    # rows that decided something (not those of threshold=-inf, which keeps every split):
+    # the sketch of the held-out rows, from their partitions' summaries, as in memory
+    pruned_on = read.pruned_on
+    if threshold > -np.inf:
+        pruned_on += tuple({summary_sketch(valid.summary)} - set(pruned_on))
+    pruned = setup.adapter.write_model(unwrap_model(model), forest.with_trees(trees),
+                                       split_score=read.split_score, pruned_on=pruned_on)
     if is_xgboost_dask_result(model):
         return {**model, "booster": pruned}
     return pruned
+
+
+class _PartitionedLaterGains:
+    """:class:`unbiased_criteria.api._PrunedLaterGains` over partitions: the later trees'
+    ``(index, compared, disagreeing)`` splits while ``prune`` replaces trees, B as scored
+    where no earlier iteration was changed, else at the model's own (unpruned) scores, which
+    the training partitions keep (``keep_own``) and give the sums at (``own_sums``), for
+    :data:`~unbiased_criteria.api.PRUNE_CHECK_TREES` trees of single-output models, as in
+    memory."""
+
+    def __init__(self, read: Model, with_train: bool):
+        self.read = read
+        self.iteration_of = read.forest.tree_iteration
+        self.changed_at: int | None = None  # the first iteration a tree was changed in
+        self.left = PRUNE_CHECK_TREES
+        #: the partitions keep the model's own scores while True
+        self.follow = with_train and read.forest.n_outputs == 1
+        self.parts: list[tuple[int, int, int]] = []
+
+    def at_own_scores(self, t: int) -> bool:
+        """Whether tree ``t`` is compared at the model's own scores: a later iteration than
+        the first one changed, while following (from that iteration's first tree on)."""
+        return (self.follow and self.changed_at is not None
+                and int(self.iteration_of[t]) != self.changed_at)
+
+    def add(self, t: int, tree, scores, sums: np.ndarray | None) -> None:
+        """Compare tree ``t``'s gains (``sums``: with those at the model's own scores)."""
+        if self.changed_at is None or self.changed_at == int(self.iteration_of[t]):
+            self.parts.append((t, *later_gains(tree, scores)))
+            return
+        if sums is None:
+            return
+        self.left -= 1
+        self.follow = self.left > 0
+        own = own_biased_gain(tree, sums, self.read.split_score)
+        self.parts.append((t, *later_gains(tree, replace(scores, biased=own))))
+
+    def moved(self, t: int, tree, out) -> None:
+        """Note the first iteration whose pruning moved the training rows' scores (a leaf
+        refit at the model's own scores keeps them, to float rounding)."""
+        if out is None or (self.changed_at is None and leaves_unchanged(tree, out)):
+            return
+        if self.changed_at is None:
+            self.changed_at = int(self.iteration_of[t])

@@ -144,7 +144,9 @@ def test_pruned_model_keeps_only_positive_splits_and_predicts_as_its_ir(client):
     args = (*_dask(2, X, y), *_dask(3, Xv, yv))
     pruned = uc.prune(model, *args, random_state=7)
     before = uc.unbiased_importance(model, *args, random_state=7).splits
-    report = uc.unbiased_importance(pruned, *args, random_state=7)
+    # the rows that pruned it (its sketch, from the partitions): warned, as in memory
+    with pytest.warns(UserWarning, match="X_valid holds rows that pruned this model"):
+        report = uc.unbiased_importance(pruned, *args, random_state=7)
     assert 0 < len(report.splits) < len(before)
     # re-scored with the same rows and seed, every kept split draws the rows it was pruned
     # with: U > 0 for each (as in memory)
