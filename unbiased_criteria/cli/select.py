@@ -15,7 +15,7 @@ import pandas as pd
 
 from .. import model_files
 from ..errors import InputError
-from .files import _is_text, read_table, weight_values
+from .files import _is_text, feature_values, read_table, weight_values
 from .output import (
     PROG,
     check_target,
@@ -88,9 +88,12 @@ def cmd_select(args) -> int:
         weight_values(frame.pop(args.weight), "DATA", args.data)
     if frame.shape[1] == 0:
         raise InputError(f"DATA {args.data}: no feature column besides the label")
-    for column in frame.columns:  # text columns are categorical features
-        if _is_text(frame[column]):
-            frame[column] = frame[column].astype("category")
+    # each column as importance and prune read it (text and categories categorical): the
+    # host's estimator got the file's own dtypes, and failed on some (TypeError: a bug)
+    frame = pd.DataFrame({column: feature_values(
+        frame[column], column, "DATA", args.data, categories=True,
+        hint=f"; convert it, or leave it out with --drop {column}") for column in frame.columns},
+        index=frame.index)
     task = _task(y, args.task, args.label)
     # classes as 0..K-1 in sorted order (XGBoost's classifier accepts nothing else)
     if task == "classification":
