@@ -270,3 +270,18 @@ def test_a_column_no_host_reads_is_one_error_naming_it(tmp_path, capsys, host, c
     assert err.count("\n") == 1, err
     assert f"DATA {path}: column {column!r} holds values of type" in err
     assert f"--drop {column}" in err
+
+
+def test_a_date_label_is_no_regression_target(tmp_path, capsys):
+    """pd.to_numeric read a date label as its microseconds: a regression on them, silently."""
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(0)
+    n = 300
+    path = tmp_path / "data.parquet"
+    pd.DataFrame({"x": rng.normal(size=n), "when": pd.Timestamp("2020-01-01")
+                  + pd.to_timedelta(rng.integers(0, 99, n), "D")}).to_parquet(path)
+    code, out, err = run(["select", path, "--label", "when", "--host", "lightgbm", "--cv",
+                          "3", "--task", "regression"], capsys)
+    assert code == 2 and out == ""
+    assert "--label when: --task regression needs numbers, the column holds values of type " \
+           "datetime64" in err

@@ -99,6 +99,11 @@ def cmd_select(args) -> int:
     if task == "classification":
         labels = pd.Categorical(y).codes
     else:
+        if not (pd.api.types.is_numeric_dtype(y.dtype) or pd.api.types.is_bool_dtype(y.dtype)
+                or _is_text(y) or isinstance(y.dtype, pd.CategoricalDtype)):
+            # pd.to_numeric reads dates and durations as their nanoseconds, silently
+            raise InputError(f"--label {args.label}: --task regression needs numbers, the "
+                             f"column holds values of type {y.dtype}")
         numbers = pd.to_numeric(y, errors="coerce")
         if numbers.isna().any():
             text = short([str(v) for v in pd.unique(y[numbers.isna()])])
