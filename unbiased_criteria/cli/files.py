@@ -309,7 +309,7 @@ def _object_kind(s: pd.Series) -> str:
             kinds.add("true/false")
         elif isinstance(v, str):
             kinds.add("text")
-        elif isinstance(v, numbers.Real) or isinstance(v, decimal.Decimal):
+        elif isinstance(v, (numbers.Real, decimal.Decimal)):
             kinds.add("numbers")
         else:
             return "mixed"
