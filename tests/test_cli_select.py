@@ -16,6 +16,7 @@ import lightgbm  # noqa: E402
 import xgboost  # noqa: E402
 
 import unbiased_criteria as uc  # noqa: E402
+from unbiased_criteria import model_files  # noqa: E402
 from unbiased_criteria.cli import main  # noqa: E402
 from unbiased_criteria.datasets import paper_example  # noqa: E402
 
@@ -192,3 +193,95 @@ def test_regression_on_a_text_label_names_the_label(data_file, capsys):
     assert code == 2 and out == ""
     assert "--label cls: --task regression needs numbers, the column holds text (" in err
     assert "Traceback" not in err
+
+
+# ------------------------------------------------- columns read as importance and prune read them
+
+
+@pytest.fixture(scope="module")
+def mixed_columns():
+    """A true/false column with gaps, a pyarrow-backed number, a nullable integer and the
+    frame the hosts are given for them (1/0/NaN and float64)."""
+    rng = np.random.default_rng(3)
+    n = 600
+    flag = rng.choice(np.array([True, False, None], dtype=object), size=n)
+    x = rng.normal(size=n)
+    z = rng.integers(0, 4, n)
+    y = x + np.where(flag == True, 1.0, 0.0) + rng.normal(size=n)  # noqa: E712
+    read = pd.DataFrame({"x": x, "flag": [np.nan if v is None else float(v) for v in flag],
+                         "z": z.astype(np.float64)})
+    z_missing = pd.array(z, dtype="Int64")
+    z_missing[:5] = pd.NA
+    read.loc[:4, "z"] = np.nan
+    written = pd.DataFrame({"x": pd.array(x, dtype="double[pyarrow]"),
+                            "flag": pd.Series(flag, dtype=object), "z": z_missing, "y": y})
+    return written, read, y
+
+
+def _selected(args, capsys) -> pd.DataFrame:
+    code, out, err = run(args, capsys)
+    assert code == 0, err
+    assert "internal error" not in err
+    return pd.read_csv(io.StringIO(out), index_col="feature")
+
+
+@pytest.mark.parametrize("host", ["xgboost", "lightgbm", "sklearn"])
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_true_false_and_pyarrow_columns_are_numbers_as_importance_reads_them(
+        mixed_columns, tmp_path, capsys, host, kind):
+    """A True/False column with gaps (object of bools) became a category of booleans, on
+    which XGBoost failed (TypeError, 'internal error'); LightGBM refused pyarrow-backed
+    columns that importance reads. Now each is what importance reads: 1/0/NaN, float64."""
+    written, read, y = mixed_columns
+    path = tmp_path / f"data.{kind}"
+    if kind == "csv":
+        written.to_csv(path, index=False)
+        assert pd.read_csv(path)["flag"].dtype == object  # pandas' own reading of it
+    else:
+        pytest.importorskip("pyarrow")
+        written.to_parquet(path)
+    trees = "max_iter" if host == "sklearn" else "n_estimators"
+    got = _selected(["select", path, "--label", "y", "--host", host, "--cv", "3", "--seed", "2",
+                     "--format", "csv", "--param", f"{trees}=8"], capsys)
+    estimator = model_files.host_estimator(host, "regression", {trees: 8})
+    selector = uc.UnbiasedSelector(estimator, cv=3, random_state=2).fit(read, y)
+    np.testing.assert_allclose(got["unbiased_gain"],
+                               selector.importances_.loc[got.index, "unbiased_gain"],
+                               rtol=1e-9)
+    assert got.loc["flag", "biased_gain"] > 0  # the column was used, as numbers
+
+
+@pytest.mark.parametrize("host", ["lightgbm", "sklearn", "xgboost"])
+@pytest.mark.parametrize("column", ["date", "span", "bytes"])
+def test_a_column_no_host_reads_is_one_error_naming_it(tmp_path, capsys, host, column):
+    """A Parquet datetime column: DTypePromotionError from LightGBM and HistGradientBoosting,
+    reported as an internal error (exit 1). Dates, durations, bytes: one line naming it."""
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(0)
+    n = 300
+    values = {"date": pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 99, n), "D"),
+              "span": pd.to_timedelta(rng.integers(0, 99, n), unit="D"),
+              "bytes": pd.Series([b"a", b"b", b"c"] * (n // 3), dtype=object)}[column]
+    x = rng.normal(size=n)
+    path = tmp_path / "data.parquet"
+    pd.DataFrame({"x": x, column: values, "y": x + rng.normal(size=n)}).to_parquet(path)
+    code, out, err = run(["select", path, "--label", "y", "--host", host, "--cv", "3"], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1, err
+    assert f"DATA {path}: column {column!r} holds values of type" in err
+    assert f"--drop {column}" in err
+
+
+def test_a_date_label_is_no_regression_target(tmp_path, capsys):
+    """pd.to_numeric read a date label as its microseconds: a regression on them, silently."""
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(0)
+    n = 300
+    path = tmp_path / "data.parquet"
+    pd.DataFrame({"x": rng.normal(size=n), "when": pd.Timestamp("2020-01-01")
+                  + pd.to_timedelta(rng.integers(0, 99, n), "D")}).to_parquet(path)
+    code, out, err = run(["select", path, "--label", "when", "--host", "lightgbm", "--cv",
+                          "3", "--task", "regression"], capsys)
+    assert code == 2 and out == ""
+    assert "--label when: --task regression needs numbers, the column holds values of type " \
+           "datetime64" in err

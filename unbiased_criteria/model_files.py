@@ -6,7 +6,9 @@ in :data:`ADAPTERS` (``unbiased_criteria.adapters.<host>.model_file``) provides
 
 * ``MODEL_FILE_KINDS: str``: the formats it reads, for messages ("a LightGBM text model");
 * ``recognise_model_file(data: bytes) -> bool``: whether ``data`` is one of the adapter's
-  file formats, from the content alone (cheap: no parsing);
+  file formats, from the content alone (cheap: no parsing). A file compressed by gzip, bz2
+  or xz that no adapter takes as it is (a compressed pickle is one, for joblib) is
+  decompressed (:func:`decompress`) and its content offered to the adapters again;
 * ``load_model_file(file: ModelBytes) -> ModelFile``: the host's model object; raises
   :class:`~unbiased_criteria.errors.InputError` for a corrupt file, and for a format that can
   run code on load (pickle) unless ``file.trusted``;
@@ -29,8 +31,12 @@ A new kind of model file (a JSON dump, another host's pickle) is one more entry 
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import importlib
 import importlib.util
+import lzma
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -53,6 +59,7 @@ __all__ = [
     "serialise_model",
     "fit_example",
     "host_estimator",
+    "decompress",
 ]
 
 #: host name -> (package that must be installed, pip name, adapter module), in the order the
@@ -163,13 +170,78 @@ def installed_hosts() -> list[str]:
             if importlib.util.find_spec(package) is not None]
 
 
+#: compressed streams the standard library reads (whole files: ``gzip model.txt``), by their
+#: first bytes; joblib writes these too (and zlib, lz4: :func:`decompress` reads zlib)
+_COMPRESSIONS: dict[str, bytes] = {"gzip": b"\x1f\x8b", "bz2": b"BZh", "xz": b"\xfd7zXZ\x00"}
+#: zlib stream headers (32 KiB window, no preset dictionary) of its four compression levels
+_ZLIB_HEADERS = (b"\x78\x01", b"\x78\x5e", b"\x78\x9c", b"\x78\xda")
+
+
+def _decompressor(name: str):
+    """A new incremental decompressor of ``name`` (``decompress(data, max_length)``)."""
+    if name == "gzip":
+        return zlib.decompressobj(wbits=31)
+    if name == "zlib":
+        return zlib.decompressobj()
+    return bz2.BZ2Decompressor() if name == "bz2" else lzma.LZMADecompressor()
+
+
+def decompress(data: bytes, limit: int | None = None) -> tuple[str, bytes] | None:
+    """The compression and content of a gzip, bz2, xz or zlib stream.
+
+    Parameters
+    ----------
+    data : bytes
+        A file's content.
+    limit : int, optional
+        Decompress only the first ``limit`` bytes of the content (enough to recognise it,
+        cheaply); a stream cut short is then no error.
+
+    Returns
+    -------
+    (str, bytes) or None
+        ``("gzip", content)`` and so on; None when ``data`` is not such a stream.
+
+    Raises
+    ------
+    ValueError
+        ``data`` starts as such a stream but cannot be decompressed (corrupt, or cut short
+        when ``limit`` is None), with the decompressor's reason.
+    """
+    name = next((n for n, magic in _COMPRESSIONS.items() if data.startswith(magic)), None)
+    if name is None and data[:2] in _ZLIB_HEADERS:
+        name = "zlib"  # joblib's "zlib"
+    if name is None:
+        return None
+    try:
+        if limit is not None:
+            return name, _decompressor(name).decompress(data, limit)
+        if name == "gzip":
+            return name, gzip.decompress(data)  # every member, as gunzip reads them
+        if name == "zlib":
+            return name, zlib.decompress(data)
+        return name, (bz2.decompress if name == "bz2" else lzma.decompress)(data)
+    except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError) as err:
+        reason = " ".join(str(err).split()) or type(err).__name__
+        if isinstance(err, EOFError):
+            reason = f"cut short ({reason})"
+        raise ValueError(f"{_a(name)}-compressed file that cannot be decompressed: "
+                         f"{reason}") from None
+
+
+def _a(name: str) -> str:
+    """``name`` with its article: "a gzip", "an xz"."""
+    return f"{'an' if name == 'xz' else 'a'} {name}"
+
+
 def load_model_file(data: bytes, source: str, *, trusted: bool = False) -> ModelFile:
     """Load a model file with the first installed adapter that recognises its content.
 
     Parameters
     ----------
     data : bytes
-        The file's content.
+        The file's content: a model file, or one compressed by gzip, bz2 or xz (read
+        decompressed; only a pickle inside needs ``trusted``).
     source : str
         What to call the file in messages.
     trusted : bool
@@ -182,21 +254,43 @@ def load_model_file(data: bytes, source: str, *, trusted: bool = False) -> Model
     Raises
     ------
     InputError
-        Empty, recognised by no installed adapter, or corrupt.
+        Empty, recognised by no installed adapter, corrupt, or compressed and corrupt.
     """
     if not data.strip():
         raise InputError(f"{source}: is empty, not a model file")
-    file = ModelBytes(data, source, trusted)
     installed = installed_hosts()
-    for host in installed:
-        adapter = host_adapter(host)
-        if adapter.recognise_model_file(data):
-            return adapter.load_model_file(file)
+    found = _load_recognised(ModelBytes(data, source, trusted), installed)
+    if found is not None:
+        return found
+    # a compressed model file (model.txt.gz): its content, decompressed (it was taken for a
+    # joblib pickle, and unpickling the text failed)
+    try:
+        packed = decompress(data)
+    except ValueError as err:
+        raise InputError(f"{source}: {err}") from None
+    what = "not a model file"
+    if packed is not None:
+        name, content = packed
+        found = _load_recognised(ModelBytes(content, source, trusted), installed) \
+            if content.strip() else None
+        if found is not None:
+            return found
+        what = f"{_a(name)}-compressed file whose content is not a model file"
     missing = [ADAPTERS[h][1] for h in ADAPTERS if h not in installed]
     hint = f"; other kinds need {', '.join(missing)} (pip install {' '.join(missing)})" \
         if missing else ""
     kinds = "; ".join(host_adapter(h).MODEL_FILE_KINDS for h in installed)
-    raise InputError(f"{source}: not a model file (none of: {kinds}){hint}")
+    raise InputError(f"{source}: {what} (none of: {kinds}){hint}")
+
+
+def _load_recognised(file: ModelBytes, installed: list[str]) -> ModelFile | None:
+    """``file`` loaded by the first of the ``installed`` adapters that recognises it, or
+    None."""
+    for host in installed:
+        adapter = host_adapter(host)
+        if adapter.recognise_model_file(file.data):
+            return adapter.load_model_file(file)
+    return None
 
 
 def feature_schema(model_file: ModelFile) -> Schema:

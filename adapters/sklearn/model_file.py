@@ -18,7 +18,7 @@ import pandas as pd
 from unbiased_criteria.adapters.sklearn import compat
 
 from unbiased_criteria.errors import InputError
-from unbiased_criteria.model_files import ModelBytes, ModelFile, Schema
+from unbiased_criteria.model_files import ModelBytes, ModelFile, Schema, decompress
 
 __all__ = [
     "MODEL_FILE_KINDS",
@@ -34,19 +34,29 @@ __all__ = [
 
 MODEL_FILE_KINDS = ("a pickle or joblib file of a fitted scikit-learn HistGradientBoosting "
                     "estimator (with --trust-pickle)")
-# joblib's compressed files: gzip, bz2, xz, lz4 (zlib is checked apart: its first byte is "x")
-_COMPRESSED = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x04\x22\x4d\x18")
+#: lz4 frames, which joblib writes with the lz4 package; the others: model_files.decompress
+_LZ4 = b"\x04\x22\x4d\x18"
+
+
+def _is_pickle(head: bytes) -> bool:
+    """A pickle of protocol 2 to 5 (joblib's uncompressed files too), from its first bytes."""
+    return len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5
 
 
 def recognise_model_file(data: bytes) -> bool:
     """A pickle of protocol 2 to 5 (also joblib's uncompressed files) or a joblib file
-    compressed by zlib, gzip, bz2, xz or lz4, from its first bytes."""
-    head = data[:6]
-    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+    compressed by zlib, gzip, bz2, xz or lz4, from its first bytes: a compressed stream is
+    one when the start of its content is a pickle (a gzip-compressed text or JSON model is
+    not, and loads decompressed: it was taken for a pickle, and unpickled)."""
+    if _is_pickle(data[:2]):
         return True
-    if len(head) >= 2 and head[0] == 0x78 and (head[0] * 256 + head[1]) % 31 == 0:
-        return True  # a zlib stream header (CMF 0x78, FCHECK)
-    return head.startswith(_COMPRESSED)
+    if data.startswith(_LZ4):  # no standard-library reader: taken for joblib's, as written
+        return True
+    try:
+        packed = decompress(data, limit=16)
+    except ValueError:  # corrupt: model_files.load_model_file says why
+        return False
+    return packed is not None and _is_pickle(packed[1])
 
 
 def load_model_file(file: ModelBytes) -> ModelFile:

@@ -8,8 +8,12 @@ inputs.
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import lzma
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,6 +122,13 @@ def cmd_importance(args) -> int:
     return 0
 
 
+#: ``prune --output`` suffixes of a compressed file, and how to compress the model for them
+_COMPRESSORS: dict[str, Callable[[bytes], bytes]] = {
+    ".gz": lambda blob: gzip.compress(blob, mtime=0), ".bz2": bz2.compress,
+    ".xz": lzma.compress,
+}
+
+
 def cmd_prune(args) -> int:
     """``unbiased-criteria prune``: remove the splits with unbiased gain <= threshold."""
     from ..api import prune_forest
@@ -135,7 +146,12 @@ def cmd_prune(args) -> int:
         train_weight=data.w_train, valid_weight=data.w_valid, **api_options(args),
     )
     pruned = result.write(data.model.model)
-    blob = model_files.serialise_model(data.model, pruned, output.suffix)
+    # model.txt.gz: the format of .txt, compressed as .gz (MODEL may be compressed too)
+    compress = _COMPRESSORS.get(output.suffix.lower())
+    blob = model_files.serialise_model(
+        data.model, pruned, Path(output.stem).suffix if compress else output.suffix)
+    if compress is not None:
+        blob = compress(blob)
     try:
         # never in place: --output may be the input model, and a kill mid-write must not
         # leave a truncated model

@@ -3,8 +3,10 @@ data tables (CSV or Parquet) matched to the model's features."""
 
 from __future__ import annotations
 
+import decimal
 import importlib.util
 import lzma
+import numbers
 import sys
 import zipfile
 import zlib
@@ -19,7 +21,8 @@ from ..errors import InputError
 from ..model_files import ModelFile, Schema
 from .output import first_line, short, warn
 
-__all__ = ["load_model", "model_schema", "read_table", "prepare_data", "weight_values"]
+__all__ = ["load_model", "model_schema", "read_table", "prepare_data", "feature_values",
+           "weight_values"]
 
 
 def _readable_file(path: str | Path, what: str) -> Path:
@@ -284,13 +287,147 @@ def _coerce_like(values: pd.Series, categories: list) -> pd.Series:
 
 def _true_false(s: pd.Series) -> bool:
     """True/False values with missing ones: pandas reads such a CSV or Parquet column as
-    objects (``True``, ``False``, NaN or None), or as its ``boolean`` dtype."""
+    objects (``True``, ``False``, NaN or None), as its ``boolean`` dtype, or as pyarrow's
+    ``bool[pyarrow]``."""
     if isinstance(s.dtype, pd.BooleanDtype):
         return True
-    if not pd.api.types.is_object_dtype(s.dtype):
-        return False
+    if isinstance(s.dtype, pd.ArrowDtype):
+        return pd.api.types.is_bool_dtype(s.dtype)
+    return pd.api.types.is_object_dtype(s.dtype) and _object_kind(s) == "true/false"
+
+
+def _object_kind(s: pd.Series) -> str:
+    """What an object column holds: ``"missing"`` (nothing else), ``"true/false"``,
+    ``"text"``, ``"numbers"`` (Parquet decimals, say; booleans are not numbers here) or
+    ``"mixed"`` (values of several of these kinds, or of another type: dates, bytes...)."""
     present = s.dropna()
-    return len(present) > 0 and all(isinstance(v, (bool, np.bool_)) for v in present)
+    if len(present) == 0:
+        return "missing"
+    kinds = set()
+    for v in present:  # a Python loop: object columns are what pandas could not type
+        if isinstance(v, (bool, np.bool_)):
+            kinds.add("true/false")
+        elif isinstance(v, str):
+            kinds.add("text")
+        elif isinstance(v, (numbers.Real, decimal.Decimal)):
+            kinds.add("numbers")
+        else:
+            return "mixed"
+        if len(kinds) > 1:
+            return "mixed"
+    return kinds.pop()
+
+
+def _unreadable(s: pd.Series, column: str, option: str, path: str, hint: str) -> InputError:
+    """The error for a column of a type no host reads as a feature (dates, durations,
+    intervals, complex numbers, objects of mixed types), naming it and its type."""
+    if pd.api.types.is_object_dtype(s.dtype):
+        types = sorted({type(v).__name__ for v in s.dropna()})
+        what = f"values of type(s) {short(types)}"
+    else:
+        what = f"values of type {s.dtype}"
+    return InputError(f"{option} {path}: column {column!r} holds {what}, which no host reads "
+                      f"as a feature (they read numbers, true/false and categories){hint}")
+
+
+def feature_values(s: pd.Series, column: str, option: str, path: str, *,
+                   categories: bool, hint: str = "") -> pd.Series:
+    """A data column as the host reads a feature, the same for every command (a feature
+    with the model's stored categories excepted: :func:`prepare_data` matches those).
+
+    Parameters
+    ----------
+    s : pandas.Series
+        As :func:`read_table` read it; not modified.
+    column, option, path : str
+        The column, option and file, for error messages.
+    categories : bool
+        Text and category columns are categorical features (``select``, where the host is
+        trained on the file): text becomes a pandas categorical, a categorical stays one.
+        False: the feature is numeric (``importance`` and ``prune`` for a model that treats
+        it so): text is refused, numeric categories are read as their numbers.
+    hint : str
+        Appended to the error for a column no host reads (what the user may do).
+
+    Returns
+    -------
+    pandas.Series
+        numpy ``int``/``float`` columns as they are; true/false (numpy ``bool``, objects
+        ``True``/``False`` with missing values, nullable ``boolean``, ``bool[pyarrow]``) as
+        float64 1/0 with missing values NaN; other numbers (nullable ``Int64``/``Float64``,
+        pyarrow-backed, sparse, Parquet decimals) as float64 with missing values NaN, which
+        every host reads (LightGBM refuses pyarrow-backed columns, XGBoost takes a category
+        of booleans for text).
+
+    Raises
+    ------
+    InputError
+        Text where the feature is numeric, and values of types no host reads as a feature:
+        dates, durations, periods, intervals, complex numbers, objects of mixed types.
+    """
+    dtype = s.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        kind = dtype.categories.dtype
+        if pd.api.types.is_bool_dtype(kind) or (pd.api.types.is_object_dtype(kind) and
+                                                _object_kind(dtype.categories.to_series())
+                                                == "true/false"):
+            return _one_zero(s)
+        if categories:
+            if (pd.api.types.is_numeric_dtype(kind) and not pd.api.types.is_complex_dtype(kind)) \
+                    or _text_values(dtype.categories.to_series()):
+                if isinstance(kind, pd.ArrowDtype):  # as text, above
+                    plain = pd.Index(dtype.categories.to_numpy(dtype=object)).infer_objects()
+                    return s.astype(object).astype(pd.CategoricalDtype(plain, dtype.ordered))
+                return s
+            raise _unreadable(s.astype(object), column, option, path, hint)
+        try:
+            return s.astype(np.float64)
+        except (TypeError, ValueError):
+            raise InputError(
+                f"{option} {path}: column {column!r} is categorical, but the model treats "
+                "it as a numeric feature"
+            ) from None
+    if pd.api.types.is_bool_dtype(dtype) or _true_false(s):  # 1/0; a missing value NaN
+        return _one_zero(s)
+    if pd.api.types.is_complex_dtype(dtype):
+        raise _unreadable(s, column, option, path, hint)
+    if pd.api.types.is_numeric_dtype(dtype):
+        if isinstance(dtype, np.dtype):  # the numbers as they are
+            return s
+        return pd.Series(s.to_numpy(dtype=np.float64, na_value=np.nan), index=s.index,
+                         name=s.name)
+    if pd.api.types.is_object_dtype(dtype):
+        kind = _object_kind(s)
+        if kind in ("missing", "numbers"):  # a Parquet null or decimal column
+            return pd.Series(pd.to_numeric(s.astype(object), errors="raise"), index=s.index,
+                             name=s.name).astype(np.float64)
+        if kind == "mixed":
+            raise _unreadable(s, column, option, path, hint)
+    if _is_text(s):
+        if categories:  # categories of plain text (HistGradientBoosting's encoder refuses
+            return s.astype(object).astype("category")  # pyarrow strings with nulls)
+        raise InputError(
+            f"{option} {path}: column {column!r} holds text, but the model treats it as "
+            "a numeric feature"
+        )
+    raise _unreadable(s, column, option, path, hint)
+
+
+def _one_zero(s: pd.Series) -> pd.Series:
+    """True/False values (any dtype: object, ``boolean``, ``bool[pyarrow]``, categories) as
+    float64 1/0, missing values (None, NaN, ``pd.NA``) as NaN."""
+    values = s.astype(object).to_numpy()
+    present = ~pd.isna(values)
+    out = np.full(len(values), np.nan)
+    out[present] = values[present].astype(np.float64)
+    return pd.Series(out, index=s.index, name=s.name)
+
+
+def _text_values(s: pd.Series) -> bool:
+    """``s`` holds text: a string dtype, or objects that are all strings."""
+    if pd.api.types.is_object_dtype(s.dtype):
+        return _object_kind(s) == "text"
+    return _is_text(s)
 
 
 def _to_category(values: pd.Series, categories: list | None, column: str, option: str,
@@ -406,21 +543,7 @@ def prepare_data(frame: pd.DataFrame, schema: Schema, label: str | list[str],
         if i in schema.categorical:
             X[column] = _to_category(s, schema.categorical[i], column, option, path,
                                      schema.unseen_as_missing)
-        elif _true_false(s):  # 1/0 as without missing values (below); missing is NaN
-            X[column] = s.map({True: 1.0, False: 0.0}, na_action="ignore").astype(np.float64)
-        elif _is_text(s):
-            raise InputError(
-                f"{option} {path}: column {column!r} holds text, but the model treats it as "
-                "a numeric feature"
-            )
-        elif isinstance(s.dtype, pd.CategoricalDtype):
-            try:
-                X[column] = s.astype(np.float64)
-            except (TypeError, ValueError):
-                raise InputError(
-                    f"{option} {path}: column {column!r} is categorical, but the model treats "
-                    "it as a numeric feature"
-                ) from None
-        elif s.dtype == bool:
-            X[column] = s.astype(np.float64)
+        else:
+            X[column] = feature_values(s, column, option, path, categories=False,
+                                       hint="; give the numbers the model was trained with")
     return X, y.to_numpy(dtype=object if text_labels else np.float64), w

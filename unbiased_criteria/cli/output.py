@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from ..files import write_atomic
+from ..files import _descriptor, write_atomic
 
 __all__ = ["PROG", "warn", "show_warning", "first_line", "short", "format_frame",
            "write_output", "save_plot", "check_target", "check_plot_target", "output_format"]
@@ -113,9 +114,11 @@ def output_format(fmt: str | None, output: str | None) -> str:
 
 def check_target(path: str | None, option: str,
                  inputs: dict[str, str | None] | None = None) -> None:
-    """Refuse, before any work, a file to write that is a folder or whose folder is missing
-    (found only after the computation, and for ``--plot`` after the table was printed), or
-    that is one of ``inputs`` (option -> path): the result would replace that file."""
+    """Refuse, before any work, a file to write that is a folder, whose folder is missing or
+    takes no new file (no write permission, a read-only file system), a pipe or device
+    that cannot be written (all found only after the computation, and for ``--plot`` after
+    the table was printed), or that is one of ``inputs`` (option -> path): the result would
+    replace that file."""
     if path is None or path == "-":
         return
     target = Path(path)
@@ -136,6 +139,54 @@ def check_target(path: str | None, option: str,
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         raise InputError(f"{option} {path}: cannot be written: no folder {str(folder)!r}")
+    _check_writable(path, option)
+
+
+def _writable(path: str | Path, mode: int) -> bool:
+    """``os.access`` with the effective user and group, those of the write to come."""
+    if os.access in os.supports_effective_ids:
+        return os.access(path, mode, effective_ids=True)
+    return os.access(path, mode)
+
+
+def _check_writable(path: str, option: str) -> None:
+    """Refuse a target :func:`~unbiased_criteria.files.write_atomic` could not write, found
+    otherwise after the work (a folder without write permission, a read-only file system):
+    its folder must take a new file (the temporary file renamed over the target), a named
+    pipe or device must be writable itself (written in place), an open descriptor
+    (``/dev/stdout``) is written where it stands."""
+    if _descriptor(path) is not None:
+        return
+    try:
+        st = os.stat(path)  # through symbolic links, as the write goes
+    except FileNotFoundError:
+        st = None
+    except OSError as err:  # a folder on the way that cannot be searched, a link loop
+        raise InputError(f"{option} {path}: cannot be written: {err.strerror or err}") \
+            from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        if not _writable(path, os.W_OK):
+            raise InputError(f"{option} {path}: cannot be written: no write permission")
+        return
+    real = Path(os.path.realpath(path))  # a symbolic link's target is replaced
+    folder = real.parent
+    if not folder.is_dir():  # a dangling link into a missing folder
+        raise InputError(f"{option} {path}: cannot be written: no folder {str(folder)!r}")
+    if not _writable(folder, os.W_OK | os.X_OK):
+        reason = "is on a read-only file system" if _read_only(folder) else \
+            "takes no new file (no write permission)"
+        given = Path(path).parent if str(Path(path).parent) else Path(".")
+        shown = given if os.path.realpath(given) == str(folder) else folder  # a link's
+        raise InputError(f"{option} {path}: cannot be written: its folder {str(shown)!r} "
+                         f"{reason}")
+
+
+def _read_only(folder: Path) -> bool:
+    """``folder`` is on a file system mounted read-only."""
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # no statvfs (Windows)
+        return False
 
 
 def write_output(text: str, output: str | None) -> None:

@@ -15,7 +15,7 @@ import pandas as pd
 
 from .. import model_files
 from ..errors import InputError
-from .files import _is_text, read_table, weight_values
+from .files import _is_text, feature_values, read_table, weight_values
 from .output import (
     PROG,
     check_target,
@@ -88,14 +88,22 @@ def cmd_select(args) -> int:
         weight_values(frame.pop(args.weight), "DATA", args.data)
     if frame.shape[1] == 0:
         raise InputError(f"DATA {args.data}: no feature column besides the label")
-    for column in frame.columns:  # text columns are categorical features
-        if _is_text(frame[column]):
-            frame[column] = frame[column].astype("category")
+    # each column as importance and prune read it (text and categories categorical): the
+    # host's estimator got the file's own dtypes, and failed on some (TypeError: a bug)
+    frame = pd.DataFrame({column: feature_values(
+        frame[column], column, "DATA", args.data, categories=True,
+        hint=f"; convert it, or leave it out with --drop {column}") for column in frame.columns},
+        index=frame.index)
     task = _task(y, args.task, args.label)
     # classes as 0..K-1 in sorted order (XGBoost's classifier accepts nothing else)
     if task == "classification":
         labels = pd.Categorical(y).codes
     else:
+        if not (pd.api.types.is_numeric_dtype(y.dtype) or pd.api.types.is_bool_dtype(y.dtype)
+                or _is_text(y) or isinstance(y.dtype, pd.CategoricalDtype)):
+            # pd.to_numeric reads dates and durations as their nanoseconds, silently
+            raise InputError(f"--label {args.label}: --task regression needs numbers, the "
+                             f"column holds values of type {y.dtype}")
         numbers = pd.to_numeric(y, errors="coerce")
         if numbers.isna().any():
             text = short([str(v) for v in pd.unique(y[numbers.isna()])])
