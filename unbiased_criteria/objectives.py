@@ -756,7 +756,32 @@ class CustomObjective(Objective):
 
 
 @dataclass(frozen=True)
-class Float64Objective(Objective):
+class _OnBase(Objective):
+    """An objective that computes its gradients otherwise than ``base`` and takes the rest
+    from it: its name, outputs, label checks, loss and inverse link."""
+
+    base: Objective = field(default_factory=SquaredError)
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.base.name
+
+    @property
+    def n_outputs(self) -> int:  # type: ignore[override]
+        return self.base.n_outputs
+
+    def check_labels(self, y, argument):
+        self.base.check_labels(y, argument)
+
+    def loss(self, y, raw):
+        return self.base.loss(y, raw)
+
+    def predict(self, raw):
+        return self.base.predict(raw)
+
+
+@dataclass(frozen=True)
+class Float64Objective(_OnBase):
     """An objective computed as scikit-learn's HistGradientBoosting computes it.
 
     Float64 labels, raw scores and weights, float64 maths, weights multiplied last, one final
@@ -770,16 +795,6 @@ class Float64Objective(Objective):
     base : Objective
         The core objective (label checks, init score, loss and inverse link come from it).
     """
-
-    base: Objective = field(default_factory=SquaredError)
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.base.name
-
-    @property
-    def n_outputs(self) -> int:  # type: ignore[override]
-        return self.base.n_outputs
 
     @property
     def renews_leaves(self) -> bool:  # type: ignore[override]
@@ -811,22 +826,12 @@ class Float64Objective(Objective):
             return np.where(y >= raw, -q, 1.0 - q), np.ones_like(raw)
         return base._grad_hess(y, raw, None)
 
-    def check_labels(self, y, argument):
-        self.base.check_labels(y, argument)
-
     def init_score(self, y, weight=None):
         return self.base.init_score(y, weight)
 
-    def loss(self, y, raw):
-        return self.base.loss(y, raw)
-
-    def predict(self, raw):
-        return self.base.predict(raw)
-
-
 
 @dataclass(frozen=True)
-class LabelOneWeighted(Objective):
+class LabelOneWeighted(_OnBase):
     """``base`` with the weight of every row whose label is exactly 1 multiplied by ``weight``.
 
     XGBoost's ``scale_pos_weight``: its ``RegLossObj`` losses (squared error, the logistic
@@ -836,7 +841,6 @@ class LabelOneWeighted(Objective):
     to each of its label columns, and a multi-target label is weighted column by column.
     """
 
-    base: Objective = field(default_factory=SquaredError)
     weight: float = 1.0
 
     def __post_init__(self):
@@ -846,14 +850,6 @@ class LabelOneWeighted(Objective):
         if not (np.isfinite(self.weight) and self.weight >= 0):
             raise ValueError(f"weight must be finite and non-negative, got {self.weight!r}")
         object.__setattr__(self, "precision", base.precision)
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.base.name
-
-    @property
-    def n_outputs(self) -> int:  # type: ignore[override]
-        return self.base.n_outputs
 
     @property
     def label_columns(self) -> int:  # type: ignore[override]
@@ -878,18 +874,9 @@ class LabelOneWeighted(Objective):
     def _grad_hess(self, y, raw, w):
         return self.base._grad_hess(y, raw, self._weights(y, w))
 
-    def check_labels(self, y, argument):
-        self.base.check_labels(y, argument)
-
     def init_score(self, y, weight=None):
         # the base's rule on the weighted rows (hosts that read this fold no such weight)
         return self.base.init_score(y, self._weights(np.asarray(y, dtype=np.float32), weight))
-
-    def loss(self, y, raw):
-        return self.base.loss(y, raw)
-
-    def predict(self, raw):
-        return self.base.predict(raw)
 
 
 @dataclass(frozen=True)

@@ -582,8 +582,6 @@ def sketch_overlap(text: str, held_out: HashSummary) -> Overlap | None:
     if parsed is None:
         return None
     kept, complete, chance = parsed
-    if kept.size == 0:
-        return None
     bound = held_out.bound if complete else min(kept[-1], held_out.bound)
     found = _tested(held_out, bound)
     if found is None:

@@ -190,12 +190,16 @@ def sketch_of_counts(distinct: np.ndarray, counts: np.ndarray) -> str:
 
 
 def _parse(text: str) -> tuple[np.ndarray, bool, float] | None:
+    """A sketch's hashes, whether they are all the rows', and its chance level; None for a
+    text that is not a sketch of this version's, or one of no rows."""
     parts = text.split(":") if isinstance(text, str) else []
     if len(parts) != 4 or parts[0] != _PREFIX:
         return None
     try:
         kept = np.frombuffer(base64.b64decode(parts[3], validate=True), dtype="<u8")
-        return kept.astype(np.uint64), parts[1] == "1", float(parts[2])
+        # an empty sketch (no rows) says nothing either
+        return (kept.astype(np.uint64), parts[1] == "1", float(parts[2])) if kept.size \
+            else None
     except ValueError:  # binascii.Error is a ValueError, as a bad float or buffer size
         return None
 
@@ -208,8 +212,6 @@ def overlap_with_sketch(text: str, held_out: np.ndarray) -> Overlap | None:
     if parsed is None:
         return None
     kept, complete, chance = parsed
-    if kept.size == 0:
-        return None
     tested = held_out if complete else held_out[held_out <= kept[-1]]
     if tested.size < min(_FEWEST_TESTED, held_out.size) or tested.size == 0:
         return None

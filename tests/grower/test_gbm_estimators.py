@@ -11,28 +11,12 @@ import pandas as pd
 import pytest
 
 pytest.importorskip("sklearn")
+from grower_cases import grower_data, grower_estimator  # noqa: E402
+
 import unbiased_criteria as uc  # noqa: E402
 from unbiased_criteria.datasets import paper_example  # noqa: E402
 
-
-def _data(kind, n=2000, seed=0, nan=0.1):
-    rng = np.random.default_rng(seed)
-    # float32-exact features: the hosts read float32 (XGBoost) and the grower bins float32
-    X = rng.normal(size=(n, 5)).astype(np.float32).astype(np.float64)
-    X[:, 4] = rng.integers(0, 4, n)
-    signal = X[:, 0] + 0.5 * (X[:, 4] == 2)
-    X[rng.random((n, 5)) < nan] = np.nan
-    noise = rng.normal(size=n)
-    if kind == "regression":
-        return X, signal + noise
-    if kind == "binary":
-        return X, np.where(signal + noise > 0, "yes", "no")
-    return X, np.digitize(signal + noise, [-1.0, 1.0])
-
-
-def _estimator(kind, **kw):
-    cls = uc.UnbiasedGBMRegressor if kind == "regression" else uc.UnbiasedGBMClassifier
-    return cls(n_estimators=15, num_leaves=15, random_state=0, **kw)
+_data, _estimator = grower_data, grower_estimator
 
 
 def _raw(est, X):
