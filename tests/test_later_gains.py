@@ -255,3 +255,20 @@ def test_dart_is_still_refused_and_told_from_the_hook(lgb_dart):
     with pytest.raises(UnsupportedModelError, match=LATER) as info:
         uc.prune(lgb_dart.dump_model(), X, y, Xv, yv, host_params={"lambda_l2": 0.0})
     assert "Not a model the training hook grew" in str(info.value)
+
+
+def test_a_pruning_move_beside_a_large_init_score_is_a_change():
+    """Labels around 1000 with a spread of 1: the first tree holds the init score, and
+    pruning's moves of its leaves (about 0.08) were taken for a refit's rounding (1e-4 of
+    the leaves' size), so the later trees were held to the model's gains at the pruned
+    scores and prune refused the model as DART."""
+    r = np.random.default_rng(3)
+    Xo, Xvo = r.normal(size=(1500, 6)), r.normal(size=(1500, 6))
+    yo = 0.8 * Xo[:, 0] + r.normal(size=1500) + 1000
+    yvo = 0.8 * Xvo[:, 0] + r.normal(size=1500) + 1000
+    m = lgb.train({**LGB, "num_leaves": 15}, lgb.Dataset(Xo, yo), 30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pruned = uc.prune(m, Xo, yo, Xvo, yvo, random_state=0)
+    assert pruned.num_trees() == 30
+    assert not np.allclose(pruned.predict(Xvo), m.predict(Xvo))  # it did prune

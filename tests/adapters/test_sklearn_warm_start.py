@@ -172,3 +172,25 @@ def test_a_pruned_model_stores_its_roots_gains_as_scikit_learn_does():
         changed += name == "pruned" and not np.array_equal(stored, np.array(
             [p.nodes["gain"][0] for it in model._predictors for p in it]))
     assert changed  # the pruned model's later roots were rewritten
+
+
+def test_a_pruned_model_is_not_taken_for_a_warm_start_fit():
+    """A pruned model's later trees hold values fitted at its unpruned scores: read against
+    the pruned replay they looked like a warm_start fit whose loss had changed, so its
+    importance warned and a second prune refused."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    def rows(seed, n=1500):
+        rng = np.random.default_rng(seed)
+        X = rng.normal(size=(n, 6))
+        X[:, 1] = rng.integers(0, 2, n)
+        return X, (0.8 * X[:, 0] + 0.5 * X[:, 1] + rng.logistic(size=n) > 0).astype(int)
+
+    (X, y), (Xv, yv), (Xv2, yv2) = rows(0), rows(1), rows(2)
+    model = HistGradientBoostingClassifier(max_iter=30, random_state=0,
+                                           early_stopping=False).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pruned = uc.prune(model, X, y, Xv, yv, random_state=0)
+        uc.unbiased_importance(pruned, X, y, Xv2, yv2, random_state=0)
+        uc.prune(pruned, X, y, Xv2, yv2, random_state=0)
