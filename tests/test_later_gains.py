@@ -272,3 +272,22 @@ def test_a_pruning_move_beside_a_large_init_score_is_a_change():
         pruned = uc.prune(m, Xo, yo, Xvo, yvo, random_state=0)
     assert pruned.num_trees() == 30
     assert not np.allclose(pruned.predict(Xvo), m.predict(Xvo))  # it did prune
+
+
+def test_the_unpruned_scores_are_summed_as_the_host_summed_them():
+    """XGBoost's float32 margins near 1e4: the unpruned scores were rebuilt as the pruned
+    ones plus what pruning moved, which rounds otherwise than XGBoost's own sums, and late
+    trees' small gains missed by more than 1% (prune refused the model as DART)."""
+    r = np.random.default_rng(4)
+    Xo, Xvo = r.normal(size=(1500, 6)), r.normal(size=(1500, 6))
+    yo = 0.8 * Xo[:, 0] + r.normal(size=1500) + 1e4
+    yvo = 0.8 * Xvo[:, 0] + r.normal(size=1500) + 1e4
+    m = xgb.train({"nthread": 1, "max_depth": 4}, xgb.DMatrix(Xo, yo), 30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pruned = uc.prune(m, Xo, yo, Xvo, yvo, random_state=0)
+    # the gains it stores for the later trees are XGBoost's own at its scores (refresh)
+    X2 = r.normal(size=(1500, 6))
+    again = uc.unbiased_importance(pruned, Xo, yo, X2, 0.8 * X2[:, 0] + 1e4, random_state=1)
+    s = again.splits
+    assert ((s.biased_gain - s.host_gain).abs() <= 1e-2 * s.host_gain.abs() + 1e-6).mean() > 0.99

@@ -783,18 +783,24 @@ PRUNE_CHECK_TREES = 32
 class _PrunedLaterGains:
     """The later trees' ``(index, compared, disagreeing)`` splits (:func:`later_gains`) while
     ``prune`` replaces trees: B as scored where no earlier iteration was changed, else at the
-    model's own (unpruned) scores, rebuilt as the replayed ones plus ``delta`` (what the
-    changed trees of earlier iterations moved each training row), for
-    :data:`PRUNE_CHECK_TREES` trees; that needs single-output models (a class's gradient
-    needs every class's scores, which a visitor does not see)."""
+    model's own (unpruned) scores, for :data:`PRUNE_CHECK_TREES` trees; that needs
+    single-output models (a class's gradient needs every class's scores, which a visitor
+    does not see). The own scores are summed as the host summed them, each unpruned tree
+    added to the scores before the first changed iteration (``own``; the first iteration's
+    replayed scores hold its trees' init bias, which ``own`` leaves out, as the later
+    iterations' do): rebuilt as the replayed scores plus what the changed trees moved,
+    float32 margins near 1e4 rounded otherwise than the host's, and late trees' small gains
+    missed by more than 1%."""
 
     def __init__(self, prep: _Prepared):
         self.prep = prep
         self.iteration_of = prep.model.forest.tree_iteration
         self.changed_at: int | None = None  # the first iteration a tree was changed in
         self.iteration = None
-        self.delta: np.ndarray | None = None  # moves of earlier iterations
-        self.pending: np.ndarray | None = None  # moves of this iteration
+        self.pending: list[np.ndarray] | None = None  # this iteration's trees' own values
+        self.own: np.ndarray | None = None  # the model's own scores before this iteration
+        self.first_iteration = int(np.min(self.iteration_of)) if self.iteration_of.size \
+            else 0
         self.left = PRUNE_CHECK_TREES
         self.follow = prep.train is not None and prep.model.forest.n_outputs == 1
         if self.follow:
@@ -806,9 +812,9 @@ class _PrunedLaterGains:
         (the trees of one iteration share the scores before it)."""
         it = int(self.iteration_of[index])
         if it != self.iteration:
-            if self.pending is not None:
-                self.delta = self.pending if self.delta is None else self.delta + self.pending
-                self.pending = None
+            for values in self.pending or ():  # tree by tree, as the host adds them
+                self.own += values
+            self.pending = None
             self.iteration = it
         return it
 
@@ -820,12 +826,11 @@ class _PrunedLaterGains:
             self.parts.append((step.index, *later_gains(step.tree,
                                                         _as_stored(read, step.tree, scores))))
             return
-        if not self.follow or self.delta is None:
+        if not self.follow or self.own is None:
             return
         self.left -= 1
         self.follow = self.left > 0
-        dtype = self.prep.model.forest.score_dtype
-        raw = (step.raw_train + self.delta).astype(dtype)
+        raw = self.own
         obj = self.prep.objective
         if obj.iteration_scaled:
             obj = obj.at_iteration(self.y, raw, self.weight)
@@ -836,20 +841,24 @@ class _PrunedLaterGains:
         self.parts.append((step.index, *later_gains(step.tree, rebuilt)))
 
     def moved(self, step: TreeStep, out) -> None:
-        """Follow what a replaced tree moved (nothing when its leaves kept their values, as a
-        leaf refit at the model's own scores does to float rounding)."""
+        """Note the first iteration pruning changes (a tree whose leaves kept their values, as
+        a leaf refit at the model's own scores does to float rounding, changes nothing), and
+        from it on add every tree's own (unpruned) values to ``own``."""
         it = self._at(step.index)
-        if out is None or (self.changed_at is None and leaves_unchanged(step.tree, out)):
-            return
-        if self.changed_at is None:
-            self.changed_at = it
-        if not self.follow:
-            return
-        new, old_to_new = out
         dtype = self.prep.model.forest.score_dtype
-        nodes = step.nodes_train
-        move = step.tree.value.astype(dtype)[nodes] - new.value.astype(dtype)[old_to_new[nodes]]
-        self.pending = move if self.pending is None else self.pending + move
+        if self.own is not None:  # every tree's own values, changed or not
+            if self.follow:
+                values = step.tree.value.astype(dtype)[step.nodes_train]
+                self.pending = (self.pending or []) + [values]
+            return
+        if self.changed_at is not None or out is None or leaves_unchanged(step.tree, out):
+            return
+        self.changed_at = it
+        if self.follow:  # the scores before it are the model's own
+            shift = step.tree.bias if it == self.first_iteration else 0.0
+            own = step.raw_train - shift if shift and np.isfinite(shift) else step.raw_train
+            self.own = np.array(own, dtype=dtype)
+            self.pending = [step.tree.value.astype(dtype)[step.nodes_train]]
 
 
 def _with_own_gains(trees, tree_iteration: np.ndarray, changed_at: int,
