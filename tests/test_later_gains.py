@@ -140,7 +140,7 @@ def test_the_check_follows_the_unpruned_scores_exactly():
     """Where pruning changed an early tree, the later trees' gains are rebuilt at the model's
     own scores: with a model whose first tree is pruned, the rebuilt gains match the host's
     to float rounding (a wrong rebuild would miss them and refuse)."""
-    from unbiased_criteria.api import _PrunedLaterGains
+    from unbiased_criteria.host_gains import _PrunedLaterGains
 
     bst = xgb.train({**XGB, "max_depth": 4}, xgb.DMatrix(X, y), 30)
     seen = []

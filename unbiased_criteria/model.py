@@ -63,7 +63,7 @@ class Model:
     warnings : tuple of str
         Why recomputed gains will not match the host's (bagging, GOSS...); U stays valid. They
         switch off the check of the first iteration's hessian sums and gains against the
-        model's own (:func:`unbiased_criteria.api.check_against_host`).
+        model's own (:func:`unbiased_criteria.host_gains.check_against_host`).
     notes : tuple of str
         What else the caller is told about the model that does not make the recomputed gains
         differ from the host's (a ``best_iteration``, a learning-rate schedule, an objective
@@ -83,7 +83,7 @@ class Model:
         Those of ``warnings`` that only say a default was assumed for a parameter the model
         does not store (a dump's): the first iteration's gains check it, so unlike the other
         warnings they do not switch the later trees' check off
-        (:func:`unbiased_criteria.api.later_start`).
+        (:func:`unbiased_criteria.host_gains.later_start`).
     pruned_on : tuple of str
         Sketches of the held-out row sets whose ``U`` pruned the model
         (:func:`unbiased_criteria.row_sets.sketch`), kept with the model by the adapter's
@@ -98,7 +98,7 @@ class Model:
         model tells (XGBoost keeps the count with the parameters it stores); None where it
         does not. Trees after them were added by training continued from the model, with
         the host's own parameters, and are checked as any host model's trees
-        (:func:`unbiased_criteria.api.later_start`).
+        (:func:`unbiased_criteria.host_gains.later_start`).
     class_weight : dict, "balanced" or None
         A scikit-learn classifier's ``class_weight`` (keyed by its labels), which multiplied
         its training weights: the core multiplies the training and held-out rows' weights by

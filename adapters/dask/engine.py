@@ -35,28 +35,30 @@ from unbiased_criteria.adapters.dask.inputs import (
 )
 
 from unbiased_criteria.api import (
-    PRUNE_CHECK_TREES,
     _child_share,
     _class_weights,
-    _first_trees,
-    _host_and_replay,
     _records_frame,
     _split_records,
     _warn_init_score_unseen,
     _warn_unusable,
-    _with_own_gains,
     adapter_for,
     bias_objective,
     blocks_for_rows,
+    reader_warnings,
+    warn_held_out_rows,
+)
+from unbiased_criteria.dumps import Dump
+from unbiased_criteria.host_gains import (
+    PRUNE_CHECK_TREES,
+    _first_trees,
+    _host_and_replay,
+    _with_own_gains,
     check_against_host,
     check_later_gains,
     later_gains,
     leaves_unchanged,
-    reader_warnings,
     sum_later_gains,
-    warn_held_out_rows,
 )
-from unbiased_criteria.dumps import Dump
 from unbiased_criteria.importance import stack_replicates
 from unbiased_criteria.model import Model, UnsupportedModelError, chunk_size
 from unbiased_criteria.objectives import Objective
@@ -650,11 +652,11 @@ def prune(
 
 
 class _PartitionedLaterGains:
-    """:class:`unbiased_criteria.api._PrunedLaterGains` over partitions: the later trees'
+    """:class:`unbiased_criteria.host_gains._PrunedLaterGains` over partitions: the later trees'
     ``(index, compared, disagreeing)`` splits while ``prune`` replaces trees, B as scored
     where no earlier iteration was changed, else at the model's own (unpruned) scores, which
     the training partitions keep (``keep_own``) and give the sums at (``own_sums``), for
-    :data:`~unbiased_criteria.api.PRUNE_CHECK_TREES` trees of single-output models, as in
+    :data:`~unbiased_criteria.host_gains.PRUNE_CHECK_TREES` trees of single-output models, as in
     memory."""
 
     def __init__(self, read: Model, with_train: bool):
