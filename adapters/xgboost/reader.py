@@ -321,12 +321,14 @@ def _written_shrinkage_head(learner: Mapping, n_written: int, n_parallel: int
 
 
 def _continued(learner: Mapping, trees_json: Sequence[Mapping], n_written: int,
-               params: Mapping, eta: float, params_fit: bool, n_parallel: int
-               ) -> tuple[np.ndarray, bool, bool, list[str]]:
+               params: Mapping, eta: float, params_fit: bool, n_parallel: int,
+               params_given: bool = True) -> tuple[np.ndarray, bool, bool, list[str]]:
     """Each tree's eta for a model this library wrote and training continued: the written
     trees' as stored, the later ones' as any host model's (the configured eta where it fits
     their weights, else each tree's own, where they tell it). Returns the etas, whether the
-    later ones were read per tree, whether the parameters fit, and warnings."""
+    later ones were read per tree, whether the parameters fit, and warnings: penalties that
+    differ from the stored ones, where the configured ones are known (``params_given``; a
+    Booster loaded from a file reports XGBoost's defaults, which say nothing)."""
     stored = json.loads(learner.get("attributes", {}).get(_PARAMS_ATTR, "{}"))
     head = _written_shrinkage_head(learner, n_written, n_parallel)
     tail, per_tree = None, False
@@ -344,7 +346,8 @@ def _continued(learner: Mapping, trees_json: Sequence[Mapping], n_written: int,
                    "serves them, so their pruned and refit leaves may be off")
     changed = {key: (train_param(key, stored[key]), params[key])
                for key in ("lambda", "alpha", "max_delta_step")
-               if key in stored and train_param(key, stored[key]) != params[key]}
+               if params_given and key in stored
+               and train_param(key, stored[key]) != params[key]}
     if changed:
         was = ", ".join(f"{k}={old:g}" for k, (old, _) in changed.items())
         now = ", ".join(f"{k}={new:g}" for k, (_, new) in changed.items())
@@ -463,7 +466,7 @@ def parse_model(
     shrinkages, slice_note, continued_warnings, per_tree = None, None, [], False
     if 0 < n_written < len(trees_json):  # trees added by training continued from ours
         shrinkages, per_tree, params_fit, continued_warnings = _continued(
-            learner, trees_json, n_written, params, eta, params_fit, n_parallel)
+            learner, trees_json, n_written, params, eta, params_fit, n_parallel, params_given)
     elif not params_fit and params["max_delta_step"] == 0:
         # one eta does not fit: each tree's own, if its weights tell (a schedule's)
         shrinkages = _tree_shrinkages(trees_json, params["lambda"])

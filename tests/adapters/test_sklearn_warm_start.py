@@ -194,3 +194,19 @@ def test_a_pruned_model_is_not_taken_for_a_warm_start_fit():
         pruned = uc.prune(model, X, y, Xv, yv, random_state=0)
         uc.unbiased_importance(pruned, X, y, Xv2, yv2, random_state=0)
         uc.prune(pruned, X, y, Xv2, yv2, random_state=0)
+
+
+def test_weights_not_passed_are_named_for_histgradientboosting():
+    """Its nodes store row counts only, so weights given to fit and not as train_weight show
+    in the gains alone; the warning named parameters and XGBoost's set_param instead."""
+    rng = np.random.default_rng(0)
+    X, Xv = rng.normal(size=(2000, 4)), rng.normal(size=(1000, 4))
+    y, yv = X[:, 0] + rng.normal(size=2000), Xv[:, 0] + rng.normal(size=1000)
+    w = rng.uniform(0.2, 3.0, 2000)
+    model = HistGradientBoostingRegressor(max_iter=10, early_stopping=False).fit(X, y,
+                                                                                sample_weight=w)
+    with pytest.warns(UserWarning, match="sample_weight given to fit but not as train_weight"):
+        uc.unbiased_importance(model, X, y, Xv, yv, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        uc.unbiased_importance(model, X, y, Xv, yv, train_weight=w, random_state=0)

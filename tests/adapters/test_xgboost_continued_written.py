@@ -77,3 +77,18 @@ def test_a_hook_booster_continued_is_read_with_the_continuations_lambda():
     assert read.split_score.l2 == 20.0 and read.written_trees == 15
     assert any("lambda=3" in m and "lambda=20" in m for m in read.warnings)
     assert read_model(hook).split_score.l2 == 3.0 and read_model(hook).written_trees == 15
+
+
+def test_loaded_continuation_is_not_said_to_have_changed_penalties(pruned, tmp_path):
+    """Continued with the same lambda, saved and loaded: the file's configuration reports
+    XGBoost's defaults (lambda=1), which were taken for a change of lambda; only the unknown
+    parameters are said."""
+    cont = xgb.train(P, xgb.DMatrix(X, y), 10, xgb_model=pruned)
+    cont.save_model(tmp_path / "cont.json")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        uc.unbiased_importance(xgb.Booster(model_file=str(tmp_path / "cont.json")), X, y, Xt,
+                               yt, random_state=0)
+    said = [str(w.message) for w in caught]
+    assert not any("training continued from them with" in m for m in said), said
+    assert any("does not store its learning rate and L2 penalty" in m for m in said), said
