@@ -35,7 +35,9 @@ import pandas as pd
 from scipy import sparse
 
 __all__ = ["SKETCH_SIZE", "Overlap", "row_hashes", "sketch", "sketch_of_counts", "overlap",
-           "overlap_with_sketch", "warn_overlap"]
+           "overlap_with_sketch", "warn_overlap", "SUMMARY_SIZE", "HashSummary",
+           "summarize_hashes", "merge_summaries", "summary_sketch", "summary_overlap", "covers",
+           "sketch_overlap"]
 
 #: distinct row hashes a sketch keeps (8 bytes each)
 SKETCH_SIZE = 1024
@@ -181,7 +183,7 @@ def sketch(hashes: np.ndarray) -> str:
 def sketch_of_counts(distinct: np.ndarray, counts: np.ndarray) -> str:
     """:func:`sketch` from a set's distinct hashes (sorted) and how many rows have each: all
     of them, or at least the ``SKETCH_SIZE + 1`` smallest (rows held in partitions merge
-    theirs, :mod:`unbiased_criteria.partitioned`)."""
+    theirs, :func:`merge_summaries`)."""
     # the chance level of the rows the sketch can test (hashes up to its bound), not of all:
     # a common row below the bound is most of the rows tested, and repeats as often
     repeated = _repeated(counts[:SKETCH_SIZE])
@@ -232,3 +234,110 @@ def warn_overlap(found: Overlap | None, subject: str, consequence: str,
     warnings.warn(f"{subject} ({share}): {consequence}", UserWarning,
                   stacklevel=stacklevel + 1)
     return True
+
+
+# ---- rows held in partitions (Dask): sets compared by summaries of their hashes ---------
+
+#: distinct hashes a summary keeps (16 bytes each: 1 MB): every hash of its set up to its
+#: bound, so that two sets compare on the rows below both bounds, a sample of some hundred
+#: held-out rows as long as the other set has fewer than 64 times their distinct rows
+SUMMARY_SIZE = 2**16
+_NO_BOUND = np.uint64(np.iinfo(np.uint64).max)
+
+
+@dataclass(frozen=True)
+class HashSummary:
+    """A row set's smallest distinct row hashes (:func:`row_hashes`),
+    sorted, with how many rows have each: all of them, or the :data:`SUMMARY_SIZE` smallest.
+
+    Every hash of the set up to :attr:`bound` is here with its exact count: a sample of its
+    distinct rows chosen by hash alone, as a sketch's. Partitions' summaries merge exactly
+    (:func:`merge_summaries`): a hash among the set's smallest is among the smallest of every
+    partition that holds it.
+    """
+
+    distinct: np.ndarray
+    counts: np.ndarray
+    n_rows: int
+
+    @property
+    def complete(self) -> bool:
+        """Every distinct hash of the set is here."""
+        return self.distinct.size < SUMMARY_SIZE
+
+    @property
+    def bound(self) -> np.uint64:
+        """The largest hash up to which the summary holds every hash of the set."""
+        return _NO_BOUND if self.complete else self.distinct[-1]
+
+
+def summarize_hashes(hashes: np.ndarray) -> HashSummary:
+    """One partition's :class:`HashSummary`."""
+    distinct, counts = np.unique(np.asarray(hashes, dtype=np.uint64), return_counts=True)
+    return HashSummary(distinct[:SUMMARY_SIZE], counts[:SUMMARY_SIZE].astype(np.int64),
+                       int(np.size(hashes)))
+
+
+def merge_summaries(*parts: HashSummary) -> HashSummary:
+    """The :class:`HashSummary` of the rows of several partitions (or merged summaries)."""
+    distinct, at = np.unique(np.concatenate([p.distinct for p in parts]), return_inverse=True)
+    counts = np.zeros(distinct.size, dtype=np.int64)
+    np.add.at(counts, at, np.concatenate([p.counts for p in parts]))
+    return HashSummary(distinct[:SUMMARY_SIZE], counts[:SUMMARY_SIZE],
+                       sum(p.n_rows for p in parts))
+
+
+def summary_sketch(summary: HashSummary) -> str:
+    """The set's :func:`sketch`: the same text as from all its
+    hashes."""
+    return sketch_of_counts(summary.distinct, summary.counts)
+
+
+def _tested(held_out: HashSummary, bound: np.uint64) -> tuple[np.ndarray, int] | None:
+    """The held-out summary's hashes up to ``bound`` and their rows, or None where fewer than
+    :func:`overlap_with_sketch` needs."""
+    below = held_out.distinct <= bound
+    tested = int(held_out.counts[below].sum())
+    if tested < min(_FEWEST_TESTED, held_out.n_rows) or tested == 0:
+        return None
+    return below, tested
+
+
+def summary_overlap(reference: HashSummary, held_out: HashSummary) -> Overlap | None:
+    """:func:`overlap` from the two sets' summaries: over the rows whose hashes are
+    below both bounds (all rows where both summaries are complete: then the same as
+    ``overlap``), the held-out rows' share among the reference rows and the chance level of
+    the reference rows there. None where too few held-out rows are below the bounds."""
+    bound = min(reference.bound, held_out.bound)
+    found = _tested(held_out, bound)
+    if found is None:
+        return None
+    below, tested = found
+    shared = held_out.counts[below & _among(held_out.distinct, reference.distinct)].sum()
+    chance = _repeated(reference.counts[reference.distinct <= bound])
+    return Overlap(float(shared / tested), chance, tested, estimated=bool(bound != _NO_BOUND))
+
+
+def covers(held_out: HashSummary, reference: HashSummary) -> bool:
+    """Whether the held-out rows hold every reference row, from the reference hashes below
+    both summaries' bounds (exact where both are complete)."""
+    bound = min(held_out.bound, reference.bound)
+    tested = reference.distinct[reference.distinct <= bound]
+    return bool(_among(tested, held_out.distinct).all())
+
+
+def sketch_overlap(text: str, held_out: HashSummary) -> Overlap | None:
+    """:func:`overlap_with_sketch` from the held-out rows' summary: over the rows
+    below the sketch's bound (below the summary's, where it is lower); None as there."""
+    parsed = _parse(text)
+    if parsed is None:
+        return None
+    kept, complete, chance = parsed
+    bound = held_out.bound if complete else min(kept[-1], held_out.bound)
+    found = _tested(held_out, bound)
+    if found is None:
+        return None
+    below, tested = found
+    shared = held_out.counts[below & _among(held_out.distinct, kept)].sum()
+    return Overlap(float(shared / tested), chance, tested,
+                   estimated=not (complete and held_out.complete))

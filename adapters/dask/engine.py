@@ -11,7 +11,7 @@ uniformly random half A and the draws of both directions.
 
 The checks are the in-memory ones (:mod:`unbiased_criteria.api`'s helpers), fed from the
 partitions: the rows' hashes summarised per partition and merged
-(:class:`unbiased_criteria.partitioned.HashSummary`), the first iteration's and the later
+(:class:`unbiased_criteria.row_sets.HashSummary`), the first iteration's and the later
 trees' gains from the summed node sums, and while pruning the sums at the model's own
 (unpruned) scores, which the training partitions keep.
 """
@@ -64,28 +64,30 @@ from unbiased_criteria.model import Model, UnsupportedModelError, chunk_size
 from unbiased_criteria.objectives import Objective
 from unbiased_criteria.options import GainOptions
 from unbiased_criteria.partitioned import (
-    HashSummary,
     add_stats,
     allocate_halves,
-    covers,
     draw_requests,
     halves_tree_scores,
-    merge_summaries,
     own_biased_gain,
     partition_step,
     request_allocation,
-    sketch_overlap,
     start_partition,
-    summarize_hashes,
-    summary_overlap,
-    summary_sketch,
     tree_scores,
 )
 from unbiased_criteria.progress import progress_bar
 from unbiased_criteria.pruning import prune_tree
 from unbiased_criteria.replay import resolve_bias
 from unbiased_criteria.report import ImportanceReport
-from unbiased_criteria.row_sets import row_hashes
+from unbiased_criteria.row_sets import (
+    HashSummary,
+    covers,
+    merge_summaries,
+    row_hashes,
+    sketch_overlap,
+    summarize_hashes,
+    summary_overlap,
+    summary_sketch,
+)
 from unbiased_criteria.validation import (
     check_labels,
     check_weight,

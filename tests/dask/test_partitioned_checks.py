@@ -14,25 +14,25 @@ import pytest
 import unbiased_criteria as uc
 from unbiased_criteria.options import GainOptions
 from unbiased_criteria.partitioned import (
-    SUMMARY_SIZE,
     add_stats,
-    covers,
-    merge_summaries,
     own_biased_gain,
     partition_step,
-    sketch_overlap,
     start_partition,
-    summarize_hashes,
-    summary_overlap,
-    summary_sketch,
 )
 from unbiased_criteria.replay import resolve_bias
 from unbiased_criteria.row_sets import (
     SKETCH_SIZE,
+    SUMMARY_SIZE,
     WARN_EXCESS,
+    covers,
+    merge_summaries,
     overlap,
     overlap_with_sketch,
     sketch,
+    sketch_overlap,
+    summarize_hashes,
+    summary_overlap,
+    summary_sketch,
 )
 
 
