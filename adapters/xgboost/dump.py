@@ -237,7 +237,8 @@ def read_model(model: Any) -> Model:
             params[key] = default
         objective_params[key] = json.dumps(params[key], ensure_ascii=False)
     if "scale_pos_weight" in params:  # squared error and gamma take it too (default 1, rare)
-        objective_params["scale_pos_weight"] = json.dumps(params["scale_pos_weight"])
+        objective_params["scale_pos_weight"] = json.dumps(params["scale_pos_weight"],
+                                                          ensure_ascii=False)
     objective = _core_objective(obj_name, objective_params, n_outputs)
     try:
         base_score = parse_base_score(json.dumps(base.tolist() if base.size > 1 else

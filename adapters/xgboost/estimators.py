@@ -350,7 +350,8 @@ def _classes_json(classes: np.ndarray) -> str | None:
     (``<M8[D]``: days since 1970), which that dtype reads back exactly."""
     values = classes.astype(np.int64) if classes.dtype.kind in "mM" else classes
     try:
-        text = json.dumps({"dtype": classes.dtype.str, "values": values.tolist()})
+        text = json.dumps({"dtype": classes.dtype.str, "values": values.tolist()},
+                          ensure_ascii=False)
         back = _decode_classes(text)
         same = back.shape == classes.shape and bool(np.all(back == classes))
     except (TypeError, ValueError, OverflowError):
@@ -374,7 +375,7 @@ def _store_classes(booster: xgboost.Booster, classes: np.ndarray) -> None:
     and a loaded model says so."""
     text = _classes_json(classes)
     if text is None:
-        text = json.dumps({"dtype": classes.dtype.str, "values": None})
+        text = json.dumps({"dtype": classes.dtype.str, "values": None}, ensure_ascii=False)
     booster.set_attr(**{_CLASSES_ATTR: text})
 
 

@@ -155,7 +155,8 @@ def model_json(js: Mapping, forest: Forest, split_score: SplitScore | None = Non
         attributes[_PRUNED_ON_ATTR] = json.dumps(list(pruned_on), ensure_ascii=False)
     if split_score is not None:
         n_parallel = int(model.get("gbtree_model_param", {}).get("num_parallel_tree", 1))
-        attributes[_PARAMS_ATTR] = json.dumps(leaf_params(forest, split_score, n_parallel))
+        attributes[_PARAMS_ATTR] = json.dumps(leaf_params(forest, split_score, n_parallel),
+                                              ensure_ascii=False)
     # keep the original base_score text unless the forest's margin changed
     name = learner.get("objective", {}).get("name", "reg:squarederror")
     text = str(lmp["base_score"])
