@@ -160,8 +160,14 @@ def grown_holdout(booster: Any, model: Any = None) -> float:
     kept = kept_record(booster, model)
     if kept is not None:
         return float(kept.record.holdout_fraction)
-    written = written_of(booster) or written_of(model, booster)
+    written = _written_for(booster, model)
     return 0.0 if written is None else written.holdout_fraction
+
+
+def _written_for(booster: Any, model: Any = None) -> Written | None:
+    """What a writer kept for ``booster``: with it, or with the estimator ``model`` holding
+    it."""
+    return written_of(booster) or written_of(model, booster)
 
 
 def attach_written(obj: Any, sketches: tuple[str, ...], model: Any = None,
@@ -197,20 +203,18 @@ def with_held_out_warning(read: Model, booster: Any, model: Any = None) -> Model
     (see :func:`kept_record`); a record that no longer describes ``booster`` speaks only of
     the trees the hook grew."""
     kept = kept_record(booster, model)
-    written = written_of(booster) or written_of(model, booster)
-    if kept is None and written is not None and written.holdout_fraction > 0:
+    written = _written_for(booster, model) if kept is None else None
+    if written is not None and written.holdout_fraction > 0:
         message = (
             "this model was pruned from trees the training hook grew holding out "
             f"{written.holdout_fraction:g} of the training rows in every round (with zero "
             "gradient and hessian): the splits kept hold the hessian sums and gains of each "
             "round's other rows, so biased_gain over the training rows given need not match "
             "host_gain (unbiased_gain does not depend on it)")
-        return dataclasses.replace(read, warnings=read.warnings + (message,),
-                                   gain_only=read.gain_only + (message,))
-    if kept is None or not kept.record.holdout_fraction > 0:
+    elif kept is None or not kept.record.holdout_fraction > 0:
         return read
-    fraction = f"{kept.record.holdout_fraction:g}"
-    if kept.describes(booster):
+    elif kept.describes(booster):
+        fraction = f"{kept.record.holdout_fraction:g}"
         message = (
             f"the training hook grew this model holding out {fraction} of the training rows "
             "in every round (with zero gradient and hessian): each tree's stored hessian sums "
@@ -219,7 +223,8 @@ def with_held_out_warning(read: Model, booster: Any, model: Any = None) -> Model
     else:
         message = (
             f"this model carries the record of {kept.stamp.iterations} boosting rounds the "
-            f"training hook grew holding out {fraction} of the training rows in every round, "
+            f"training hook grew holding out {kept.record.holdout_fraction:g} of the training "
+            "rows in every round, "
             "but its trees changed after (continued training, a model loaded over it...): "
             "where the hook's trees are still in it, their stored hessian sums and gains are "
             "those of each round's other rows, so biased_gain over the training rows given "
