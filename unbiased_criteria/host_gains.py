@@ -202,24 +202,18 @@ def later_start(read: Model) -> int | None:
     (bagging, GOSS, subsample, a hook's held-out rows, parameters that do not reproduce the
     trees' weights...: ``read.warnings``, but for the defaults a dump's reader assumed,
     ``read.assumed``, which the first iteration checks), and for a model this library
-    pruned
-    (``read.pruned_on``): its later trees keep the gains they were grown with, before the
+    pruned (``read.pruned_on``): its later trees keep the gains they were grown with, before the
     trees in front of them were pruned. Where training continued from a pruned model
     (``read.written_trees`` below the trees it holds), the trees it added were grown from
     the pruned model's scores: they are held to their own gains, from the first of them.
     HistGradientBoosting's roots are compared with the term their stored gain has
     (:func:`_as_stored`)."""
-    if read.gain_only or set(read.warnings) - set(read.assumed):
+    if set(read.warnings) - set(read.assumed):  # gain_only among them
         return None
     if read.pruned_on:
         written = read.written_trees
         return written if written is not None and written < read.forest.n_trees else None
     return 0
-
-
-def _later_checked(read: Model) -> bool:
-    """Whether any later tree's gains are held to the model's own (:func:`later_start`)."""
-    return later_start(read) is not None
 
 
 #: what a model the training hook grew with held-out rows looks like once its record is lost
@@ -244,7 +238,7 @@ def check_later_gains(found: LaterGains, read: Model, needed_for: str,
     reproduce, and the scores are those the trees were grown from (rows left out of a round
     change what is summed, not the scores): a warning, and ``prune`` goes ahead, as where the
     first iteration's hessian sums say so."""
-    if not found.mismatch or not _later_checked(read):
+    if not found.mismatch or later_start(read) is None:
         return
     if found.part_of_the_rows:
         warnings.warn(
