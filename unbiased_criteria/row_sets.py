@@ -63,7 +63,9 @@ def _holds_numbers(dtype: Any) -> bool:
 def _numbers(values: np.ndarray) -> np.ndarray:
     """Numbers as the hosts' float32 (a float32 copy of the rows is the same rows), held in
     float64 so that they hash alike from every container."""
-    return values.astype(np.float32).astype(np.float64)
+    # a finite value beyond float32's range is inf in a float32 copy too: hashed as that
+    with np.errstate(over="ignore"):
+        return values.astype(np.float32).astype(np.float64)
 
 
 def _columns(n: int) -> np.ndarray:

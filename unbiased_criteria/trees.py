@@ -44,12 +44,13 @@ __all__ = [
 
 #: missing-value handling of a numeric node: NaN is read as 0.0 and compared (LightGBM "None")
 MISSING_NONE = 0
-#: |x| <= 1e-35 and NaN go to the default side (LightGBM "Zero")
+#: |x| <= 1e-35f and NaN go to the default side (LightGBM "Zero")
 MISSING_ZERO = 1
 #: NaN goes to the default side (LightGBM "NaN", every XGBoost node)
 MISSING_NAN = 2
 
-_ZERO_TOL = 1e-35
+#: LightGBM's kZeroThreshold, the float 1e-35f read as a double
+_ZERO_TOL = float(np.float32(1e-35))
 
 
 @dataclass(frozen=True)
@@ -70,12 +71,16 @@ class DecisionRules:
         A negative category value is a non-member even when it truncates to 0 (XGBoost
         checks the sign before truncating: -0.5 is invalid; LightGBM truncates first: -0.5
         is category 0).
+    tiny_is_zero : bool
+        A numeric value with ``|x| <= 1e-35f`` is read as 0.0 (LightGBM's predictor keeps
+        only values above its ``kZeroThreshold``; the others are absent, that is zero).
     """
 
     operator: Literal["<=", "<"] = "<="
     categories_go: Literal["left", "right"] = "left"
     categorical_nan: Literal["other", "default"] = "other"
     negative_is_invalid: bool = False
+    tiny_is_zero: bool = False
 
 
 def _array(values, dtype, n: int | None = None, fill=None) -> np.ndarray:
@@ -394,6 +399,8 @@ def _go_left(tree: Tree, nodes: np.ndarray, x: np.ndarray) -> np.ndarray:
 
     # numeric nodes
     xv = np.where(nan & (missing == MISSING_NONE), 0.0, x)
+    if rules.tiny_is_zero:
+        xv = np.where(np.abs(xv) <= _ZERO_TOL, 0.0, xv)
     thr = tree.threshold[nodes]
     with np.errstate(invalid="ignore"):
         left = xv <= thr if rules.operator == "<=" else xv < thr

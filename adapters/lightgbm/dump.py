@@ -21,8 +21,9 @@ import json
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from unbiased_criteria.adapters.lightgbm.objectives import make_objective as _make_objective
-from unbiased_criteria.adapters.lightgbm.reader import model_from_dump
+from unbiased_criteria.adapters.lightgbm.reader import DUMP_INF, model_from_dump
 from unbiased_criteria.adapters.lightgbm.source import RULES
 
 from unbiased_criteria.dumps import Dump, as_dump
@@ -118,14 +119,25 @@ def make_objective(spec, read: Model):
     return _make_objective(spec, read)
 
 
-def _categories(dump: Dump) -> dict[int, list]:
-    """Feature index -> the pandas categories LightGBM stored (``pandas_categorical``)."""
-    content = dump.content
-    lists = content.get("pandas_categorical") or []
-    infos = content.get("feature_infos", {})
-    cat = [i for i, name in enumerate(content["feature_names"])
-           if infos.get(name, {}).get("values")]
-    return dict(zip(cat, lists)) if len(lists) == len(cat) else {}
+def _categories(dump: Dump, X: Any, argument: str) -> dict[int, list]:
+    """Feature index -> the pandas categories LightGBM stored (``pandas_categorical``) for
+    the category columns of the frame ``X``.
+
+    LightGBM pairs its stored lists with a frame's category columns in their order (its
+    ``predict`` does), whatever the dump's categorical features are: a constant category
+    column leaves no categorical feature in the dump, an integer column declared
+    ``categorical_feature`` one without a list.
+    """
+    lists = dump.content.get("pandas_categorical") or []
+    if not lists or not isinstance(X, pd.DataFrame):
+        return {}  # no stored lists: LightGBM reads a frame's own codes too
+    columns = [j for j, dtype in enumerate(X.dtypes) if isinstance(dtype, pd.CategoricalDtype)]
+    if len(columns) != len(lists):
+        raise InputError(
+            f"{argument} has {len(columns)} pandas category column(s) where the model was "
+            f"trained with {len(lists)} (its pandas_categorical): give the held-out rows with "
+            "the training frame's category columns (LightGBM's predict refuses them too)")
+    return {j: list(c) for j, c in zip(columns, lists)}
 
 
 def make_router(model: Any, read: Model, X: Any, argument: str,
@@ -134,7 +146,7 @@ def make_router(model: Any, read: Model, X: Any, argument: str,
     are 0; pandas category columns map through the dump's ``pandas_categorical``)."""
     dump = as_dump(model)
     dense = dense_features(X, read.forest, argument, feature_dtype=np.float64,
-                           sparse_missing=False, categories=_categories(dump),
+                           sparse_missing=False, categories=_categories(dump, X, argument),
                            stored_name=lambda name: name.replace(" ", "_"),
                            memory_budget=memory_budget)
     return make_ir_router(read.forest, dense, memory_budget=memory_budget)
@@ -165,7 +177,7 @@ def dump_tree(tree: Tree) -> dict:
                 "split_index": int(rank[i]), "split_feature": int(tree.feature[i]),
                 "split_gain": float(np.nan_to_num(tree.host_gain[i])),
                 "threshold": ("||".join(str(int(c)) for c in tree.category_set(i)) if cat
-                              else float(tree.threshold[i])),
+                              else float(np.clip(tree.threshold[i], -DUMP_INF, DUMP_INF))),
                 "decision_type": "==" if cat else "<=",
                 "default_left": bool(tree.default_left[i]),
                 "missing_type": _MISSING_NAME[int(tree.missing[i])],

@@ -66,6 +66,19 @@ def load_model_file(file: ModelBytes) -> ModelFile:
     return ModelFile(booster, "lightgbm", "text", file.source)
 
 
+def _pair_lists(lists: list, categorical) -> None:
+    """Refuse a file whose stored pandas category lists (one per category column of the
+    training frame) do not pair one to one with its categorical features: a column read from
+    a file has no dtype to pair them by, as a frame's category columns do."""
+    if len(lists) != len(categorical):
+        raise InputError(
+            f"the model stores {len(lists)} pandas category list(s) for {len(categorical)} "
+            "categorical feature(s) (a constant category column, or an integer column "
+            "declared categorical_feature): which list is which feature's is known only from "
+            "a frame's category columns; score it from Python with the held-out rows as a "
+            "pandas DataFrame")
+
+
 def _dump_schema(dump: Dump) -> Schema:
     content = dump.content
     names = [str(n) for n in content["feature_names"]]
@@ -74,7 +87,8 @@ def _dump_schema(dump: Dump) -> Schema:
     cat = [i for i, name in enumerate(names) if infos.get(name, {}).get("values")]
     lists = content.get("pandas_categorical") or []
     categorical: dict[int, list | None] = {i: None for i in cat}
-    if lists and len(lists) == len(cat):
+    if lists:
+        _pair_lists(lists, cat)
         categorical = {i: list(c) for i, c in zip(cat, lists)}
     return Schema(len(names), None if default else names, categorical,
                   stored_name=lambda name: name.replace(" ", "_"))
@@ -105,11 +119,7 @@ def feature_schema(model: lightgbm.Booster | Dump) -> Schema:
     pandas_cats = getattr(model, "pandas_categorical", None)
     categorical: dict[int, list | None] = {i: None for i in sorted(cat)}
     if pandas_cats:
-        if len(pandas_cats) != len(categorical):
-            raise InputError(
-                f"the model has {len(pandas_cats)} pandas category lists for "
-                f"{len(categorical)} categorical features; cannot tell which is which"
-            )
+        _pair_lists(pandas_cats, categorical)
         categorical = {i: list(c) for i, c in zip(sorted(cat), pandas_cats)}
     # LightGBM stores feature names with spaces replaced by "_"
     return Schema(n, None if default else names, categorical,

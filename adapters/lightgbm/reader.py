@@ -139,6 +139,16 @@ def _blank_arrays(L: int) -> dict[str, Any]:
     return arrays
 
 
+#: dump_model() prints a threshold at or beyond +-1e300 as +-1e300 (LightGBM's AvoidInf): an
+#: infinite threshold ("inf" in the model text), which sends +inf left
+DUMP_INF = 1e300
+
+
+def _dump_threshold(printed: float) -> float:
+    """A threshold as LightGBM holds it, from its ``dump_model()`` print."""
+    return np.inf if printed >= DUMP_INF else -np.inf if printed <= -DUMP_INF else printed
+
+
 def parse_tree(
     info: dict, n_categories: list[int], cat_l2: float, max_cat_to_onehot: int
 ) -> dict[str, Any]:
@@ -181,7 +191,7 @@ def parse_tree(
             if n_categories[f] > max_cat_to_onehot:
                 l2_extra[i] = cat_l2
         else:
-            threshold[i] = node["threshold"]
+            threshold[i] = _dump_threshold(float(node["threshold"]))
         stack.append(node["left_child"])
         stack.append(node["right_child"])
     return arrays

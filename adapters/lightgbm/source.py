@@ -35,7 +35,8 @@ __all__ = [
 ]
 
 #: LightGBM's routing: ``x <= t`` goes left, a category set goes left, NaN joins the others
-RULES = DecisionRules(operator="<=", categories_go="left", categorical_nan="other")
+RULES = DecisionRules(operator="<=", categories_go="left", categorical_nan="other",
+                      tiny_is_zero=True)
 
 #: LightGBM's kEpsilon, a float literal (``1e-15f``)
 K_EPSILON = float(np.float32(1e-15))
