@@ -9,6 +9,7 @@ scikit-learn side (folds from ``cv``, clones of an estimator, the selector) is
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -21,6 +22,9 @@ from .options import seed_sequence
 from .progress import progress_bar
 from .report import _SUMMED, ImportanceReport
 from .significance import check_selection, significant
+
+#: held while a fold's warnings are caught (process-wide state: see cross_fit_folds)
+_CAPTURE = threading.RLock()
 
 __all__ = ["CrossFittedReport", "cross_fit_folds"]
 
@@ -542,7 +546,9 @@ def cross_fit_folds(
             w_held = None if sample_weight is None else sample_weight[held]
             X_train, y_train = _rows(X, train), _rows(y, train)
             model = fit(X_train, y_train, w_train)
-            with warnings.catch_warnings(record=True) as caught:
+            # catch_warnings swaps the process's filters: two threads inside it at once
+            # would leave each other's behind (Python < 3.14), so one fold at a time
+            with _CAPTURE, warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 reports.append(unbiased_importance(
                     model, X_train, y_train, _rows(X, held), _rows(y, held),

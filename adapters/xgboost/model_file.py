@@ -67,8 +67,9 @@ def load_model_file(file: ModelBytes) -> ModelFile:
         return ModelFile(parse_dump_bytes(file.data, file.source), "xgboost", "dump",
                          file.source)
     fmt = "json" if re.match(rb"\s*\{\s*[\"}]", file.data) else "ubj"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # XGBoost's warnings about old formats
+    # XGBoost's log of old formats, silenced for this thread only (its configuration is
+    # thread-local; catch_warnings would swap the process's filters under other threads)
+    with xgboost.config_context(verbosity=0):
         try:
             booster = xgboost.Booster(model_file=bytearray(file.data))
         except xgboost.core.XGBoostError as err:
