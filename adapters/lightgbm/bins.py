@@ -20,7 +20,7 @@ from unbiased_criteria.adapters.lightgbm.source import K_EPSILON, LightGBMSource
 
 from unbiased_criteria.pruning import HistogramBins
 
-__all__ = ["histogram_bins"]
+__all__ = ["dataset_bins", "histogram_bins"]
 
 #: the parameters that decide LightGBM's bins (and which features it keeps)
 _BINNING = ("max_bin", "max_bin_by_feature", "min_data_in_bin", "bin_construct_sample_cnt",
@@ -71,14 +71,33 @@ def _nonnegative(X: Any, n_features: int) -> np.ndarray:
         return ~(np.asarray(X, dtype=np.float64) < -_ZERO).any(axis=0)
 
 
-def histogram_bins(X: Any, source: LightGBMSource, pandas_categorical: list | None
-                   ) -> HistogramBins:
-    """LightGBM's bins of the training rows ``X`` (already checked) for the model ``source``.
+def dataset_bins(dataset: lightgbm.Dataset, X: Any) -> HistogramBins:
+    """The bins of the constructed ``dataset`` made from the raw rows ``X``.
 
     ``right_when_forward`` marks the features whose most frequent bin is the first (LightGBM
     then leaves that bin out of its histogram, and a split that sends NaN right counts its
     right child) or that have at most two bins (searched from the right only).
     """
+    n_rows = int(dataset.num_data())
+    codes = _codes(dataset, n_rows)
+    n_features = codes.shape[1]
+    first = np.zeros(n_features, dtype=bool)
+    nonnegative = _nonnegative(X, n_features)
+    for j in range(n_features):
+        count = np.bincount(codes[:, j])
+        top = int(np.argmax(count))
+        # LightGBM's most frequent bin is zero's (the first where no value is below it)
+        # unless another bin holds most rows
+        first[j] = (top == 0) if count[top] >= _SPARSE_THRESHOLD * n_rows else nonnegative[j]
+        first[j] |= dataset.feature_num_bin(j) <= 2
+    return HistogramBins(codes=codes, right_when_forward=first,
+                         hessian_epsilon=2 * K_EPSILON)
+
+
+def histogram_bins(X: Any, source: LightGBMSource, pandas_categorical: list | None
+                   ) -> HistogramBins:
+    """LightGBM's bins of the training rows ``X`` (already checked) for the model ``source``:
+    a Dataset of ``X`` with the model's binning parameters (:func:`dataset_bins`)."""
     params = {k: source.params[k] for k in _BINNING if source.params.get(k, "") != ""}
     params.update({k: source.flag(k) for k in _FLAGS & params.keys()})
     categorical = [int(c) for c in source.param("categorical_feature").split(",")
@@ -87,18 +106,4 @@ def histogram_bins(X: Any, source: LightGBMSource, pandas_categorical: list | No
                                categorical_feature=categorical or "auto")
     if isinstance(X, pd.DataFrame) and pandas_categorical is not None:
         dataset.pandas_categorical = pandas_categorical  # codes as in training
-    dataset.construct()
-    n_rows = int(X.shape[0])
-    codes = _codes(dataset, n_rows)
-    n_features = codes.shape[1]
-    first = np.zeros(n_features, dtype=bool)
-    nonnegative = _nonnegative(X, n_features)
-    for j in range(n_features):
-        count = np.bincount(codes[:, j])
-        top = int(np.argmax(count))
-        zero_bin_first = bool(nonnegative[j])
-        # LightGBM's most frequent bin is zero's unless another holds most rows
-        first[j] = (top == 0) if count[top] >= _SPARSE_THRESHOLD * n_rows else zero_bin_first
-        first[j] |= dataset.feature_num_bin(j) <= 2
-    return HistogramBins(codes=codes, right_when_forward=first,
-                         hessian_epsilon=2 * K_EPSILON)
+    return dataset_bins(dataset.construct(), X)
