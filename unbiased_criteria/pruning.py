@@ -89,8 +89,8 @@ def smoothing_counts(tree: Tree, nodes: np.ndarray, h: np.ndarray, sums: NodeSum
     per_bin = np.bincount(cell, weights=np.concatenate(weights), minlength=key.size)
     owner = key // width  # the split node of each (node, bin) cell
     factor = sums.n[owner] / (sums.H[owner] + bins.hessian_epsilon)
-    # the host truncates x + 0.5 to an int (x >= 0): round half up
-    estimate = np.bincount(owner, weights=np.floor(per_bin * factor + 0.5), minlength=n_nodes)
+    # the host rounds by truncating x + 0.5 towards zero (half up for x >= 0)
+    estimate = np.bincount(owner, weights=np.trunc(per_bin * factor + 0.5), minlength=n_nodes)
     n_inner = sums.n[inner]
     mine = np.rint(estimate[inner]).astype(np.int64)
     other = np.where(left_side, tree.right[inner], tree.left[inner])
