@@ -49,7 +49,7 @@ from .model import Model, UnsupportedModelError
 from .model_files import ADAPTERS, load_model_file
 from .objectives import CustomObjective, Objective
 from .parallel import OrderedPool, resolve_n_jobs, scoring_threads
-from .pruning import prune_tree
+from .pruning import prune_tree, smoothing_counts
 from .replay import ReplayResult, RowSet, TreeStep, replay, resolve_bias
 from .report import ImportanceReport
 from .row_sets import Overlap, overlap, overlap_with_sketch, row_hashes, sketch, warn_overlap
@@ -822,6 +822,15 @@ class PruneResult:
                                         pruned_on=self.pruned_on)
 
 
+def _histogram_bins(prep: _Prepared):
+    """The host's bins of the training rows where it smooths leaves with row counts it
+    estimates from them (LightGBM's ``path_smooth``), else None (each node's row count)."""
+    if prep.model.split_score.path_smooth <= 0 or prep.train is None:
+        return None
+    binner = prep.train.router.histogram_bins
+    return None if binner is None else binner()
+
+
 def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
                  refit_leaves=False, train_weight=None, valid_weight=None, objective=None,
                  n_draws=1, min_k=5, random_state=None, cross_fit=True, progress=False,
@@ -858,6 +867,7 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     later = _PrunedLaterGains(prep)  # for check_later_gains
     own_gains: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}  # B, old_to_new per tree
     workspace = Workspace()  # row arrays reused from tree to tree, for this call
+    bins = _histogram_bins(prep)
 
     def visit(step: TreeStep):
         if step.tree.n_leaves == 1:
@@ -871,8 +881,10 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
             first.append(_host_and_replay(step.tree, _as_stored(prep.model, step.tree, scores)))
         elif step.nodes_train is not None:
             later.add(step, scores)
+        counts = None if bins is None or step.nodes_train is None else smoothing_counts(
+            step.tree, step.nodes_train, step.h_train, scores.sums, bins)
         out = prune_tree(step.tree, scores, prep.model.split_score, options.prune_threshold,
-                         refit_leaves)
+                         refit_leaves, counts)
         if step.nodes_train is not None:
             later.moved(step, out)
             own_gains[step.index] = (_as_stored(prep.model, step.tree, scores).biased,

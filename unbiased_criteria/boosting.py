@@ -31,12 +31,12 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from .gains import SplitScore, Workspace, tree_generator
+from .gains import SplitScore, Workspace, node_sums, tree_generator
 from .importance import GainOptions, jackknife_blocks, score_tree
 from .metrics import Metric
 from .objectives import Objective
 from .progress import progress_bar
-from .pruning import prune_tree
+from .pruning import prune_tree, smoothing_counts
 from .replay import TreeStep
 from .trees import Tree
 
@@ -228,6 +228,11 @@ def boost(
     host_rounds = 0
     y_read, w_read = objective.read_labels(y, weight)  # once, not every round
     read_grown = getattr(grower, "read_grown", None)
+    # the host's bins of the training rows, where it smooths leaves with counts it estimates
+    # from them (LightGBM's path_smooth): a collapsed node is smoothed as the host would
+    bins_of = getattr(grower, "histogram_bins", None)
+    bins = (bins_of() if bins_of is not None and split_score.path_smooth > 0
+            and prune_threshold is not None else None)
     unread = 0  # rounds grown whose trees are not read yet (their classes are in `classes`)
 
     for it in range(num_boost_round):
@@ -284,7 +289,7 @@ def boost(
             tree, old_to_new, rec, jack = _score_and_prune(
                 tree, index, node_k, g[:, k], h[:, k], fit_rows, held_rows, split_score,
                 options, prune_threshold, held_blocks,
-                scratch,
+                scratch, None if bins is None else (bins, g_fit[:, k], h_fit[:, k]),
             )
             if rec is not None:
                 rec["class"] = np.full(rec["node"].size, k)
@@ -376,14 +381,17 @@ def _gather(values: np.ndarray, ids: np.ndarray, scratch: Workspace | None, name
 
 
 def _score_and_prune(tree, index, nodes, g, h, fit_rows, held_rows, split_score, options,
-                     threshold, blocks=None, scratch=None):
+                     threshold, blocks=None, scratch=None, host_rows=None):
     """The tree pruned, its old-to-new node map, its split record and jackknife replicates
     (``(n_splits, n_blocks)``, or None). ``fit_rows`` are the rows the tree was grown from (None
     when nothing is scored this round), ``held_rows`` the held-out row ids in a uniformly
     random order, ``blocks`` their jackknife blocks in that order; ``scratch`` (optional)
     holds the rows' gathered values (read by the scoring only, within the call). A hessian
     that is the same on every row (squared error) is not gathered: a read-only broadcast of
-    its value stands for it (the scoring then needs no pass over it either)."""
+    its value stands for it (the scoring then needs no pass over it either). ``host_rows``:
+    the host's bins of the training rows and the gradients and hessians it grew the tree from
+    (held-out rows' zero), for the row counts it smooths with
+    (:func:`unbiased_criteria.pruning.smoothing_counts`), or None."""
     identity = np.arange(tree.n_nodes)
     if threshold is None or tree.n_leaves == 1 or fit_rows is None or not held_rows.size:
         return tree, identity, None, None
@@ -414,7 +422,12 @@ def _score_and_prune(tree, index, nodes, g, h, fit_rows, held_rows, split_score,
         "unbiased_gain": scores.unbiased[inner], "host_gain": tree.host_gain[inner],
         "usable": scores.usable[inner],
     }
-    out = prune_tree(tree, scores, split_score, threshold)
+    counts = None
+    if host_rows is not None:
+        bins, g_host, h_host = host_rows
+        counts = smoothing_counts(tree, nodes, h_host, node_sums(tree, nodes, g_host, h_host),
+                                  bins)
+    out = prune_tree(tree, scores, split_score, threshold, counts=counts)
     if out is None:
         rec["kept"] = np.ones(inner.size, dtype=bool)
         return tree, identity, rec, jack

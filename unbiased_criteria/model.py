@@ -136,13 +136,17 @@ class Router:
     ``start..stop-1`` as an int32 array ``(n_rows, stop - start)``; ``chunk`` is the number of
     trees per call that keeps that array within the memory budget. ``near_threshold``: rows
     with a value within the printed precision of a threshold (dumped models only, where the
-    model the dump came from may route them differently).
+    model the dump came from may route them differently). ``histogram_bins``: where the host
+    smooths leaves with row counts it estimates from its histogram bins (LightGBM's
+    ``path_smooth``), a call that bins these rows as the host does
+    (:class:`unbiased_criteria.pruning.HistogramBins`); None where the router cannot.
     """
 
     n_rows: int
     leaf_nodes: Callable[[int, int], np.ndarray]
     chunk: int
     near_threshold: int = 0
+    histogram_bins: Callable[[], Any] | None = None
 
     def chunks(self, n_trees: int):
         """Yield ``(start, stop, leaf_nodes)`` over all trees, ``chunk`` trees at a time."""

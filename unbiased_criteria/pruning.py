@@ -7,29 +7,115 @@ the subtree below a collapsed node goes whatever its own scores.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .gains import NodeSums, SplitScore, leaf_weight
 from .importance import TreeScores
-from .trees import Tree, collapse_nodes
+from .trees import MISSING_NAN, Tree, collapse_nodes
 
-__all__ = ["leaf_values", "monotone_bounds", "prune_tree", "smoothed_weights"]
+__all__ = ["HistogramBins", "leaf_values", "monotone_bounds", "prune_tree", "smoothed_weights",
+           "smoothing_counts"]
 
 
-def leaf_values(tree: Tree, sums: NodeSums, score: SplitScore) -> np.ndarray:
+@dataclass(frozen=True)
+class HistogramBins:
+    """The host's histogram bin of every training row, for the row counts it smooths with.
+
+    LightGBM's ``path_smooth`` does not smooth a child with its row count: while it splits a
+    node it estimates the count of one child from the hessians, bin by bin of the split
+    feature's histogram, and gives the other child the rest (:func:`smoothing_counts`). The
+    adapter bins the training rows as the host did; the core applies the rule.
+
+    Attributes
+    ----------
+    codes : int array of shape (n_rows, n_features)
+        Each training row's bin of each feature, as the host's Dataset holds it.
+    right_when_forward : bool array of shape (n_features,)
+        Features on which a numeric split with NaN as missing whose missing values go right
+        still counts its right child (LightGBM: the most frequent bin is the first, or at
+        most two bins).
+    hessian_epsilon : float
+        What the host adds to a node's hessian sum before dividing its row count by it.
+    """
+
+    codes: np.ndarray
+    right_when_forward: np.ndarray
+    hessian_epsilon: float = 0.0
+
+
+def smoothing_counts(tree: Tree, nodes: np.ndarray, h: np.ndarray, sums: NodeSums,
+                     bins: HistogramBins) -> np.ndarray:
+    """The row count every node of ``tree`` is smoothed with, estimated as the host does.
+
+    For a split node ``p`` with ``n`` rows and hessian sum ``H``, ``f = n / (H + eps)``; the
+    counted child (the left one of a categorical split or of a numeric split whose missing
+    values go right, else the right one; the exceptions in :class:`HistogramBins`) gets the
+    sum over the split feature's bins of ``round(H_bin * f)`` (``H_bin``: its rows' hessians
+    in that bin), the other child ``n`` minus that. With equal hessians these are the rows'
+    counts; with varying ones (weights, the log loss) they are not. The root keeps its row
+    count. ``nodes`` are the training rows' leaves, ``h`` their (weighted) hessians for this
+    tree, ``sums`` their node sums. One pass per depth level over the rows, no loop over
+    nodes.
+    """
+    n_nodes = tree.n_nodes
+    inner = tree.internal_nodes
+    counted = np.full(n_nodes, -1, dtype=np.int64)
+    feature = tree.feature[inner]
+    nan_right = (tree.missing[inner] == MISSING_NAN) & bins.right_when_forward[feature]
+    left_side = tree.categorical[inner] | ~(tree.default_left[inner] | nan_right)
+    counted[inner] = np.where(left_side, tree.left[inner], tree.right[inner])
+    is_counted = np.zeros(n_nodes, dtype=bool)
+    is_counted[counted[inner]] = True
+    parent, split_feature = tree.parent, tree.feature
+    width = int(bins.codes.max()) + 1 if bins.codes.size else 1
+    keys, weights = [], []
+    rows = np.arange(nodes.shape[0])
+    node = nodes.astype(np.intp)
+    while rows.size:  # every row climbs one level per pass, from its leaf to the root
+        up = parent[node]
+        climbing = up >= 0
+        rows, node, up = rows[climbing], node[climbing], up[climbing]
+        take = is_counted[node]
+        r, p = rows[take], up[take]
+        keys.append(p.astype(np.int64) * width + bins.codes[r, split_feature[p]])
+        weights.append(h[r])
+        node = up
+    count = np.asarray(sums.n, dtype=np.int64).copy()
+    if not inner.size:
+        return count
+    key, cell = np.unique(np.concatenate(keys), return_inverse=True)
+    per_bin = np.bincount(cell, weights=np.concatenate(weights), minlength=key.size)
+    owner = key // width  # the split node of each (node, bin) cell
+    factor = sums.n[owner] / (sums.H[owner] + bins.hessian_epsilon)
+    # the host rounds by truncating x + 0.5 towards zero (half up for x >= 0)
+    estimate = np.bincount(owner, weights=np.trunc(per_bin * factor + 0.5), minlength=n_nodes)
+    n_inner = sums.n[inner]
+    mine = np.rint(estimate[inner]).astype(np.int64)
+    other = np.where(left_side, tree.right[inner], tree.left[inner])
+    count[counted[inner]] = mine
+    count[other] = n_inner - mine
+    return count
+
+
+def leaf_values(tree: Tree, sums: NodeSums, score: SplitScore,
+                counts: np.ndarray | None = None) -> np.ndarray:
     """What the host would give every node as a leaf: ``shrinkage * w(G, H) + bias``.
 
     ``w`` is the host's leaf weight with its regularisation; a node below a split with extra
     L2 (LightGBM's cat_l2) is valued with it, as the host values that split's children. With
     ``score.path_smooth`` (LightGBM) it is smoothed towards the parent's value, as
-    :func:`smoothed_weights` says.
+    :func:`smoothed_weights` says, with ``counts`` (the host's estimates,
+    :func:`smoothing_counts`) where given, else each node's row count.
     """
     parent = tree.parent
     extra = np.where(parent >= 0, tree.l2_extra[np.maximum(parent, 0)], 0.0)
     w = leaf_weight(sums.G, sums.H, score, extra)
     if score.path_smooth > 0:
-        w = smoothed_weights(tree, w, np.where(tree.host_count >= 0, tree.host_count, sums.n),
-                             score.path_smooth)
+        if counts is None:
+            counts = np.where(tree.host_count >= 0, tree.host_count, sums.n)
+        w = smoothed_weights(tree, w, counts, score.path_smooth)
     return tree.shrinkage * w + tree.bias
 
 
@@ -104,6 +190,7 @@ def prune_tree(
     score: SplitScore,
     threshold: float = 0.0,
     refit_leaves: bool = False,
+    counts: np.ndarray | None = None,
 ) -> tuple[Tree, np.ndarray] | None:
     """Collapse the splits of ``tree`` with ``U <= threshold``; None when nothing changes.
 
@@ -112,7 +199,8 @@ def prune_tree(
     :func:`monotone_bounds` and frozen nodes keep their subtree and values, so the pruned
     tree keeps the constraints the host kept. A tree whose learning rate is unknown (a NaN
     ``shrinkage``) is left as it is. Returns the pruned tree and the map from old node ids to
-    the new tree's leaves.
+    the new tree's leaves. ``counts``: the row counts path smoothing uses
+    (:func:`smoothing_counts`), passed to :func:`leaf_values`.
     """
     if not np.isfinite(tree.shrinkage):  # the host's learning rate of this tree is unknown:
         return None  # no value for a new leaf, so the tree stays as it is
@@ -122,7 +210,7 @@ def prune_tree(
         collapse &= ~bounds[2]
     if not collapse.any() and not refit_leaves:
         return None
-    values = leaf_values(tree, scores.sums, score)
+    values = leaf_values(tree, scores.sums, score, counts)
     if bounds is not None:
         values = np.where(bounds[2], tree.value, np.clip(values, bounds[0], bounds[1]))
     if not refit_leaves:

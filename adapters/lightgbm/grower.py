@@ -7,10 +7,12 @@ from typing import Any
 
 import lightgbm
 import numpy as np
+from unbiased_criteria.adapters.lightgbm.bins import dataset_bins
 from unbiased_criteria.adapters.lightgbm.compat import boost_one_iteration, train_scores
 from unbiased_criteria.adapters.lightgbm.reader import parse_tree
 from unbiased_criteria.adapters.lightgbm.source import RULES, dump_model
 
+from unbiased_criteria.pruning import HistogramBins
 from unbiased_criteria.trees import HostScores, Tree, make_tree
 
 __all__ = ["LGBMGrower"]
@@ -91,6 +93,11 @@ class LGBMGrower:
         #: before-iteration callbacks), or None
         self.before_round: Callable[[int], None] | None = None
         self._round = 0
+
+    def histogram_bins(self) -> HistogramBins:
+        """LightGBM's bins of the training rows, for the row counts ``path_smooth`` smooths
+        with (:func:`unbiased_criteria.pruning.smoothing_counts`)."""
+        return dataset_bins(self.booster.train_set, self._data[0])
 
     def grow(self, grad: np.ndarray, hess: np.ndarray, read: bool = True) -> list[Tree] | None:
         """Grow one iteration from ``(n, K)`` float32 gradients and hessians; its K trees, or

@@ -12,6 +12,7 @@ import lightgbm
 import numpy as np
 import pandas as pd
 from scipy import sparse
+from unbiased_criteria.adapters.lightgbm.bins import histogram_bins
 from unbiased_criteria.adapters.lightgbm.source import LightGBMSource, booster_of
 
 from unbiased_criteria.model import Model, Router, chunk_size, host_call_trees
@@ -129,4 +130,7 @@ def make_router(
             return leaves
         return (leaves + offset[start:stop]).astype(np.int32, copy=False)
 
-    return Router(n_rows=n_rows, leaf_nodes=leaf_nodes, chunk=chunk)
+    def bins():
+        return histogram_bins(X, source, getattr(booster, "pandas_categorical", None))
+
+    return Router(n_rows=n_rows, leaf_nodes=leaf_nodes, chunk=chunk, histogram_bins=bins)

@@ -14,7 +14,6 @@ during training.
 from __future__ import annotations
 
 import hashlib
-import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -288,13 +287,6 @@ def run_training(
     # LightGBM's binary objective counts the positive rows (for balanced bagging)
     positives = int(np.count_nonzero(setup.train_rows.y > 0)) if name == "binary" else 0
     check_balanced_bagging(source.params.get, positives)
-    if options.prune_threshold is not None and options.holdout_fraction > 0 \
-            and source.float_param("path_smooth") > 0:
-        warnings.warn(
-            "path_smooth: a collapsed node is smoothed towards its parent with its row count, "
-            "held-out rows included; LightGBM smoothed its own leaves with counts it estimated "
-            "from the hessians, which the held-out rows' zeros skew, so the two can differ "
-            "(by a few percent on leaves of a few dozen rows)", UserWarning, stacklevel=3)
 
     eval_rows = setup.eval_rows
     grower = LGBMGrower(
