@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 from typing import Any
 
 import lightgbm
@@ -40,9 +41,9 @@ _SPARSE_THRESHOLD = 0.7
 _ZERO = float(np.float32(1e-35))
 
 
-def _codes(dataset: lightgbm.Dataset, n_rows: int) -> np.ndarray:
+def _codes(dataset: lightgbm.Dataset, n_rows: int) -> np.ndarray | None:
     """Every row's bin of every feature, as LightGBM's Dataset holds it (0 for a feature it
-    dropped)."""
+    dropped); None when the text does not read as one bin of each feature per row."""
     fd, path = tempfile.mkstemp(suffix=".txt")
     os.close(fd)
     try:
@@ -54,7 +55,16 @@ def _codes(dataset: lightgbm.Dataset, n_rows: int) -> np.ndarray:
     # the last n_rows lines are the rows, "b0, b1, ..., " ("NA" for a dropped feature);
     # parsed by numpy in one pass (no Python object per entry)
     body = "\n".join(lines[len(lines) - n_rows:]).replace("NA", "0").rstrip().rstrip(",")
-    return np.fromstring(body, dtype=np.int32, sep=",").reshape(n_rows, -1)
+    try:
+        codes = np.fromstring(body, dtype=np.int32, sep=",")
+    except ValueError:  # text that is not numbers
+        return None
+    n_bins = np.array([dataset.feature_num_bin(j) for j in range(dataset.num_feature())])
+    # the text is LightGBM's debugging format: a version that writes it otherwise is told
+    if codes.size != n_rows * n_bins.size:
+        return None
+    codes = codes.reshape(n_rows, -1)
+    return codes if ((codes >= 0) & (codes < np.maximum(n_bins, 1))).all() else None
 
 
 def _nonnegative(X: Any, n_features: int) -> np.ndarray:
@@ -73,7 +83,7 @@ def _nonnegative(X: Any, n_features: int) -> np.ndarray:
         return ~(np.asarray(X, dtype=np.float64) < -_ZERO).any(axis=0)
 
 
-def dataset_bins(dataset: lightgbm.Dataset, X: Any) -> HistogramBins:
+def dataset_bins(dataset: lightgbm.Dataset, X: Any) -> HistogramBins | None:
     """The bins of the constructed ``dataset`` made from the raw rows ``X``.
 
     ``right_when_forward`` marks the features whose most frequent bin is the first (LightGBM
@@ -82,6 +92,14 @@ def dataset_bins(dataset: lightgbm.Dataset, X: Any) -> HistogramBins:
     """
     n_rows = int(dataset.num_data())
     codes = _codes(dataset, n_rows)
+    if codes is None:
+        warnings.warn(
+            "LightGBM's text of the training Dataset (Dataset._dump_text, a debugging format) "
+            f"does not read as its bins in LightGBM {lightgbm.__version__}: path_smooth "
+            "smooths new leaves with their row counts instead of LightGBM's estimates from "
+            "the hessians (refit leaves may differ slightly from LightGBM's)", UserWarning,
+            stacklevel=2)
+        return None
     n_features = codes.shape[1]
     first = np.zeros(n_features, dtype=bool)
     nonnegative = _nonnegative(X, n_features)
@@ -97,7 +115,7 @@ def dataset_bins(dataset: lightgbm.Dataset, X: Any) -> HistogramBins:
 
 
 def histogram_bins(X: Any, source: LightGBMSource, pandas_categorical: list | None
-                   ) -> HistogramBins:
+                   ) -> HistogramBins | None:
     """LightGBM's bins of the training rows ``X`` (already checked) for the model ``source``:
     a Dataset of ``X`` with the model's binning parameters (:func:`dataset_bins`)."""
     params = {k: source.params[k] for k in _BINNING if source.params.get(k, "") != ""}

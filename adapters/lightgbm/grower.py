@@ -94,7 +94,7 @@ class LGBMGrower:
         self.before_round: Callable[[int], None] | None = None
         self._round = 0
 
-    def histogram_bins(self) -> HistogramBins:
+    def histogram_bins(self) -> HistogramBins | None:
         """LightGBM's bins of the training rows, for the row counts ``path_smooth`` smooths
         with (:func:`unbiased_criteria.pruning.smoothing_counts`)."""
         return dataset_bins(self.booster.train_set, self._data[0])

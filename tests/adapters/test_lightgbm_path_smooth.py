@@ -144,3 +144,20 @@ def test_refit_gives_back_lightgbm_from_a_frame_with_category_columns():
     expected = model.predict(frame, raw_score=True)
     np.testing.assert_allclose(refit.predict(frame, raw_score=True), expected,
                                rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+
+
+def test_a_dataset_text_that_does_not_read_as_bins_is_warned(monkeypatch):
+    """The bins come from LightGBM's debugging text of a Dataset: a LightGBM that writes it
+    otherwise is told (row counts are used, as before), never read as wrong bins."""
+    X, y, weight, params = _varying_hessian_case("binary")
+
+    def other_text(self, filename):
+        with open(filename, "w", encoding="utf-8") as f:
+            f.write("a format this library does not know\n" * 3)
+
+    monkeypatch.setattr(lgb.Dataset, "_dump_text", other_text)
+    model = lgb.train(params, lgb.Dataset(X[:800], y[:800], categorical_feature=[3]), 5)
+    with pytest.warns(UserWarning, match="does not read as its bins"):
+        pruned = uc.prune(model, X[:800], y[:800], X[800:], y[800:], threshold=-np.inf,
+                          refit_leaves=True, random_state=0)
+    assert np.isfinite(pruned.predict(X, raw_score=True)).all()
