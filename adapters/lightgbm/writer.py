@@ -23,7 +23,12 @@ from unbiased_criteria.adapters._record import (
 )
 from unbiased_criteria.adapters.lightgbm.compat import estimator_booster, set_estimator_booster
 from unbiased_criteria.adapters.lightgbm.reader import read_model
-from unbiased_criteria.adapters.lightgbm.source import RULES, LightGBMSource, booster_of
+from unbiased_criteria.adapters.lightgbm.source import (
+    RULES,
+    LightGBMSource,
+    booster_of,
+    writes_as_lightgbm,
+)
 
 from unbiased_criteria.trees import Forest, Tree
 
@@ -73,7 +78,7 @@ def _bitset(cats: np.ndarray) -> list[int]:
 
 def _tree_block(tree: Tree) -> str:
     """One LightGBM text-model tree block (the lines after ``Tree=i``)."""
-    if tree.rules != RULES:
+    if not writes_as_lightgbm(tree.rules):
         raise ValueError(f"tree rules {tree.rules} are not LightGBM's {RULES}")
     inner = tree.internal_nodes  # ascending: the root 0 comes first
     leaves = np.flatnonzero(tree.is_leaf)
