@@ -31,7 +31,7 @@ def test_cross_fitting_in_threads_leaves_the_warnings_as_they_were():
     for r in reports[1:]:
         np.testing.assert_array_equal(r.to_frame().to_numpy(), first.to_numpy())
     with pytest.warns(UserWarning, match="still shown"):
-        warnings.warn("still shown", UserWarning)
+        warnings.warn("still shown", UserWarning, stacklevel=2)
 
 
 def test_xgboost_model_files_loaded_in_threads_leave_the_warnings_as_they_were(tmp_path):

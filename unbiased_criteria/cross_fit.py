@@ -210,7 +210,8 @@ class CrossFittedReport(ImportanceReport):
         parts = self.std_error_parts()
         mean = self._mean_over_folds(self.fold_frame().to_numpy())
         keep = significant(mean, parts["std_error"].to_numpy(),
-                           parts["dof"].to_numpy(), alpha, correction)
+                           parts["dof"].to_numpy(), alpha, correction,
+                           names=self.feature_names)
         return [name for name, k in zip(self.feature_names, keep) if k]
 
     # plot() asks these what to draw: the cross-fitted standard error exists without
