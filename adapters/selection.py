@@ -90,8 +90,13 @@ def cross_fitted_importance(
         all features (their held-out evidence) peaks; a long model's later trees split
         informative features on noise and pull their totals down. The cuts are in the
         report's ``iterations_kept``.
-    objective, n_draws, min_k, n_blocks, memory_budget
+    objective, n_draws, min_k, memory_budget
         As in :func:`~unbiased_criteria.unbiased_importance`.
+    n_blocks : int
+        As in :func:`~unbiased_criteria.unbiased_importance`, the same in every fold (their
+        replicates are combined): at most the held-out rows of the smallest fold of two rows
+        or more (warned). A fold of one held-out row has no usable split: its U and every
+        replicate are 0.
     random_state : int, numpy SeedSequence / Generator / RandomState, or None
         Seeds the held-out draws: fold ``k`` uses ``SeedSequence(random_state).spawn(K)[k]``
         as the ``random_state`` of ``unbiased_importance``. None is 0, so results repeat

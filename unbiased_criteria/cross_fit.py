@@ -109,6 +109,13 @@ class CrossFittedReport(ImportanceReport):
         splits.insert(0, "fold", splits.pop("fold").astype(np.int64))
         jackknife = None
         if n_blocks >= 2:
+            for k, r in enumerate(reports):
+                if r.jackknife is not None and r.jackknife.shape[1] != n_blocks:
+                    raise ValueError(
+                        f"reports: fold {k}'s report has {r.jackknife.shape[1]} jackknife "
+                        f"blocks, expected n_blocks={n_blocks} in every fold (their "
+                        f"replicates are combined); make every fold's report with the same "
+                        f"n_blocks")
             # a fold whose model has no split has no jackknife rows
             jackknife = np.concatenate([
                 r.jackknife if r.jackknife is not None else np.zeros((len(r.splits), n_blocks))
@@ -528,11 +535,17 @@ def cross_fit_folds(
                         f"sample_weight: every {kind} row of fold {k} has weight 0; shuffle "
                         f"the rows into the folds (e.g. cv=KFold(5, shuffle=True)) or drop "
                         f"the rows of weight 0")
-    smallest = min(held.size for _, held in folds)
+    # every fold the same blocks (their replicates are combined), none of them empty. A fold
+    # of one held-out row is left out of the count: no split has a row in both children
+    # (min_k >= 1), so its U and every replicate are 0 with any blocks (unbiased_importance
+    # keeps n_blocks for one row); with it, a 2-row fold had 2 blocks and the others 20
+    sizes = [held.size for _, held in folds]
+    smallest = min((size for size in sizes if size >= 2), default=0)
     if isinstance(n_blocks, int | np.integer) and not isinstance(n_blocks, bool) \
             and 2 <= smallest < n_blocks:
-        # every fold the same blocks (their replicates are combined), none of them empty
-        warnings.warn(f"n_blocks={n_blocks} but the smallest fold holds {smallest} held-out "
+        which = ("the smallest fold" if min(sizes) >= 2 else
+                 "the smallest fold of more than one held-out row")
+        warnings.warn(f"n_blocks={n_blocks} but {which} holds {smallest} held-out "
                       f"rows: the standard errors use {smallest} jackknife blocks in every "
                       "fold", UserWarning, stacklevel=3)
         n_blocks = smallest
