@@ -22,6 +22,7 @@ from .options import seed_sequence
 from .progress import progress_bar
 from .report import _SUMMED, ImportanceReport
 from .significance import check_selection, significant
+from .validation import check_weight
 
 #: held while a fold's warnings are caught (process-wide state: see cross_fit_folds)
 _CAPTURE = threading.RLock()
@@ -507,15 +508,10 @@ def cross_fit_folds(
     n = _n_rows(X)
     if _n_rows(y) != n:
         raise ValueError(f"y: expected {n} labels (one per row of X), got {_n_rows(y)}")
-    if sample_weight is not None:
-        sample_weight = np.asarray(sample_weight, dtype=np.float64)
-        if sample_weight.shape != (n,):
-            raise ValueError(f"sample_weight: expected shape ({n},), got "
-                             f"{sample_weight.shape}")
-        if not np.all(np.isfinite(sample_weight) & (sample_weight >= 0)) \
-                or not sample_weight.any():
-            raise ValueError("sample_weight: expected finite non-negative weights, not all "
-                             "zero")
+    # as unbiased_importance checks its weights (float32 range included), naming the argument
+    sample_weight = check_weight(sample_weight, n, "sample_weight")
+    if sample_weight is not None and not sample_weight.any():
+        raise ValueError("sample_weight is 0 for every row: those rows carry no evidence")
     y_values = np.asarray(y)
     if y_values.dtype.kind == "f" and not np.all(np.isfinite(y_values)):
         # before the folds, whose checks would name y_valid or y_train
