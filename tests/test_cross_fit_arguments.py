@@ -73,7 +73,7 @@ def test_bad_fit_params_name_it(data, fit_params, match):
     ([object()] * N, r"^sample_weight must be an array of numbers .* got a list"),
     (np.ones(N - 1), rf"^sample_weight has {N - 1} weights but the data has {N} rows"),
     (np.full(N, 1e39), r"^sample_weight has weights beyond the float32 range"),
-    (np.zeros(N), r"^sample_weight is 0 for every row"),
+    (np.zeros(N), r"^sample_weight is zero for every row"),
 ])
 def test_bad_sample_weight_names_it(data, weight, match):
     X, y = data

@@ -511,7 +511,7 @@ def cross_fit_folds(
     # as unbiased_importance checks its weights (float32 range included), naming the argument
     sample_weight = check_weight(sample_weight, n, "sample_weight")
     if sample_weight is not None and not sample_weight.any():
-        raise ValueError("sample_weight is 0 for every row: those rows carry no evidence")
+        raise ValueError("sample_weight is zero for every row: those rows carry no evidence")
     y_values = np.asarray(y)
     if y_values.dtype.kind == "f" and not np.all(np.isfinite(y_values)):
         # before the folds, whose checks would name y_valid or y_train
