@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -24,6 +25,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from unbiased_criteria.api import DEFAULT_MEMORY_BUDGET
 from unbiased_criteria.cross_fit import CrossFittedReport, _fold_rows, cross_fit_folds
+from unbiased_criteria.parallel import resolve_n_jobs
 from unbiased_criteria.significance import CORRECTIONS
 
 __all__ = ["cross_fitted_importance", "UnbiasedSelector"]
@@ -83,15 +85,21 @@ def cross_fitted_importance(
         Row weights: passed to ``fit`` for the training rows and used as training and
         held-out weights in the unbiased gain.
     fit_params : dict, optional
-        Further keyword arguments of ``estimator.fit`` (not sliced by rows).
+        Further keyword arguments of ``estimator.fit`` (not sliced by rows; row weights go
+        in ``sample_weight``, which is).
     iterations : int, "best" or None
         Boosting iterations of each fold's model to score. None: all. An int: the first
         ``iterations``. ``"best"``: for each fold, the cut where the other folds' total U over
         all features (their held-out evidence) peaks; a long model's later trees split
         informative features on noise and pull their totals down. The cuts are in the
         report's ``iterations_kept``.
-    objective, n_draws, min_k, n_blocks, memory_budget
+    objective, n_draws, min_k, memory_budget
         As in :func:`~unbiased_criteria.unbiased_importance`.
+    n_blocks : int
+        As in :func:`~unbiased_criteria.unbiased_importance`, the same in every fold (their
+        replicates are combined): at most the held-out rows of the smallest fold of two rows
+        or more (warned). A fold of one held-out row has no usable split: its U and every
+        replicate are 0.
     random_state : int, numpy SeedSequence / Generator / RandomState, or None
         Seeds the held-out draws: fold ``k`` uses ``SeedSequence(random_state).spawn(K)[k]``
         as the ``random_state`` of ``unbiased_importance``. None is 0, so results repeat
@@ -99,6 +107,8 @@ def cross_fitted_importance(
         it is.
     n_jobs : int, optional
         Set as every clone's ``n_jobs`` (threads of the host); folds run one after another.
+        Checked as in :func:`~unbiased_criteria.unbiased_importance`: a positive integer, a
+        negative one (-1: all cores, -2: all but one) or None.
     progress : bool
         Progress bars over folds and, within each fold, over trees.
 
@@ -109,6 +119,14 @@ def cross_fitted_importance(
         over folds), ``splits`` per split with a ``fold`` column, ``select(alpha)``.
     """
     _check_estimator(estimator)  # before fitting anything
+    resolve_n_jobs(n_jobs)  # as unbiased_importance checks it: 0 or '2' reached the host
+    if fit_params is not None and not isinstance(fit_params, Mapping):
+        raise ValueError(f"fit_params must be a dict of keyword arguments of estimator.fit, "
+                         f"got {type(fit_params).__name__}")
+    if fit_params is not None and "sample_weight" in fit_params:
+        # fit_params are not sliced by rows: the full weights reached each fold's fit
+        raise ValueError("fit_params: pass the row weights as sample_weight=, which is cut "
+                         "into each fold's rows and also weights the unbiased gain")
     if y is None:
         raise ValueError("y: the labels are required")
     if hasattr(X, "tocsr"):  # scipy sparse: CSR rows can be indexed (a new matrix)

@@ -222,9 +222,9 @@ def lgb_small():
 
 
 @pytest.mark.parametrize("weight,match", [
-    (np.r_[np.nan, np.ones(N - 1)], "sample_weight: expected finite"),
-    (np.r_[np.inf, np.ones(N - 1)], "sample_weight: expected finite"),
-    (np.r_[-1.0, np.ones(N - 1)], "sample_weight: expected finite non-negative"),
+    (np.r_[np.nan, np.ones(N - 1)], "sample_weight must be finite"),
+    (np.r_[np.inf, np.ones(N - 1)], "sample_weight must be finite"),
+    (np.r_[-1.0, np.ones(N - 1)], "sample_weight must be finite and non-negative"),
 ])
 def test_cross_fit_bad_weights_name_sample_weight(data, weight, match):
     X, y, _ = data

@@ -22,6 +22,7 @@ from .options import seed_sequence
 from .progress import progress_bar
 from .report import _SUMMED, ImportanceReport
 from .significance import check_selection, significant
+from .validation import check_weight
 
 #: held while a fold's warnings are caught (process-wide state: see cross_fit_folds)
 _CAPTURE = threading.RLock()
@@ -109,6 +110,13 @@ class CrossFittedReport(ImportanceReport):
         splits.insert(0, "fold", splits.pop("fold").astype(np.int64))
         jackknife = None
         if n_blocks >= 2:
+            for k, r in enumerate(reports):
+                if r.jackknife is not None and r.jackknife.shape[1] != n_blocks:
+                    raise ValueError(
+                        f"reports: fold {k}'s report has {r.jackknife.shape[1]} jackknife "
+                        f"blocks, expected n_blocks={n_blocks} in every fold (their "
+                        f"replicates are combined); make every fold's report with the same "
+                        f"n_blocks")
             # a fold whose model has no split has no jackknife rows
             jackknife = np.concatenate([
                 r.jackknife if r.jackknife is not None else np.zeros((len(r.splits), n_blocks))
@@ -210,7 +218,8 @@ class CrossFittedReport(ImportanceReport):
         parts = self.std_error_parts()
         mean = self._mean_over_folds(self.fold_frame().to_numpy())
         keep = significant(mean, parts["std_error"].to_numpy(),
-                           parts["dof"].to_numpy(), alpha, correction)
+                           parts["dof"].to_numpy(), alpha, correction,
+                           names=self.feature_names)
         return [name for name, k in zip(self.feature_names, keep) if k]
 
     # plot() asks these what to draw: the cross-fitted standard error exists without
@@ -499,15 +508,10 @@ def cross_fit_folds(
     n = _n_rows(X)
     if _n_rows(y) != n:
         raise ValueError(f"y: expected {n} labels (one per row of X), got {_n_rows(y)}")
-    if sample_weight is not None:
-        sample_weight = np.asarray(sample_weight, dtype=np.float64)
-        if sample_weight.shape != (n,):
-            raise ValueError(f"sample_weight: expected shape ({n},), got "
-                             f"{sample_weight.shape}")
-        if not np.all(np.isfinite(sample_weight) & (sample_weight >= 0)) \
-                or not sample_weight.any():
-            raise ValueError("sample_weight: expected finite non-negative weights, not all "
-                             "zero")
+    # as unbiased_importance checks its weights (float32 range included), naming the argument
+    sample_weight = check_weight(sample_weight, n, "sample_weight")
+    if sample_weight is not None and not sample_weight.any():
+        raise ValueError("sample_weight is zero for every row: those rows carry no evidence")
     y_values = np.asarray(y)
     if y_values.dtype.kind == "f" and not np.all(np.isfinite(y_values)):
         # before the folds, whose checks would name y_valid or y_train
@@ -527,11 +531,17 @@ def cross_fit_folds(
                         f"sample_weight: every {kind} row of fold {k} has weight 0; shuffle "
                         f"the rows into the folds (e.g. cv=KFold(5, shuffle=True)) or drop "
                         f"the rows of weight 0")
-    smallest = min(held.size for _, held in folds)
+    # every fold the same blocks (their replicates are combined), none of them empty. A fold
+    # of one held-out row is left out of the count: no split has a row in both children
+    # (min_k >= 1), so its U and every replicate are 0 with any blocks (unbiased_importance
+    # keeps n_blocks for one row); with it, a 2-row fold had 2 blocks and the others 20
+    sizes = [held.size for _, held in folds]
+    smallest = min((size for size in sizes if size >= 2), default=0)
     if isinstance(n_blocks, int | np.integer) and not isinstance(n_blocks, bool) \
             and 2 <= smallest < n_blocks:
-        # every fold the same blocks (their replicates are combined), none of them empty
-        warnings.warn(f"n_blocks={n_blocks} but the smallest fold holds {smallest} held-out "
+        which = ("the smallest fold" if min(sizes) >= 2 else
+                 "the smallest fold of more than one held-out row")
+        warnings.warn(f"n_blocks={n_blocks} but {which} holds {smallest} held-out "
                       f"rows: the standard errors use {smallest} jackknife blocks in every "
                       "fold", UserWarning, stacklevel=3)
         n_blocks = smallest

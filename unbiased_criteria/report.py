@@ -116,7 +116,8 @@ class ImportanceReport:
             raise ValueError(refusal)
         frame = self.to_frame()
         keep = significant(frame["unbiased_gain"], frame["std_error"],
-                           self.jackknife.shape[1] - 1, alpha, correction)
+                           self.jackknife.shape[1] - 1, alpha, correction,
+                           names=list(frame.index))
         return list(frame.index[keep])
 
     def cumulative_importance(self) -> pd.DataFrame:

@@ -3,6 +3,8 @@ testing many features at once (:func:`significant`)."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 __all__ = ["significant", "CORRECTIONS"]
@@ -23,7 +25,8 @@ def check_selection(alpha, correction) -> None:
 
 
 def significant(estimate, std_error, dof, alpha: float = 0.05,
-                correction: str | None = None) -> np.ndarray:
+                correction: str | None = None, *, names=None,
+                stacklevel: int = 3) -> np.ndarray:
     """Features whose ``estimate`` is significantly above 0, one-sided.
 
     Parameters
@@ -38,26 +41,42 @@ def significant(estimate, std_error, dof, alpha: float = 0.05,
         of selecting any feature whose true value is <= 0 stays <= ``alpha``.
         ``"fdr_bh"`` (Benjamini-Hochberg, by :func:`scipy.stats.false_discovery_control`):
         the expected share of such features among those selected stays <= ``alpha``. Only
-        features with a test (a finite ratio: a positive standard error) count among the
-        features tested.
+        features with a test (a finite ratio: a positive standard error, and ``dof > 0``)
+        count among the features tested; the others are never selected, with or without a
+        correction.
+    names : sequence of str, optional
+        The features' names, for the warning.
+    stacklevel : int
+        Of the warning: 3 points at the caller of the function that calls this one.
 
     Returns
     -------
     ndarray of bool
+
+    Warns
+    -----
+    UserWarning
+        When a feature with ``estimate > 0`` has no test (a standard error of 0, e.g. every
+        jackknife replicate alike with a handful of held-out rows): it is not selected.
     """
     from scipy import stats
 
     check_selection(alpha, correction)
     estimate = np.asarray(estimate, dtype=np.float64)
+    std_error = np.asarray(std_error, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        z = estimate / np.asarray(std_error, dtype=np.float64)
+        z = estimate / std_error
     dof = np.broadcast_to(np.asarray(dof, dtype=np.float64), z.shape)
-    if correction is None:
-        with np.errstate(invalid="ignore"):  # NaN ratios (no test) compare False
-            return z > stats.t.ppf(1 - alpha, dof)
-    tested = ~np.isnan(z)
+    # a standard error of 0 makes U / SE infinite (or NaN): that is no evidence, not
+    # infinite significance (it once selected a feature on two held-out rows)
+    with np.errstate(invalid="ignore"):
+        tested = np.isfinite(z) & (std_error > 0) & (dof > 0)
+    _warn_untested(estimate > 0, tested, names, stacklevel + 1)
     keep = np.zeros(z.shape, dtype=bool)
     if not tested.any():
+        return keep
+    if correction is None:
+        keep[tested] = z[tested] > stats.t.ppf(1 - alpha, dof[tested])
         return keep
     p = stats.t.sf(z[tested], dof[tested])
     if correction == "holm":
@@ -71,3 +90,18 @@ def significant(estimate, std_error, dof, alpha: float = 0.05,
         chosen = stats.false_discovery_control(p, method="bh") <= alpha
     keep[tested] = chosen
     return keep
+
+
+def _warn_untested(positive: np.ndarray, tested: np.ndarray, names, stacklevel: int) -> None:
+    """Say which features with a positive estimate have no test (they are not selected)."""
+    untested = np.flatnonzero(positive & ~tested)
+    if not untested.size:
+        return
+    labels = ([str(names[i]) for i in untested] if names is not None
+              else [f"feature {i}" for i in untested])
+    shown = ", ".join(labels[:10]) + (f" and {len(labels) - 10} more" if len(labels) > 10
+                                      else "")
+    warnings.warn(
+        f"{shown}: unbiased_gain > 0 but no test (a standard error of 0, every jackknife "
+        f"replicate and fold total alike: too few held-out rows to show any variation; or "
+        f"none), so not selected; pass more held-out rows", UserWarning, stacklevel=stacklevel)

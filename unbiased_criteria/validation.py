@@ -128,7 +128,15 @@ def check_weight(w, n_rows: int, argument: str) -> np.ndarray | None:
     """Weights as a new float64 array of length ``n_rows``: finite and non-negative."""
     if w is None:
         return None
-    arr = np.array(w, dtype=np.float64).reshape(-1)
+    # text converts to one float ('1.5') or fails with numpy's words, naming nothing
+    if isinstance(w, str | bytes):
+        raise ValueError(f"{argument} must be an array of numbers (one weight per row), got "
+                         f"{w[:40]!r}")
+    try:
+        arr = np.array(w, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise ValueError(f"{argument} must be an array of numbers (one weight per row), got "
+                         f"a {type(w).__name__} that does not convert to one") from None
     if arr.size != n_rows:
         raise ValueError(f"{argument} has {arr.size} weights but the data has {n_rows} rows")
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):

@@ -3,6 +3,8 @@ Carlo on null t statistics (tolerances from the replication count)."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -56,3 +58,21 @@ def test_error_rates_on_null_features(correction, bound):
     else:
         assert rate <= bound + 3 * np.sqrt(bound * (1 - bound) / reps), rate
         assert rate > 0.5 * bound  # not vacuous: the procedures spend their level
+
+
+@pytest.mark.parametrize("correction", [None, "holm", "fdr_bh"])
+def test_zero_standard_error_is_no_test(correction):
+    """U / 0 is +inf: that was read as infinite significance (p = 0) and the feature was
+    selected, and counted among Holm's tests. A standard error of 0 (every replicate alike)
+    is no test: never selected, not counted, and said."""
+    p_alone = 0.03  # passes at 0.05 alone, fails Holm's 0.05 / 2 when the other is counted
+    z = np.r_[5.0, ratios([p_alone])]
+    se = np.r_[0.0, 1.0]
+    with pytest.warns(UserWarning, match=r"^a: unbiased_gain > 0 but no test"):
+        keep = significant(z, se, DOF, 0.05, correction, names=["a", "b"])
+    assert keep.tolist() == [False, True]
+    # a negative gain over 0 (-inf) and 0 / 0 (NaN) are no test either, and not worth a word
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert significant([-5.0, 0.0], [0.0, 0.0], DOF, 0.05, correction).tolist() == [
+            False, False]
