@@ -292,3 +292,65 @@ def test_the_unpruned_scores_are_summed_as_the_host_summed_them():
     again = uc.unbiased_importance(pruned, Xo, yo, X2, 0.8 * X2[:, 0] + 1e4, random_state=1)
     s = again.splits
     assert ((s.biased_gain - s.host_gain).abs() <= 1e-2 * s.host_gain.abs() + 1e-6).mean() > 0.99
+
+
+@pytest.mark.parametrize("host", ["lightgbm", "xgboost"])
+@pytest.mark.parametrize("rounds", [1, 3])
+def test_small_models_grown_from_unkept_starting_scores_are_warned_of(host, rounds):
+    """Stumps trained from per-row starting scores the model does not keep (LightGBM
+    init_score with boost_from_average=False, XGBoost base_margin): biased_gain was 2-4x
+    the hosts' own gains at every split, and nothing said so, because a warning needed three
+    splits to miss. Oracle: the host's stored gain of the first tree. Every split of the
+    first iteration misses: one warning naming the starting scores."""
+    r = np.random.default_rng(0)
+    init = r.normal(size=X.shape[0]) + 0.5 * X[:, 0]
+    if host == "lightgbm":
+        model = lgb.train({**LGB, "num_leaves": 2, "boost_from_average": False},
+                          lgb.Dataset(X, y, init_score=init), rounds)
+    else:
+        model = xgb.train({**XGB, "max_depth": 1}, xgb.DMatrix(X, y, base_margin=init), rounds)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s = uc.unbiased_importance(model, X, y, Xv, yv, random_state=0, n_jobs=1).splits
+    first = s[s.tree == 0]
+    assert (np.abs(first.biased_gain - first.host_gain) > 0.5 * first.host_gain.abs()).all()
+    said = [str(w.message) for w in caught if "misses the model's own gains" in str(w.message)]
+    assert len(said) == 1 and "base_margin or init_score" in said[0]
+    assert "after the first iteration" not in said[0]
+
+
+def test_a_stray_miss_is_not_a_mismatch_but_most_large_gains_missing_is():
+    """The floor against float32 cancellation keeps its purpose: one stray miss among many
+    splits, or two among a hundred, does not warn; a model whose few large gains (far above
+    rounding) mostly miss does, whatever its size."""
+    from unbiased_criteria.host_gains import gain_misses, gains_mismatch
+
+    host = np.array([100.0, 50.0, 20.0, 10.0, 1e-5])
+    assert gains_mismatch(*gain_misses(host, host * [1, 1, 1, 1, 3], 1e-3)) is False
+    assert gains_mismatch(*gain_misses(host, host * [1.2, 1, 1, 1, 1], 1e-3)) is False
+    assert gains_mismatch(*gain_misses(host, host * [1.2, 1.2, 1.2, 1, 1], 1e-3)) is True
+    assert gains_mismatch(*gain_misses(host[:1], host[:1] * 2, 1e-3)) is True
+    many = np.linspace(1.0, 100.0, 100)
+    assert gains_mismatch(*gain_misses(many, many * np.r_[[1.1, 1.1], np.ones(98)], 1e-3)) \
+        is False
+
+
+def test_the_later_trees_message_does_not_claim_a_first_iteration_that_missed():
+    """The later trees' refusal said 'the first iteration matches' and blamed DART where the
+    first iteration's gains also missed (below the count that warns alone) and starting
+    scores were the cause: it says what the first iteration showed and names them."""
+    from unbiased_criteria.adapters import xgboost as ax
+    from unbiased_criteria.host_gains import LaterGains, check_later_gains
+
+    read = ax.read_model(xgb.train(XGB, xgb.DMatrix(X, y), 2))
+    found = LaterGains(compared=10, off=10, first_tree=1, large=10, large_off=10)
+    host = np.linspace(1.0, 10.0, 300)
+    first = [(None, None, host, host * np.r_[1.5, np.ones(299)])]
+    with pytest.raises(UnsupportedModelError) as err:
+        check_later_gains(found, read, "prune", first=first)
+    text = str(err.value)
+    assert "first iteration matches" not in text
+    assert "misses at 1 of its 300 splits" in text and "base_margin or init_score" in text
+    first = [(None, None, host, host)]
+    with pytest.raises(UnsupportedModelError, match="the first iteration matches"):
+        check_later_gains(found, read, "prune", first=first)

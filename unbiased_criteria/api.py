@@ -696,7 +696,7 @@ def unbiased_importance(
             "splits at the current loss's gradients)", UserWarning, stacklevel=2)
     elif not (first and check_against_host(*map(np.concatenate, zip(*first)), prep.model)):
         check_later_gains(sum_later_gains(later, later_start(prep.model) or 0), prep.model,
-                          "importance")
+                          "importance", first=first)
     report.rows_near_threshold = _near_threshold(prep)
     return report
 
@@ -889,7 +889,7 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
                                                       prep.model, extra_frames=extra_frames)
     if not first_warned:
         check_later_gains(sum_later_gains(later.parts, later_start(prep.model) or 0),
-                          prep.model, "prune", extra_frames)
+                          prep.model, "prune", extra_frames, first=first)
     forest = prep.model.forest
     trees = result.trees
     if later.changed_at is not None and not first_warned and not prep.model.warnings:
