@@ -340,6 +340,7 @@ def test_the_later_trees_message_does_not_claim_a_first_iteration_that_missed():
     first iteration's gains also missed (below the count that warns alone) and starting
     scores were the cause: it says what the first iteration showed and names them."""
     from unbiased_criteria.adapters import xgboost as ax
+
     from unbiased_criteria.host_gains import LaterGains, check_later_gains
 
     read = ax.read_model(xgb.train(XGB, xgb.DMatrix(X, y), 2))
