@@ -355,3 +355,46 @@ def test_the_later_trees_message_does_not_claim_a_first_iteration_that_missed():
     first = [(None, None, host, host)]
     with pytest.raises(UnsupportedModelError, match="the first iteration matches"):
         check_later_gains(found, read, "prune", first=first)
+
+
+def _adjacent_float32(n, seed):
+    """Prices 1000.xxxx on adjacent float32 values, 20% missing: XGBoost's exact method puts
+    thresholds onto training values there, and stores the gain of the partition that sends
+    the rows at the threshold to the other side than the tree does."""
+    r = np.random.default_rng(seed)
+    k = r.integers(0, 40, n)
+    x = np.float32(1000) + k * float(np.spacing(np.float32(1000)))
+    x = np.where(r.random(n) < 0.2, np.nan, x)
+    return np.column_stack([x, r.normal(size=n)]), k / 10 + r.normal(size=n)
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_ties_at_an_exact_threshold_are_not_taken_for_other_scores(seed):
+    """An ordinary gbtree model grown with tree_method='exact' was refused by prune as DART
+    or edited trees, and unbiased_importance warned so: its stored gains (loss_chg, the
+    oracle) describe x <= t where the tree routes x < t at splits whose threshold is a
+    training value at the node. biased_gain stays that of the tree as it routes (it still
+    misses loss_chg there); the checks compare those splits with the other side of the tie,
+    which matches, so nothing is warned and prune goes ahead. Its first tree edited (leaves
+    and weights tripled) on the same rows is still refused: the other side of a tie does
+    not excuse later trees grown from other scores."""
+    Xa, ya = _adjacent_float32(1000, seed)
+    Xb, yb = _adjacent_float32(1000, seed + 100)
+    params = {"tree_method": "exact", "max_depth": 2, "eta": 0.3, "nthread": 1}
+    bst = xgb.train(params, xgb.DMatrix(Xa, ya), 20)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s = uc.unbiased_importance(bst, Xa, ya, Xb, yb, random_state=0, n_jobs=1).splits
+        uc.prune(bst, Xa, ya, Xb, yb, random_state=0, n_jobs=1)
+    assert not [w for w in caught if "own gains" in str(w.message)]
+    off = (s.biased_gain - s.host_gain).abs() > 0.01 * s.host_gain.abs()
+    assert off.sum() > 10  # the ties are there: B is the routed partition's
+    js = json.loads(bst.save_raw("json"))
+    tree = js["learner"]["gradient_booster"]["model"]["trees"][0]
+    tree["split_conditions"] = [c * 3 if left == -1 else c for c, left in
+                                zip(tree["split_conditions"], tree["left_children"])]
+    tree["base_weights"] = [w * 3 for w in tree["base_weights"]]
+    edited = xgb.Booster(model_file=bytearray(json.dumps(js).encode()))
+    edited.set_param({"eta": 0.3, "lambda": 1})
+    with pytest.raises(UnsupportedModelError, match="after the first iteration"):
+        uc.prune(edited, Xa, ya, Xb, yb, random_state=0, n_jobs=1)

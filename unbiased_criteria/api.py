@@ -27,6 +27,7 @@ from .host_gains import (
     _with_own_gains,
     check_against_host,
     check_later_gains,
+    comparable_gains,
     later_gains,
     later_start,
     sum_later_gains,
@@ -649,13 +650,16 @@ def unbiased_importance(
     shares: list[np.ndarray] = []
 
     def score(step: TreeStep):
-        return step, score_tree(step, prep.model.split_score, options, halves, blocks,
-                                ranked=True, workspace=workspace)
+        scores = score_tree(step, prep.model.split_score, options, halves, blocks,
+                            ranked=True, workspace=workspace)
+        # what the checks compare: HistGradientBoosting's roots, ties at a threshold; here,
+        # while the step's rows are those it was scored with
+        return step, scores, comparable_gains(prep.model, step.tree, scores, step.nodes_train,
+                                              step.g_train, step.h_train, _values(prep))
 
     def collect(result):
-        step, scores = result
+        step, scores, stored = result
         records.append(_split_records(step, scores, int(forest.tree_class[step.index])))
-        stored = _as_stored(prep.model, step.tree, scores)  # HistGradientBoosting's roots
         if step.nodes_train is not None:
             stages.add(step.index, step.tree, scores.sums)
         if step.nodes_train is not None and step.index < n_first:
@@ -699,6 +703,12 @@ def unbiased_importance(
                           "importance", first=first)
     report.rows_near_threshold = _near_threshold(prep)
     return report
+
+
+def _values(prep: _Prepared):
+    """The training rows' feature values as the host compares them, where the adapter reads
+    them (:attr:`~unbiased_criteria.model.Router.feature_values`), else None."""
+    return None if prep.train is None else prep.train.router.feature_values
 
 
 def blocks_for_rows(options: GainOptions, n_valid: int, extra_frames: int = 0) -> GainOptions:
@@ -868,7 +878,9 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
         ks.append(scores.k[step.tree.internal_nodes])
         shares.append(_child_share(step, scores))
         if step.nodes_train is not None and step.index < n_first:
-            first.append(_host_and_replay(step.tree, _as_stored(prep.model, step.tree, scores)))
+            first.append(_host_and_replay(step.tree, comparable_gains(
+                prep.model, step.tree, scores, step.nodes_train, step.g_train, step.h_train,
+                _values(prep))))
         elif step.nodes_train is not None:
             later.add(step, scores)
         out = prune_tree(step.tree, scores, prep.model.split_score, options.prune_threshold,

@@ -336,6 +336,62 @@ def _as_stored(read: Model, tree, scores: TreeScores) -> TreeScores:
     return replace(scores, biased=B)
 
 
+def comparable_gains(read: Model, tree, scores: TreeScores, nodes: np.ndarray | None,
+                     g: np.ndarray | None, h: np.ndarray | None, feature_values,
+                     rtol: float = 1e-3) -> TreeScores:
+    """``scores`` as compared with the model's stored gains (:func:`_as_stored`), where a
+    numeric split's ``B`` misses its stored gain beyond ``rtol`` and training rows at the
+    node hold the threshold itself: there ``B`` of the other side of that tie, if it is
+    nearer the stored gain.
+
+    XGBoost's exact method puts a threshold at the float32 midpoint of two neighbouring
+    values; where they are adjacent float32 numbers the midpoint rounds onto one of them (or
+    the enumeration takes the lower one), and the stored gain describes the partition that
+    sends the rows at the threshold to the other side than the tree does (``x <= t`` where
+    the tree routes ``x < t``). ``B`` is right for the tree as it routes (it stays in the
+    report); the check must not take such a split for other scores (DART). ``nodes``, ``g``,
+    ``h``: the training rows' leaves and weighted gradients and hessians at the scores ``B``
+    was computed from; ``feature_values``: :attr:`~unbiased_criteria.model.Router.
+    feature_values` (None: the adapter cannot read the rows' values, nothing replaced)."""
+    stored = _as_stored(read, tree, scores)
+    if feature_values is None or nodes is None or tree.n_leaves == 1:
+        return stored
+    inner = tree.internal_nodes
+    host = np.asarray(tree.host_gain, dtype=np.float64)
+    B = np.asarray(stored.biased, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        miss = np.isfinite(host) & np.isfinite(B) & (np.abs(B - host) > rtol * np.abs(host))
+    candidates = inner[miss[inner] & ~tree.categorical[inner]
+                       & np.isfinite(tree.threshold[inner])]
+    if not candidates.size:
+        return stored
+    out = B.copy()
+    G, H, score = scores.sums.G, scores.sums.H, read.split_score
+    read_features: dict[int, np.ndarray] = {}
+    below = tree.descendants
+    at_left = tree.rules.operator == "<="  # where the rows at the threshold go
+    for node in candidates:
+        j = int(tree.feature[node])
+        if j not in read_features:
+            read_features[j] = feature_values(j)
+        under = np.zeros(tree.n_nodes, dtype=bool)
+        under[below.indices[below.indptr[node]:below.indptr[node + 1]]] = True
+        tie = (read_features[j] == tree.threshold[node]) & under[nodes]
+        if not tie.any():
+            continue
+        moved_g, moved_h = float(np.sum(g[tie])), float(np.sum(h[tie]))
+        L, R = int(tree.left[node]), int(tree.right[node])
+        sign = 1.0 if at_left else -1.0  # their sums leave that child for the other
+        extra = tree.l2_extra[node]
+        now = node_score(G[L], H[L], score, extra) + node_score(G[R], H[R], score, extra)
+        other = (node_score(G[L] - sign * moved_g, H[L] - sign * moved_h, score, extra)
+                 + node_score(G[R] + sign * moved_g, H[R] + sign * moved_h, score, extra))
+        alternative = B[node] + float(other - now)
+        if abs(alternative - host[node]) < abs(B[node] - host[node]):
+            out[node] = alternative
+    return replace(stored, biased=out)
+
+
 class _FitStages:
     """What each HistGradientBoosting tree's stored values say of the learning rate and
     ``l2_regularization`` it was grown with (:func:`~unbiased_criteria.leaf_params.
@@ -444,9 +500,11 @@ class _PrunedLaterGains:
         """Compare a later tree's gains, where its scores are the model's or can be rebuilt."""
         it = self._at(step.index)
         read = self.prep.model
+        values = None if self.prep.train is None else self.prep.train.router.feature_values
         if self.changed_at is None or self.changed_at == it:
-            self.parts.append((step.index, *later_gains(step.tree,
-                                                        _as_stored(read, step.tree, scores))))
+            self.parts.append((step.index, *later_gains(step.tree, comparable_gains(
+                read, step.tree, scores, step.nodes_train, step.g_train, step.h_train, values,
+                LATER_GAIN_RTOL))))
             return
         if not self.follow or self.own is None:
             return
@@ -459,7 +517,9 @@ class _PrunedLaterGains:
         g, h = obj.grad_hess(self.y, raw, self.weight)
         sums = node_sums(step.tree, step.nodes_train, np.ravel(g), np.ravel(h))
         B = biased_gain(step.tree, sums, self.prep.model.split_score)
-        rebuilt = _as_stored(read, step.tree, replace(scores, biased=B, sums=sums))
+        rebuilt = comparable_gains(read, step.tree, replace(scores, biased=B, sums=sums),
+                                   step.nodes_train, np.ravel(g), np.ravel(h), values,
+                                   LATER_GAIN_RTOL)
         self.parts.append((step.index, *later_gains(step.tree, rebuilt)))
 
     def moved(self, step: TreeStep, out) -> None:

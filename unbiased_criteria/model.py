@@ -136,13 +136,17 @@ class Router:
     ``start..stop-1`` as an int32 array ``(n_rows, stop - start)``; ``chunk`` is the number of
     trees per call that keeps that array within the memory budget. ``near_threshold``: rows
     with a value within the printed precision of a threshold (dumped models only, where the
-    model the dump came from may route them differently).
+    model the dump came from may route them differently). ``feature_values(j)``, where the
+    adapter offers it: the rows' values of numeric feature ``j`` as the host compares them
+    with its thresholds (float64 holding the host's rounding, NaN = missing), read on demand
+    (:func:`unbiased_criteria.host_gains.comparable_gains`: ties at a threshold).
     """
 
     n_rows: int
     leaf_nodes: Callable[[int, int], np.ndarray]
     chunk: int
     near_threshold: int = 0
+    feature_values: Callable[[int], np.ndarray] | None = None
 
     def chunks(self, n_trees: int):
         """Yield ``(start, stop, leaf_nodes)`` over all trees, ``chunk`` trees at a time."""

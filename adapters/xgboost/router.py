@@ -256,5 +256,26 @@ def make_router(
                 out[:, j] = maps[t][out[:, j]]
         return out
 
+    def feature_values(j: int) -> np.ndarray:
+        """The rows' values of feature ``j`` as XGBoost compares them: float32, NaN missing
+        (NaN, the estimator's ``missing`` value, an absent sparse entry)."""
+        if isinstance(X, pd.DataFrame):
+            col = X.iloc[:, j]
+            if isinstance(col.dtype, pd.CategoricalDtype):
+                codes = col.cat.codes.to_numpy()
+                values = np.where(codes < 0, np.nan, codes.astype(np.float64))
+            else:
+                values = col.to_numpy(np.float64, na_value=np.nan)
+        elif sparse.issparse(X):
+            column = sparse.csc_matrix(X[:, [j]])
+            values = np.full(n_rows, np.nan)
+            values[column.indices] = column.data
+        else:
+            values = np.array(X[:, j], dtype=np.float64)
+        if missing is not None and not np.isnan(missing):
+            values[values == missing] = np.nan
+        return values.astype(np.float32).astype(np.float64)
+
     del first_dmat
-    return Router(n_rows=n_rows, leaf_nodes=leaf_nodes, chunk=chunk)
+    return Router(n_rows=n_rows, leaf_nodes=leaf_nodes, chunk=chunk,
+                  feature_values=feature_values)
