@@ -374,10 +374,12 @@ def comparable_gains(read: Model, tree, scores: TreeScores, nodes: np.ndarray | 
         j = int(tree.feature[node])
         if j not in read_features:
             read_features[j] = feature_values(j)
+        # the rows at the threshold first (few), then those of them below the node
+        tie = np.flatnonzero(read_features[j] == tree.threshold[node])
         under = np.zeros(tree.n_nodes, dtype=bool)
         under[below.indices[below.indptr[node]:below.indptr[node + 1]]] = True
-        tie = (read_features[j] == tree.threshold[node]) & under[nodes]
-        if not tie.any():
+        tie = tie[under[nodes[tie]]]
+        if not tie.size:
             continue
         moved_g, moved_h = float(np.sum(g[tie])), float(np.sum(h[tie]))
         L, R = int(tree.left[node]), int(tree.right[node])
