@@ -398,3 +398,41 @@ def test_ties_at_an_exact_threshold_are_not_taken_for_other_scores(seed):
     edited.set_param({"eta": 0.3, "lambda": 1})
     with pytest.raises(UnsupportedModelError, match="after the first iteration"):
         uc.prune(edited, Xa, ya, Xb, yb, random_state=0, n_jobs=1)
+
+
+@pytest.mark.parametrize("kind", ["frame", "sparse", "missing=-999", "multiclass"])
+def test_ties_are_read_as_xgboost_reads_the_rows(kind):
+    """The rows' values at a threshold are read as XGBoost compares them: a DataFrame's
+    column, a sparse matrix's absent entries as missing, an estimator's own ``missing``
+    value, each class's trees of a multi-class model. Each of these exact models on adjacent
+    float32 values was warned of as grown with other parameters or scores (its own
+    loss_chg, the oracle, holds the other side of the ties)."""
+    from scipy import sparse
+
+    Xa, ya = _adjacent_float32(1500, 0)
+    Xb, yb = _adjacent_float32(1500, 100)
+    params = {"tree_method": "exact", "max_depth": 2, "eta": 0.3, "nthread": 1}
+    if kind == "frame":
+        Xa, Xb = pd_frame(Xa), pd_frame(Xb)
+        model = xgb.train(params, xgb.DMatrix(Xa, ya), 20)
+    elif kind == "sparse":  # absent entries are XGBoost's missing values
+        Xa, Xb = (sparse.csr_matrix(np.nan_to_num(A, nan=0.0)) for A in (Xa, Xb))
+        model = xgb.train(params, xgb.DMatrix(Xa, ya), 20)
+    elif kind == "missing=-999":
+        Xa, Xb = (np.nan_to_num(A, nan=-999.0) for A in (Xa, Xb))
+        model = xgb.XGBRegressor(tree_method="exact", max_depth=2, n_estimators=20,
+                                 missing=-999.0, n_jobs=1).fit(Xa, ya)
+    else:
+        ya, yb = np.digitize(ya, [1.5, 2.8]), np.digitize(yb, [1.5, 2.8])
+        model = xgb.train({**params, "objective": "multi:softprob", "num_class": 3},
+                          xgb.DMatrix(Xa, ya), 10)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        uc.unbiased_importance(model, Xa, ya, Xb, yb, random_state=0, n_jobs=2)
+    assert not [w for w in caught if "own gains" in str(w.message)]
+
+
+def pd_frame(A):
+    import pandas as pd
+
+    return pd.DataFrame(A, columns=["price", "noise"])
