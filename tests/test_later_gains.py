@@ -292,3 +292,147 @@ def test_the_unpruned_scores_are_summed_as_the_host_summed_them():
     again = uc.unbiased_importance(pruned, Xo, yo, X2, 0.8 * X2[:, 0] + 1e4, random_state=1)
     s = again.splits
     assert ((s.biased_gain - s.host_gain).abs() <= 1e-2 * s.host_gain.abs() + 1e-6).mean() > 0.99
+
+
+@pytest.mark.parametrize("host", ["lightgbm", "xgboost"])
+@pytest.mark.parametrize("rounds", [1, 3])
+def test_small_models_grown_from_unkept_starting_scores_are_warned_of(host, rounds):
+    """Stumps trained from per-row starting scores the model does not keep (LightGBM
+    init_score with boost_from_average=False, XGBoost base_margin): biased_gain was 2-4x
+    the hosts' own gains at every split, and nothing said so, because a warning needed three
+    splits to miss. Oracle: the host's stored gain of the first tree. Every split of the
+    first iteration misses: one warning naming the starting scores."""
+    r = np.random.default_rng(0)
+    init = r.normal(size=X.shape[0]) + 0.5 * X[:, 0]
+    if host == "lightgbm":
+        model = lgb.train({**LGB, "num_leaves": 2, "boost_from_average": False},
+                          lgb.Dataset(X, y, init_score=init), rounds)
+    else:
+        model = xgb.train({**XGB, "max_depth": 1}, xgb.DMatrix(X, y, base_margin=init), rounds)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s = uc.unbiased_importance(model, X, y, Xv, yv, random_state=0, n_jobs=1).splits
+    first = s[s.tree == 0]
+    assert (np.abs(first.biased_gain - first.host_gain) > 0.5 * first.host_gain.abs()).all()
+    said = [str(w.message) for w in caught if "misses the model's own gains" in str(w.message)]
+    assert len(said) == 1 and "base_margin or init_score" in said[0]
+    assert "after the first iteration" not in said[0]
+
+
+def test_a_stray_miss_is_not_a_mismatch_but_most_large_gains_missing_is():
+    """The floor against float32 cancellation keeps its purpose: one stray miss among many
+    splits, or two among a hundred, does not warn; a model whose few large gains (far above
+    rounding) mostly miss does, whatever its size."""
+    from unbiased_criteria.host_gains import gain_misses, gains_mismatch
+
+    host = np.array([100.0, 50.0, 20.0, 10.0, 1e-5])
+    assert gains_mismatch(*gain_misses(host, host * [1, 1, 1, 1, 3], 1e-3)) is False
+    assert gains_mismatch(*gain_misses(host, host * [1.2, 1, 1, 1, 1], 1e-3)) is False
+    assert gains_mismatch(*gain_misses(host, host * [1.2, 1.2, 1.2, 1, 1], 1e-3)) is True
+    assert gains_mismatch(*gain_misses(host[:1], host[:1] * 2, 1e-3)) is True
+    many = np.linspace(1.0, 100.0, 100)
+    assert gains_mismatch(*gain_misses(many, many * np.r_[[1.1, 1.1], np.ones(98)], 1e-3)) \
+        is False
+
+
+def test_the_later_trees_message_does_not_claim_a_first_iteration_that_missed():
+    """The later trees' refusal said 'the first iteration matches' and blamed DART where the
+    first iteration's gains also missed (below the count that warns alone) and starting
+    scores were the cause: it says what the first iteration showed and names them."""
+    from unbiased_criteria.adapters import xgboost as ax
+
+    from unbiased_criteria.host_gains import LaterGains, check_later_gains
+
+    read = ax.read_model(xgb.train(XGB, xgb.DMatrix(X, y), 2))
+    found = LaterGains(compared=10, off=10, first_tree=1, large=10, large_off=10)
+    host = np.linspace(1.0, 10.0, 300)
+    first = [(None, None, host, host * np.r_[1.5, np.ones(299)])]
+    with pytest.raises(UnsupportedModelError) as err:
+        check_later_gains(found, read, "prune", first=first)
+    text = str(err.value)
+    assert "first iteration matches" not in text
+    assert "misses at 1 of its 300 splits" in text and "base_margin or init_score" in text
+    first = [(None, None, host, host)]
+    with pytest.raises(UnsupportedModelError, match="the first iteration matches"):
+        check_later_gains(found, read, "prune", first=first)
+
+
+def _adjacent_float32(n, seed):
+    """Prices 1000.xxxx on adjacent float32 values, 20% missing: XGBoost's exact method puts
+    thresholds onto training values there, and stores the gain of the partition that sends
+    the rows at the threshold to the other side than the tree does."""
+    r = np.random.default_rng(seed)
+    k = r.integers(0, 40, n)
+    x = np.float32(1000) + k * float(np.spacing(np.float32(1000)))
+    x = np.where(r.random(n) < 0.2, np.nan, x)
+    return np.column_stack([x, r.normal(size=n)]), k / 10 + r.normal(size=n)
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_ties_at_an_exact_threshold_are_not_taken_for_other_scores(seed):
+    """An ordinary gbtree model grown with tree_method='exact' was refused by prune as DART
+    or edited trees, and unbiased_importance warned so: its stored gains (loss_chg, the
+    oracle) describe x <= t where the tree routes x < t at splits whose threshold is a
+    training value at the node. biased_gain stays that of the tree as it routes (it still
+    misses loss_chg there); the checks compare those splits with the other side of the tie,
+    which matches, so nothing is warned and prune goes ahead. Its first tree edited (leaves
+    and weights tripled) on the same rows is still refused: the other side of a tie does
+    not excuse later trees grown from other scores."""
+    Xa, ya = _adjacent_float32(1000, seed)
+    Xb, yb = _adjacent_float32(1000, seed + 100)
+    params = {"tree_method": "exact", "max_depth": 2, "eta": 0.3, "nthread": 1}
+    bst = xgb.train(params, xgb.DMatrix(Xa, ya), 20)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s = uc.unbiased_importance(bst, Xa, ya, Xb, yb, random_state=0, n_jobs=1).splits
+        uc.prune(bst, Xa, ya, Xb, yb, random_state=0, n_jobs=1)
+    assert not [w for w in caught if "own gains" in str(w.message)]
+    off = (s.biased_gain - s.host_gain).abs() > 0.01 * s.host_gain.abs()
+    assert off.sum() > 10  # the ties are there: B is the routed partition's
+    js = json.loads(bst.save_raw("json"))
+    tree = js["learner"]["gradient_booster"]["model"]["trees"][0]
+    tree["split_conditions"] = [c * 3 if left == -1 else c for c, left in
+                                zip(tree["split_conditions"], tree["left_children"])]
+    tree["base_weights"] = [w * 3 for w in tree["base_weights"]]
+    edited = xgb.Booster(model_file=bytearray(json.dumps(js).encode()))
+    edited.set_param({"eta": 0.3, "lambda": 1})
+    with pytest.raises(UnsupportedModelError, match="after the first iteration"):
+        uc.prune(edited, Xa, ya, Xb, yb, random_state=0, n_jobs=1)
+
+
+@pytest.mark.parametrize("kind", ["frame", "sparse", "missing=-999", "multiclass"])
+def test_ties_are_read_as_xgboost_reads_the_rows(kind):
+    """The rows' values at a threshold are read as XGBoost compares them: a DataFrame's
+    column, a sparse matrix's absent entries as missing, an estimator's own ``missing``
+    value, each class's trees of a multi-class model. Each of these exact models on adjacent
+    float32 values was warned of as grown with other parameters or scores (its own
+    loss_chg, the oracle, holds the other side of the ties)."""
+    from scipy import sparse
+
+    Xa, ya = _adjacent_float32(1500, 0)
+    Xb, yb = _adjacent_float32(1500, 100)
+    params = {"tree_method": "exact", "max_depth": 2, "eta": 0.3, "nthread": 1}
+    if kind == "frame":
+        Xa, Xb = pd_frame(Xa), pd_frame(Xb)
+        model = xgb.train(params, xgb.DMatrix(Xa, ya), 20)
+    elif kind == "sparse":  # absent entries are XGBoost's missing values
+        Xa, Xb = (sparse.csr_matrix(np.nan_to_num(A, nan=0.0)) for A in (Xa, Xb))
+        model = xgb.train(params, xgb.DMatrix(Xa, ya), 20)
+    elif kind == "missing=-999":
+        Xa, Xb = (np.nan_to_num(A, nan=-999.0) for A in (Xa, Xb))
+        model = xgb.XGBRegressor(tree_method="exact", max_depth=2, n_estimators=20,
+                                 missing=-999.0, n_jobs=1).fit(Xa, ya)
+    else:
+        ya, yb = np.digitize(ya, [1.5, 2.8]), np.digitize(yb, [1.5, 2.8])
+        model = xgb.train({**params, "objective": "multi:softprob", "num_class": 3},
+                          xgb.DMatrix(Xa, ya), 10)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        uc.unbiased_importance(model, Xa, ya, Xb, yb, random_state=0, n_jobs=2)
+    assert not [w for w in caught if "own gains" in str(w.message)]
+
+
+def pd_frame(A):
+    import pandas as pd
+
+    return pd.DataFrame(A, columns=["price", "noise"])

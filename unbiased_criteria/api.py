@@ -27,6 +27,7 @@ from .host_gains import (
     _with_own_gains,
     check_against_host,
     check_later_gains,
+    comparable_gains,
     later_gains,
     later_start,
     sum_later_gains,
@@ -649,13 +650,16 @@ def unbiased_importance(
     shares: list[np.ndarray] = []
 
     def score(step: TreeStep):
-        return step, score_tree(step, prep.model.split_score, options, halves, blocks,
-                                ranked=True, workspace=workspace)
+        scores = score_tree(step, prep.model.split_score, options, halves, blocks,
+                            ranked=True, workspace=workspace)
+        # what the checks compare: HistGradientBoosting's roots, ties at a threshold; here,
+        # while the step's rows are those it was scored with
+        return step, scores, comparable_gains(prep.model, step.tree, scores, step.nodes_train,
+                                              step.g_train, step.h_train, _values(prep))
 
     def collect(result):
-        step, scores = result
+        step, scores, stored = result
         records.append(_split_records(step, scores, int(forest.tree_class[step.index])))
-        stored = _as_stored(prep.model, step.tree, scores)  # HistGradientBoosting's roots
         if step.nodes_train is not None:
             stages.add(step.index, step.tree, scores.sums)
         if step.nodes_train is not None and step.index < n_first:
@@ -696,9 +700,15 @@ def unbiased_importance(
             "splits at the current loss's gradients)", UserWarning, stacklevel=2)
     elif not (first and check_against_host(*map(np.concatenate, zip(*first)), prep.model)):
         check_later_gains(sum_later_gains(later, later_start(prep.model) or 0), prep.model,
-                          "importance")
+                          "importance", first=first)
     report.rows_near_threshold = _near_threshold(prep)
     return report
+
+
+def _values(prep: _Prepared):
+    """The training rows' feature values as the host compares them, where the adapter reads
+    them (:attr:`~unbiased_criteria.model.Router.feature_values`), else None."""
+    return None if prep.train is None else prep.train.router.feature_values
 
 
 def blocks_for_rows(options: GainOptions, n_valid: int, extra_frames: int = 0) -> GainOptions:
@@ -878,7 +888,9 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
         ks.append(scores.k[step.tree.internal_nodes])
         shares.append(_child_share(step, scores))
         if step.nodes_train is not None and step.index < n_first:
-            first.append(_host_and_replay(step.tree, _as_stored(prep.model, step.tree, scores)))
+            first.append(_host_and_replay(step.tree, comparable_gains(
+                prep.model, step.tree, scores, step.nodes_train, step.g_train, step.h_train,
+                _values(prep))))
         elif step.nodes_train is not None:
             later.add(step, scores)
         counts = None if bins is None or step.nodes_train is None else smoothing_counts(
@@ -901,7 +913,7 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
                                                       prep.model, extra_frames=extra_frames)
     if not first_warned:
         check_later_gains(sum_later_gains(later.parts, later_start(prep.model) or 0),
-                          prep.model, "prune", extra_frames)
+                          prep.model, "prune", extra_frames, first=first)
     forest = prep.model.forest
     trees = result.trees
     if later.changed_at is not None and not first_warned and not prep.model.warnings:

@@ -68,6 +68,39 @@ def _warn_host_hessian(host: np.ndarray, replayed: np.ndarray, read: Model,
     return bool(off.any())
 
 
+#: gains below this fraction of the largest compared with them are left out: float32
+#: cancellation (a node's score minus its children's) may leave them any relative error
+_TINY_GAIN = 1e-6
+#: gains above this fraction of the largest are far above that rounding: a stray miss there
+#: is not rounding, so a majority of them missing says something whatever the model's size
+_LARGE_GAIN = 1e-3
+
+
+def gain_misses(host: np.ndarray, B: np.ndarray, rtol: float) -> tuple[int, int, int, int]:
+    """``(compared, missed, large, large_missed)``: the splits whose stored gain ``host`` and
+    recomputed ``B`` are both finite and ``host`` above :data:`_TINY_GAIN` of the largest;
+    those where ``B`` misses ``host`` by more than ``rtol`` of it; and the same two counts
+    over the gains above :data:`_LARGE_GAIN` of the largest."""
+    host, B = np.asarray(host, dtype=np.float64), np.asarray(B, dtype=np.float64)
+    ok = np.isfinite(host) & np.isfinite(B)
+    if not ok.any():
+        return 0, 0, 0, 0
+    size = np.abs(host)
+    scale = size[ok].max()
+    ok &= size > _TINY_GAIN * scale
+    off = ok & (np.abs(B - np.where(ok, host, 0.0)) > rtol * size)
+    large = ok & (size > _LARGE_GAIN * scale)
+    return int(ok.sum()), int(off.sum()), int(large.sum()), int((off & large).sum())
+
+
+def gains_mismatch(compared: int, off: int, large: int, large_off: int) -> bool:
+    """Whether the misses of :func:`gain_misses` say that the gains were not computed as the
+    replay computes them: more than 1% of the compared splits, and either more than 2 of
+    them (a stray float32 cancellation stays below that) or a majority of the large ones (a
+    model of a few splits, every one missing, is as wrong as a large one)."""
+    return off > 0.01 * compared and (off > 2 or large_off > large // 2)
+
+
 def _warn_host_gain(host: np.ndarray, B: np.ndarray, read: Model,
                     extra_frames: int = 0) -> bool:
     """One warning when the recomputed gains B of the first iteration miss the model's own
@@ -77,19 +110,16 @@ def _warn_host_gain(host: np.ndarray, B: np.ndarray, read: Model,
     ``max_delta_step`` or ``alpha``: the last stage's parameters are all a model keeps).
     For HistGradientBoosting, ``B`` at each root carries the term its stored gain has there
     (:func:`_as_stored`). True if it warned."""
-    host, B = np.asarray(host, dtype=np.float64), np.asarray(B, dtype=np.float64)
-    if read.warnings or host.size == 0:
+    if read.warnings or np.size(host) == 0:
         return False
-    ok = np.isfinite(host) & np.isfinite(B)
-    if not ok.any():
+    misses = gain_misses(host, B, 1e-3)
+    if not gains_mismatch(*misses):
         return False
-    scale = np.abs(host[ok]).max()
-    ok &= np.abs(host) > 1e-6 * scale  # tiny gains are float32 cancellation
-    off = np.abs(B[ok] - host[ok]) > 1e-3 * np.abs(host[ok])
-    if off.sum() > max(2, 0.01 * ok.sum()) and read.host == "sklearn":
+    compared, off = misses[:2]
+    if read.host == "sklearn":
         # its nodes store row counts only: weights not passed show in the gains alone
         warnings.warn(
-            f"biased_gain misses the model's own gains at {int(off.sum())} of {int(ok.sum())} "
+            f"biased_gain misses the model's own gains at {off} of {compared} "
             "splits: its trees were not grown on these rows with these weights (sample_weight "
             "given to fit but not as train_weight here, other rows, or class weights otherwise "
             "than the estimator's) or with other parameters than it reports (a fit "
@@ -99,20 +129,17 @@ def _warn_host_gain(host: np.ndarray, B: np.ndarray, read: Model,
             UserWarning, stacklevel=3 + extra_frames,
         )
         return True
-    if off.sum() > max(2, 0.01 * ok.sum()):
-        warnings.warn(
-            f"biased_gain misses the model's own gains at {int(off.sum())} of {int(ok.sum())} "
-            "splits: the parameters read from the model are not those its trees were grown "
-            "with (continued training that changed max_delta_step, alpha or lambda keeps only "
-            "the last ones; a file that lost them): pass the right ones (booster.set_param, "
-            "host_params= for a dump); or its first trees were grown from other scores than "
-            f"it predicts from ({_OTHER_SCORES}): the gains are then those at the scores it "
-            "predicts from. unbiased_gain does not depend on the penalties, but pruned leaves "
-            "would",
-            UserWarning, stacklevel=3 + extra_frames,
-        )
-        return True
-    return False
+    warnings.warn(
+        f"biased_gain misses the model's own gains at {off} of {compared} "
+        "splits: the parameters read from the model are not those its trees were grown "
+        "with (continued training that changed max_delta_step, alpha or lambda keeps only "
+        "the last ones; a file that lost them): pass the right ones (booster.set_param, "
+        "host_params= for a dump); or its first trees were grown from other scores than "
+        f"it predicts from ({_OTHER_SCORES}): the gains are then those at the scores it "
+        "predicts from. unbiased_gain does not depend on the penalties, but pruned leaves "
+        "would",
+        UserWarning, stacklevel=3 + extra_frames)
+    return True
 
 
 def check_against_host(host_hessian, hessian, host_gain, gain, read: Model,
@@ -140,7 +167,8 @@ class LaterGains:
     the model's own (``host_gain``): how many, how many disagree, and the first tree that
     does (-1: none); and their nodes whose stored hessian sum was compared with the training
     rows' (leaves included): how many, and how many hold less or more than the rows give
-    (beyond 1e-3, float32 sums)."""
+    (beyond 1e-3, float32 sums); and of the compared splits, how many have a gain far above
+    rounding (:func:`gain_misses`), and how many of those disagree."""
 
     compared: int
     off: int
@@ -148,11 +176,14 @@ class LaterGains:
     hessians: int = 0
     hessians_below: int = 0
     hessians_above: int = 0
+    large: int = 0
+    large_off: int = 0
 
     @property
     def mismatch(self) -> bool:
-        """More than 1% of the compared splits (and more than 2) disagree."""
-        return self.off > max(2, 0.01 * self.compared)
+        """More than 1% of the compared splits disagree, and more than 2 of them or most of
+        those with a large gain (:func:`gains_mismatch`)."""
+        return gains_mismatch(self.compared, self.off, self.large, self.large_off)
 
     @property
     def part_of_the_rows(self) -> bool:
@@ -169,8 +200,9 @@ def later_gains(tree, scores: TreeScores) -> tuple[int, ...]:
     """``(compared, disagreeing)`` splits of one tree after the first iteration: B against the
     model's own gain, beyond :data:`LATER_GAIN_RTOL`, leaving out gains below 1e-6 of the
     tree's largest (float32 cancellation); then ``(compared, below, above)`` nodes: the
-    model's stored hessian sums against the rows' (:class:`LaterGains`). No pass over rows:
-    B and the sums are the scorer's."""
+    model's stored hessian sums against the rows'; then ``(large, disagreeing)`` of the
+    compared splits with a gain far above rounding (:func:`gain_misses`, :class:`LaterGains`).
+    No pass over rows: B and the sums are the scorer's."""
     inner = tree.internal_nodes
     host = np.asarray(tree.host_gain[inner], dtype=np.float64)
     B = np.asarray(scores.biased[inner], dtype=np.float64)
@@ -179,12 +211,8 @@ def later_gains(tree, scores: TreeScores) -> tuple[int, ...]:
     known = np.isfinite(stored) & (stored > 0) & np.isfinite(rows)
     hessians = (int(known.sum()), int((stored[known] < rows[known] * (1 - 1e-3)).sum()),
                 int((stored[known] > rows[known] * (1 + 1e-3)).sum()))
-    ok = np.isfinite(host) & np.isfinite(B)
-    if not ok.any():
-        return 0, 0, *hessians
-    ok &= np.abs(host) > 1e-6 * np.abs(host[ok]).max()
-    off = np.abs(B[ok] - host[ok]) > LATER_GAIN_RTOL * np.abs(host[ok])
-    return int(ok.sum()), int(off.sum()), *hessians
+    compared, off, large, large_off = gain_misses(host, B, LATER_GAIN_RTOL)
+    return compared, off, *hessians, large, large_off
 
 
 def sum_later_gains(parts: list[tuple[int, ...]], start: int = 0) -> LaterGains:
@@ -193,7 +221,7 @@ def sum_later_gains(parts: list[tuple[int, ...]], start: int = 0) -> LaterGains:
     parts = [p for p in parts if p[0] >= start]
     bad = [p[0] for p in parts if p[2]]
     return LaterGains(*(sum(p[i] for p in parts) for i in (1, 2)), min(bad) if bad else -1,
-                      *(sum(p[i] for p in parts) for i in (3, 4, 5)))
+                      *(sum(p[i] for p in parts) for i in (3, 4, 5, 6, 7)))
 
 
 def later_start(read: Model) -> int | None:
@@ -225,8 +253,25 @@ _HOOK_WITHOUT_RECORD = (
     "keep it)")
 
 
+def _first_iteration(first: list[tuple[np.ndarray, ...]] | None) -> str:
+    """What the first iteration's gains said (``first``: its trees' :func:`_host_and_replay`
+    tuples; None or empty: not compared), for the later trees' messages: they must not claim
+    a match the first iteration did not have."""
+    if not first:
+        return "the first iteration's gains were not compared"
+    misses = gain_misses(np.concatenate([f[2] for f in first]),
+                         np.concatenate([f[3] for f in first]), 1e-3)
+    if misses[0] == 0:
+        return "the first iteration has no gain to compare"
+    if misses[1] == 0:
+        return "the first iteration matches"
+    return (f"the first iteration misses at {misses[1]} of its {misses[0]} splits, too few "
+            "to warn of alone")
+
+
 def check_later_gains(found: LaterGains, read: Model, needed_for: str,
-                      extra_frames: int = 0) -> None:
+                      extra_frames: int = 0,
+                      first: list[tuple[np.ndarray, ...]] | None = None) -> None:
     """Warn (``prune``: refuse) where the biased gains of the trees after the first iteration
     miss the model's own at more than a few splits, and nothing said why (call it only where
     :func:`check_against_host` did not warn: the first iteration's causes carry on). The
@@ -237,14 +282,16 @@ def check_later_gains(found: LaterGains, read: Model, needed_for: str,
     subsample): their stored gains are then those of that part, which the rows given cannot
     reproduce, and the scores are those the trees were grown from (rows left out of a round
     change what is summed, not the scores): a warning, and ``prune`` goes ahead, as where the
-    first iteration's hessian sums say so."""
+    first iteration's hessian sums say so. ``first``: the first iteration's
+    :func:`_host_and_replay` tuples, to say what its gains showed."""
     if not found.mismatch or later_start(read) is None:
         return
+    first_said = _first_iteration(first)
     if found.part_of_the_rows:
         warnings.warn(
             f"biased_gain misses the model's own gains at {found.off} of {found.compared} "
             f"splits of the trees after the first iteration (first at tree {found.first_tree}; "
-            f"the first iteration matches), and their stored hessian sums are below the "
+            f"{first_said}), and their stored hessian sums are below the "
             f"training rows' at {found.hessians_below} of {found.hessians} nodes (above at "
             f"{found.hessians_above}): each tree was grown on a part of these rows, the others "
             f"weightless in its round: {_HOOK_WITHOUT_RECORD}, or a row subsample (subsample, "
@@ -256,8 +303,9 @@ def check_later_gains(found: LaterGains, read: Model, needed_for: str,
         return
     what = (f"biased_gain misses the model's own gains at {found.off} of {found.compared} "
             f"splits of the trees after the first iteration (first at tree {found.first_tree}; "
-            "the first iteration matches): the scores replayed from its trees are not those "
-            "its trees were grown from. Likely causes: DART (dropout: each tree was grown with "
+            f"{first_said}): the scores replayed from its trees are not those "
+            "its trees were grown from. Likely causes: starting scores the model does not keep "
+            f"({_OTHER_SCORES}), DART (dropout: each tree was grown with "
             "random earlier trees left out, and rescaled afterwards; an XGBoost dump does not "
             "even hold the rescaling, weight_drop), a model continued from one of another "
             "boosting mode (init_model= / xgb_model= from a DART model), an objective= "
@@ -286,6 +334,64 @@ def _as_stored(read: Model, tree, scores: TreeScores) -> TreeScores:
     B = np.array(scores.biased, dtype=np.float64)
     B[0] += node_score(scores.sums.G[0], scores.sums.H[0], read.split_score)
     return replace(scores, biased=B)
+
+
+def comparable_gains(read: Model, tree, scores: TreeScores, nodes: np.ndarray | None,
+                     g: np.ndarray | None, h: np.ndarray | None, feature_values,
+                     rtol: float = 1e-3) -> TreeScores:
+    """``scores`` as compared with the model's stored gains (:func:`_as_stored`), where a
+    numeric split's ``B`` misses its stored gain beyond ``rtol`` and training rows at the
+    node hold the threshold itself: there ``B`` of the other side of that tie, if it is
+    nearer the stored gain.
+
+    XGBoost's exact method puts a threshold at the float32 midpoint of two neighbouring
+    values; where they are adjacent float32 numbers the midpoint rounds onto one of them (or
+    the enumeration takes the lower one), and the stored gain describes the partition that
+    sends the rows at the threshold to the other side than the tree does (``x <= t`` where
+    the tree routes ``x < t``). ``B`` is right for the tree as it routes (it stays in the
+    report); the check must not take such a split for other scores (DART). ``nodes``, ``g``,
+    ``h``: the training rows' leaves and weighted gradients and hessians at the scores ``B``
+    was computed from; ``feature_values``: :attr:`~unbiased_criteria.model.Router.
+    feature_values` (None: the adapter cannot read the rows' values, nothing replaced)."""
+    stored = _as_stored(read, tree, scores)
+    if feature_values is None or nodes is None or tree.n_leaves == 1:
+        return stored
+    inner = tree.internal_nodes
+    host = np.asarray(tree.host_gain, dtype=np.float64)
+    B = np.asarray(stored.biased, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        miss = np.isfinite(host) & np.isfinite(B) & (np.abs(B - host) > rtol * np.abs(host))
+    candidates = inner[miss[inner] & ~tree.categorical[inner]
+                       & np.isfinite(tree.threshold[inner])]
+    if not candidates.size:
+        return stored
+    out = B.copy()
+    G, H, score = scores.sums.G, scores.sums.H, read.split_score
+    read_features: dict[int, np.ndarray] = {}
+    below = tree.descendants
+    at_left = tree.rules.operator == "<="  # where the rows at the threshold go
+    for node in candidates:
+        j = int(tree.feature[node])
+        if j not in read_features:
+            read_features[j] = feature_values(j)
+        # the rows at the threshold first (few), then those of them below the node
+        tie = np.flatnonzero(read_features[j] == tree.threshold[node])
+        under = np.zeros(tree.n_nodes, dtype=bool)
+        under[below.indices[below.indptr[node]:below.indptr[node + 1]]] = True
+        tie = tie[under[nodes[tie]]]
+        if not tie.size:
+            continue
+        moved_g, moved_h = float(np.sum(g[tie])), float(np.sum(h[tie]))
+        L, R = int(tree.left[node]), int(tree.right[node])
+        sign = 1.0 if at_left else -1.0  # their sums leave that child for the other
+        extra = tree.l2_extra[node]
+        now = node_score(G[L], H[L], score, extra) + node_score(G[R], H[R], score, extra)
+        other = (node_score(G[L] - sign * moved_g, H[L] - sign * moved_h, score, extra)
+                 + node_score(G[R] + sign * moved_g, H[R] + sign * moved_h, score, extra))
+        alternative = B[node] + float(other - now)
+        if abs(alternative - host[node]) < abs(B[node] - host[node]):
+            out[node] = alternative
+    return replace(stored, biased=out)
 
 
 class _FitStages:
@@ -396,9 +502,11 @@ class _PrunedLaterGains:
         """Compare a later tree's gains, where its scores are the model's or can be rebuilt."""
         it = self._at(step.index)
         read = self.prep.model
+        values = None if self.prep.train is None else self.prep.train.router.feature_values
         if self.changed_at is None or self.changed_at == it:
-            self.parts.append((step.index, *later_gains(step.tree,
-                                                        _as_stored(read, step.tree, scores))))
+            self.parts.append((step.index, *later_gains(step.tree, comparable_gains(
+                read, step.tree, scores, step.nodes_train, step.g_train, step.h_train, values,
+                LATER_GAIN_RTOL))))
             return
         if not self.follow or self.own is None:
             return
@@ -411,7 +519,9 @@ class _PrunedLaterGains:
         g, h = obj.grad_hess(self.y, raw, self.weight)
         sums = node_sums(step.tree, step.nodes_train, np.ravel(g), np.ravel(h))
         B = biased_gain(step.tree, sums, self.prep.model.split_score)
-        rebuilt = _as_stored(read, step.tree, replace(scores, biased=B, sums=sums))
+        rebuilt = comparable_gains(read, step.tree, replace(scores, biased=B, sums=sums),
+                                   step.nodes_train, np.ravel(g), np.ravel(h), values,
+                                   LATER_GAIN_RTOL)
         self.parts.append((step.index, *later_gains(step.tree, rebuilt)))
 
     def moved(self, step: TreeStep, out) -> None:

@@ -140,6 +140,10 @@ class Router:
     smooths leaves with row counts it estimates from its histogram bins (LightGBM's
     ``path_smooth``), a call that bins these rows as the host does
     (:class:`unbiased_criteria.pruning.HistogramBins`); None where the router cannot.
+    ``feature_values(j)``, where the adapter offers it: the rows' values of numeric feature
+    ``j`` as the host compares them with its thresholds (float64 holding the host's rounding,
+    NaN = missing), read on demand (:func:`unbiased_criteria.host_gains.comparable_gains`:
+    ties at a threshold).
     """
 
     n_rows: int
@@ -147,6 +151,7 @@ class Router:
     chunk: int
     near_threshold: int = 0
     histogram_bins: Callable[[], Any] | None = None
+    feature_values: Callable[[int], np.ndarray] | None = None
 
     def chunks(self, n_trees: int):
         """Yield ``(start, stop, leaf_nodes)`` over all trees, ``chunk`` trees at a time."""

@@ -541,7 +541,8 @@ def unbiased_importance(
     # as in memory: the first iteration against the model's own, then the later trees' gains
     if not (first and check_against_host(*map(np.concatenate, zip(*first)), read,
                                          extra_frames=1)):
-        check_later_gains(sum_later_gains(later), read, "importance", extra_frames=1)
+        check_later_gains(sum_later_gains(later), read, "importance", extra_frames=1,
+                          first=first)
     return report
 
 
@@ -633,7 +634,8 @@ def prune(
     first_warned = bool(first) and check_against_host(*map(np.concatenate, zip(*first)), read,
                                                       extra_frames=1)
     if not first_warned:
-        check_later_gains(sum_later_gains(later.parts), read, "prune", extra_frames=1)
+        check_later_gains(sum_later_gains(later.parts), read, "prune", extra_frames=1,
+                          first=first)
     if later.changed_at is not None and not first_warned and not read.warnings:
         # the later trees' gains at the pruned model's own scores, as in memory: read again
         # where its record is lost, it is checked silently and can be pruned again

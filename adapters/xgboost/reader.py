@@ -163,7 +163,13 @@ def _params_mismatch(trees: list, eta: float, lam: float, max_delta_step: float 
     of a zero leaf, whose ``G`` the leaf does not tell, are left out.
     """
     errors = []
-    if eta == 0:
+    if eta <= 0:
+        # eta = 0 makes every leaf 0 (the formula below would divide by 0 and test nothing):
+        # it fits only trees whose leaves all hold 0, and is contradicted by any other leaf
+        for index, tree in enumerate(trees):
+            a = _tree_arrays(tree, index)
+            if np.any(a["cond"][(a["left"] < 0) & a["reached"]] != 0):
+                return np.inf
         return 0.0
     edge = max_delta_step * (1 - 1e-5) if max_delta_step > 0 else np.inf
     for index, tree in enumerate(trees[:20]):

@@ -8,6 +8,7 @@ estimator's ``missing``) go where XGBoost sends them, since XGBoost routes.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -256,5 +257,29 @@ def make_router(
                 out[:, j] = maps[t][out[:, j]]
         return out
 
+    @functools.lru_cache(maxsize=4)  # a tree's few features, read once (copies: n_rows each)
+    def feature_values(j: int) -> np.ndarray:
+        """The rows' values of feature ``j`` as XGBoost compares them: float32, NaN missing
+        (NaN, the estimator's ``missing`` value, an absent sparse entry)."""
+        if isinstance(X, pd.DataFrame):
+            col = X.iloc[:, j]
+            if isinstance(col.dtype, pd.CategoricalDtype):
+                codes = col.cat.codes.to_numpy()
+                values = np.where(codes < 0, np.nan, codes.astype(np.float64))
+            else:
+                values = col.to_numpy(np.float64, na_value=np.nan)
+        elif sparse.issparse(X):
+            column = sparse.csc_matrix(X[:, [j]])
+            values = np.full(n_rows, np.nan)
+            values[column.indices] = column.data
+        else:
+            values = np.array(X[:, j], dtype=np.float64)
+        if missing is not None and not np.isnan(missing):
+            values[values == missing] = np.nan
+        values = values.astype(np.float32).astype(np.float64)
+        values.setflags(write=False)  # shared by the cache
+        return values
+
     del first_dmat
-    return Router(n_rows=n_rows, leaf_nodes=leaf_nodes, chunk=chunk)
+    return Router(n_rows=n_rows, leaf_nodes=leaf_nodes, chunk=chunk,
+                  feature_values=feature_values)

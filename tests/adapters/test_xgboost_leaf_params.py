@@ -316,3 +316,28 @@ def test_a_model_continued_with_another_eta_is_read_tree_by_tree():
     d = xgb.DMatrix(X[2000:])
     np.testing.assert_allclose(refit.predict(d, output_margin=True),
                                model.predict(d, output_margin=True), atol=1e-5)
+
+
+def test_a_declared_eta_of_zero_is_contradicted_by_the_trees(data):
+    """eta=0 declared on a Booster (set_param, the CLI's --param eta=0) was taken as a fit of
+    every tree: no warning, and pruning gave every collapsed node a leaf of 0. Like any eta
+    the trees' weights contradict, it is said and the trees' own eta is used: the pruned
+    model equals the one pruned with the true eta (oracle: the live Booster's prune). A
+    model really grown with eta=0 (all leaves 0) is read with it."""
+    X, y, Xv, yv = data
+    live = fit(data, eta=0.3, rounds=15)
+    model = loaded(live)
+    model.set_param({"eta": 0})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pruned = uc.prune(model, X, y, Xv, yv, random_state=0, n_jobs=1)
+    assert any("eta=0 does not fit the trees' own weights, which say 0.3" in str(w.message)
+               for w in caught)
+    expected = uc.prune(live, X, y, Xv, yv, random_state=0, n_jobs=1)
+    d = xgb.DMatrix(Xv)
+    np.testing.assert_allclose(pruned.predict(d, output_margin=True),
+                               expected.predict(d, output_margin=True), atol=1e-5)
+    zero = fit(data, eta=0.0, rounds=3)
+    read = ax.read_model(zero, params={"eta": 0.0, "lambda": 1.0})
+    assert not any("do not reproduce" in m for m in read.warnings)
+    assert all(t.shrinkage == 0 for t in read.forest.trees)
