@@ -16,11 +16,19 @@ XGBoost's continued training (``xgboost.train(..., xgb_model=booster)``) copies 
 change the trees of the very Booster that holds it. So the record is kept with a fingerprint
 of the trees it describes (:class:`KeptRecord`): a record whose Booster's trees no longer match
 is not used as theirs (:func:`model_record` raises, the readers say the model changed).
+
+Both are stored as plain Python, numpy and pandas data (a dict of frames, arrays, strings
+and numbers; the fingerprint function by its name), never as this library's objects: a
+pickle of a Booster or estimator the library returned must load, and predict, where the
+library is not installed (a serving image with only the host). :class:`KeptRecord` and
+:class:`Written` are rebuilt from that data when the library reads it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +40,13 @@ _ATTRIBUTE = "unbiased_training_record"
 _WRITTEN = "unbiased_pruned_on"
 #: the estimators' own reference to their record (LightGBM's deepcopy rebuilds the Booster)
 _ESTIMATOR_RECORD = "_unbiased_record"
+#: the key marking the plain data this module stores (its value: the kind of data)
+_KIND = "unbiased_criteria"
+#: the package a stored fingerprint function is looked up in
+_PACKAGE = "unbiased_criteria."
+#: the records rebuilt from stored data while they are in use, by the id of their splits
+#: frame: reading one stored record twice gives the same object (as when it was the object)
+_REBUILT: weakref.WeakValueDictionary[int, TrainingRecord] = weakref.WeakValueDictionary()
 
 
 @dataclass(frozen=True)
@@ -47,8 +62,8 @@ class Stamp:
 class KeptRecord:
     """A training record with the :class:`Stamp` of the Booster it was made for.
 
-    ``fingerprint`` is the host's function giving a Booster's stamp (a module-level function:
-    it pickles by name).
+    ``fingerprint`` is the host's function giving a Booster's stamp (a module-level function
+    of the library: it is stored by its name, ``"module:qualname"``).
     """
 
     record: TrainingRecord
@@ -76,11 +91,60 @@ class KeptRecord:
                 "unbiased_criteria.unbiased_importance with held-out rows")
 
 
+def _function(name: str) -> Callable[[Any], Stamp]:
+    """The library's module-level function stored as ``"module:qualname"``."""
+    module, _, qualname = name.partition(":")
+    if not module.startswith(_PACKAGE):  # only the library's own functions are looked up
+        raise ValueError(f"not a function of the library: {name!r}")
+    return getattr(importlib.import_module(module), qualname)
+
+
+def _stored_record(kept: KeptRecord) -> dict[str, Any]:
+    """``kept`` as plain data (no object of this library: see the module docstring)."""
+    fingerprint = kept.fingerprint
+    name = f"{fingerprint.__module__}:{fingerprint.__qualname__}"
+    if not name.startswith(_PACKAGE) or _function(name) is not fingerprint:
+        raise ValueError(f"fingerprint must be a module-level function of the library, "
+                         f"got {fingerprint!r}")
+    record = kept.record
+    return {_KIND: "training_record", "splits": record.splits, "jackknife": record.jackknife,
+            "feature_names": tuple(record.feature_names), "scored": bool(record.scored),
+            "holdout_fraction": float(record.holdout_fraction),
+            "stamp": (int(kept.stamp.iterations), str(kept.stamp.digest)),
+            "fingerprint": name}
+
+
+def _kept_from(stored: Any) -> KeptRecord | None:
+    """The :class:`KeptRecord` :func:`_stored_record` stored (or, kept by an older version of
+    the library, the object itself), else None."""
+    if isinstance(stored, KeptRecord):
+        return stored
+    if not isinstance(stored, dict) or stored.get(_KIND) != "training_record":
+        return None
+    record = TrainingRecord(stored["splits"], stored["jackknife"],
+                            tuple(stored["feature_names"]), scored=stored["scored"],
+                            holdout_fraction=stored["holdout_fraction"])
+    iterations, digest = stored["stamp"]
+    # the one in use, if any: it holds the frame, so the id is not another frame's
+    before = _REBUILT.get(id(record.splits))
+    if (before is not None and before.splits is record.splits
+            and before.jackknife is record.jackknife
+            and dataclasses.replace(before, splits=None, jackknife=None)
+            == dataclasses.replace(record, splits=None, jackknife=None)):
+        record = before
+    else:
+        _REBUILT[id(record.splits)] = record
+    return KeptRecord(record, Stamp(int(iterations), str(digest)),
+                      _function(stored["fingerprint"]))
+
+
 def attach_record(booster: Any, record: TrainingRecord,
                   fingerprint: Callable[[Any], Stamp]) -> None:
     """Keep ``record`` with ``booster`` (the object :func:`train` returns), stamped with
-    ``fingerprint(booster)``: the trees it describes."""
-    setattr(booster, _ATTRIBUTE, KeptRecord(record, fingerprint(booster), fingerprint))
+    ``fingerprint(booster)`` (a module-level function of the library): the trees it
+    describes; stored as plain data (see the module docstring)."""
+    kept = KeptRecord(record, fingerprint(booster), fingerprint)
+    setattr(booster, _ATTRIBUTE, _stored_record(kept))
 
 
 def detach_record(booster: Any) -> None:
@@ -94,10 +158,10 @@ def kept_record(booster: Any, model: Any = None) -> KeptRecord | None:
     """The stamped record kept with ``booster``, else the one the estimator ``model`` keeps
     for it (:func:`keep_estimator_record`: LightGBM's ``copy.deepcopy`` rebuilds the Booster
     without it), or None; whether it still describes ``booster`` is not checked."""
-    kept = getattr(booster, _ATTRIBUTE, None)
-    if not isinstance(kept, KeptRecord):
-        kept = getattr(model, _ESTIMATOR_RECORD, None) if model is not None else None
-    return kept if isinstance(kept, KeptRecord) else None
+    kept = _kept_from(getattr(booster, _ATTRIBUTE, None))
+    if kept is None and model is not None:
+        kept = _kept_from(getattr(model, _ESTIMATOR_RECORD, None))
+    return kept
 
 
 def model_record(booster: Any, model: Any = None) -> TrainingRecord | None:
@@ -120,7 +184,8 @@ def model_record(booster: Any, model: Any = None) -> TrainingRecord | None:
 def keep_estimator_record(estimator: Any, booster: Any) -> None:
     """Let the fitted ``estimator`` keep a reference to its Booster's record, so that its deep
     copies keep it where the host's deepcopy of the Booster drops Python attributes."""
-    setattr(estimator, _ESTIMATOR_RECORD, kept_record(booster))
+    kept = kept_record(booster)
+    setattr(estimator, _ESTIMATOR_RECORD, None if kept is None else _stored_record(kept))
 
 
 def drop_estimator_record(estimator: Any) -> None:
@@ -175,15 +240,28 @@ def attach_written(obj: Any, sketches: tuple[str, ...], model: Any = None,
     """Keep with ``obj`` (a Booster the writer made, or an estimator with its fitted ``model``
     object) that a writer wrote it, the sketches of the held-out rows that pruned it and the
     training hook's held-out share its trees were grown with (:func:`grown_holdout` of the
-    template); travels as the training record does (pickles, not files)."""
-    setattr(obj, _WRITTEN, Written(tuple(sketches), model, float(holdout_fraction)))
+    template); travels as the training record does (pickles, not files), as plain data (see
+    the module docstring)."""
+    setattr(obj, _WRITTEN, {_KIND: "written", "sketches": tuple(str(s) for s in sketches),
+                            "model": model, "holdout_fraction": float(holdout_fraction)})
+
+
+def _written_from(stored: Any) -> Written | None:
+    """The :class:`Written` :func:`attach_written` stored (or, kept by an older version of the
+    library, the object itself), else None."""
+    if isinstance(stored, Written):
+        return stored
+    if not isinstance(stored, dict) or stored.get(_KIND) != "written":
+        return None
+    return Written(tuple(stored["sketches"]), stored["model"],
+                   float(stored["holdout_fraction"]))
 
 
 def written_of(obj: Any, model: Any = None) -> Written | None:
     """What :func:`attach_written` kept with ``obj`` while it describes ``obj``'s model
     (``model``: the estimator's current Booster or predictors list), or None."""
-    written = getattr(obj, _WRITTEN, None)
-    if not isinstance(written, Written):
+    written = _written_from(getattr(obj, _WRITTEN, None))
+    if written is None:
         return None
     if written.model is not None and written.model is not model:
         return None  # kept for a model the estimator no longer holds (it was fit again)

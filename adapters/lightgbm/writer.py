@@ -11,7 +11,8 @@ import copy
 import dataclasses
 import json
 import re
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import lightgbm
@@ -30,6 +31,7 @@ from unbiased_criteria.adapters.lightgbm.source import (
     writes_as_lightgbm,
 )
 
+from unbiased_criteria.errors import InputError
 from unbiased_criteria.trees import Forest, Tree
 
 __all__ = ["model_text", "write_model", "split_text", "booster_from_forest", "NATIVE_OBJECTIVES"]
@@ -269,21 +271,70 @@ def _native_header(forest: Forest, objective_line: str, names: list[str]) -> str
     )
 
 
+#: characters LightGBM refuses in a feature name ("Do not support special JSON characters in
+#: feature name"); a backslash or a control character it accepts, but writes into its JSON
+#: dump unescaped, which then does not read back (or reads back as another name)
+_NAME_REFUSED = set('",:[]{}\\') | {chr(c) for c in range(0x20)}
+
+#: LightGBM's kZeroThreshold (1e-35f): its predictor reads values no larger in size as 0
+_ZERO_THRESHOLD = float(np.float32(1e-35))
+
+
+def _lightgbm_names(names: Sequence[Any]) -> list[str]:
+    """``names`` as LightGBM writes them (whitespace replaced by underscores).
+
+    Raises
+    ------
+    InputError
+        A name holds a character LightGBM refuses or cannot dump (:data:`_NAME_REFUSED`).
+    """
+    written = [re.sub(r"\s", "_", str(name)) for name in names]
+    refused = [str(name) for name, text in zip(names, written, strict=True)
+               if _NAME_REFUSED.intersection(text)]
+    if refused:
+        raise InputError(
+            "feature names: LightGBM refuses names containing any of \" , : [ ] { } (and "
+            "cannot read back its dump of names with a backslash or a control character), "
+            f"got {refused}; rename those features (columns) and fit again")
+    return written
+
+
+def _to_lightgbm_rules(tree: Tree, names: Sequence[str]) -> tuple[Tree, set[str]]:
+    """A natively grown tree (LightGBM's rules but numeric values compared as they are) under
+    LightGBM's rules (``|x| <= 1e-35f`` read as 0), and the features of its numeric splits
+    whose threshold lies in ``[-1e-35f, 1e-35f)``: the only ones where that changes a row's
+    way (such a value goes where 0 goes in LightGBM, by its own comparison in the tree)."""
+    if tree.rules == RULES:
+        return tree, set()
+    if dataclasses.replace(tree.rules, tiny_is_zero=True) != RULES:
+        raise ValueError(f"tree rules {tree.rules} are not LightGBM's {RULES}")
+    inner = tree.internal_nodes
+    numeric = inner[~tree.categorical[inner]]
+    # t >= tol: every tiny value goes left, as 0 does; t < -tol: right, as 0 does
+    t = tree.threshold[numeric]
+    band = numeric[(t >= -_ZERO_THRESHOLD) & (t < _ZERO_THRESHOLD)]
+    return (dataclasses.replace(tree, rules=RULES),
+            {str(names[f]) for f in tree.feature[band]})
+
+
 def booster_from_forest(forest: Forest, objective: str,
                         pandas_categorical: list | None = None,
                         params: Mapping[str, float] | None = None) -> lightgbm.Booster:
     """A LightGBM Booster holding ``forest``, made without a LightGBM model to copy.
 
     For forests grown outside LightGBM (:mod:`unbiased_criteria.gbm`): the header (objective,
-    feature names) is written from the arguments, ``forest.base_score`` is folded into the
-    first iteration's trees as LightGBM folds its init score (``Tree.bias``), and the model
-    predicts ``forest.raw_score`` (LightGBM's own transform on top).
+    feature names) and the ``parameters:`` block (LightGBM's objective name and ``num_class``,
+    as LightGBM writes them, so that ``Booster.refit`` and ``booster.params`` work) are
+    written from the arguments, ``forest.base_score`` is folded into the first iteration's
+    trees as LightGBM folds its init score (``Tree.bias``), and the model predicts
+    ``forest.raw_score`` (LightGBM's own transform on top).
 
     Parameters
     ----------
     forest : Forest
-        Trees with LightGBM's decision rules, iteration-major, ``n_outputs`` per iteration;
-        at least one iteration.
+        Trees with LightGBM's decision rules (or the native grower's: the same, except that a
+        value with ``|x| <= 1e-35f`` is compared as it is, where LightGBM reads it as 0),
+        iteration-major, ``n_outputs`` per iteration; at least one iteration.
     objective : str
         Canonical objective name: one of ``NATIVE_OBJECTIVES``.
     pandas_categorical : list of lists, optional
@@ -293,6 +344,19 @@ def booster_from_forest(forest: Forest, objective: str,
         Training parameters written to the model's ``parameters:`` block (e.g. ``lambda_l2``,
         ``max_delta_step``: the penalties the leaves were fit with), so that the model is read
         with them; LightGBM's defaults where absent.
+
+    Raises
+    ------
+    InputError
+        A feature name LightGBM refuses (``"``, ``,``, ``:``, ``[``, ``]``, ``{``, ``}``) or
+        cannot read back from its own dump (a backslash, a control character).
+
+    Warns
+    -----
+    UserWarning
+        A numeric split of a native tree has its threshold within ``[-1e-35, 1e-35)``:
+        LightGBM reads values with ``|x| <= 1e-35f`` as 0, so such rows of that feature go
+        where 0 goes, which the grower's own prediction need not do.
     """
     if objective not in NATIVE_OBJECTIVES:
         raise ValueError(
@@ -300,19 +364,32 @@ def booster_from_forest(forest: Forest, objective: str,
     K = forest.n_outputs
     if forest.n_trees == 0 or forest.n_trees % K:
         raise ValueError(f"forest needs a positive multiple of {K} trees, has {forest.n_trees}")
-    trees = list(forest.trees)
+    # LightGBM replaces whitespace in feature names by underscores
+    names = _lightgbm_names(forest.feature_names)
+    trees, banded = [], set()
+    for tree in forest.trees:
+        tree, near_zero = _to_lightgbm_rules(tree, forest.feature_names)
+        trees.append(tree)
+        banded |= near_zero
+    if banded:
+        warnings.warn(
+            f"features {sorted(banded)} have splits with a threshold within 1e-35 of 0: "
+            "LightGBM reads values with |x| <= 1e-35 as 0, so in the LightGBM model such "
+            "values go where 0 goes, which this model's own predict need not do",
+            UserWarning, stacklevel=3)
     for k in range(K):  # LightGBM folds the init score into the first iteration (AddBias)
         base = float(forest.base_score[k])
         if base != 0.0:
             t = trees[k]
             value = np.where(t.is_leaf, t.value + base, t.value)
             trees[k] = dataclasses.replace(t, value=value, bias=t.bias + base)
-    # LightGBM replaces whitespace in feature names by underscores
-    names = [re.sub(r"\s", "_", str(name)) for name in forest.feature_names]
-    header = _native_header(forest, NATIVE_OBJECTIVES[objective](K), names)
+    objective_line = NATIVE_OBJECTIVES[objective](K)
+    header = _native_header(forest, objective_line, names)
+    # the block names the objective as LightGBM does (what booster.params, refit and a
+    # continued lgb.train read): the header line's first word, the class count on its own
     lines = "".join(f"[{key}: {float(value):.17g}]\n" for key, value in (params or {}).items())
-    block = (f"parameters:\n[boosting: gbdt]\n[objective: {objective}]\n{lines}"
-             "end of parameters\n")
+    block = (f"parameters:\n[boosting: gbdt]\n[objective: {objective_line.split()[0]}]\n"
+             f"[num_class: {K}]\n{lines}end of parameters\n")
     cats = json.dumps(pandas_categorical, ensure_ascii=False) if pandas_categorical else "null"
     trailer = ("end of trees\n\nfeature_importances:\n\n" + block
                + f"\npandas_categorical:{cats}\n")

@@ -211,3 +211,105 @@ def test_pruned_hook_estimator_has_no_training_record(make):
     pruned.fit(X, y)
     assert int(pruned.training_splits_["kept"].sum()) == _n_splits(pruned)
     np.testing.assert_array_equal(pruned.feature_importances_, before)
+
+
+# --- 4. what the library keeps is plain data: the host loads the model without the library --
+
+# a process where the library is not installed: importing any of it fails, as it would there
+_WITHOUT_LIBRARY = """
+import sys
+
+class _NotInstalled:
+    def find_spec(self, name, path=None, target=None):
+        if name == "unbiased_criteria" or name.startswith("unbiased_criteria."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, _NotInstalled())
+import joblib
+import numpy as np
+
+model = joblib.load(sys.argv[1])
+X = np.load(sys.argv[2])
+if type(model).__module__.startswith("xgboost") and type(model).__name__ == "Booster":
+    import xgboost
+    X = xgboost.DMatrix(X)
+np.save(sys.argv[3], model.predict(X))
+assert not any(m.startswith("unbiased_criteria") for m in sys.modules)
+"""
+
+
+def _hooked_pruned_booster(host, X, y, Xv, yv):
+    train = al.train if host == "lightgbm" else ax.train
+    if host == "lightgbm":
+        grown = train(LGB_PARAMS, lightgbm.Dataset(X, (y > 0).astype(float)), 6, random_state=0)
+    else:
+        grown = train(XGB_PARAMS, xgboost.DMatrix(X, (y > 0).astype(float)), 6,
+                      verbose_eval=False, random_state=0)
+    return quiet(uc.prune, grown, X, (y > 0).astype(float), Xv, (yv > 0).astype(float),
+                 random_state=0)
+
+
+_MODELS = {
+    "sklearn_pruned": lambda X, y, Xv, yv: quiet(
+        uc.prune, HistGradientBoostingRegressor(max_iter=8, random_state=0).fit(X, y),
+        X, y, Xv, yv, random_state=0),
+    "lightgbm_estimator_pruned": lambda X, y, Xv, yv: quiet(
+        uc.prune, lightgbm.LGBMRegressor(n_estimators=8, num_leaves=7, verbose=-1,
+                                         n_jobs=1).fit(X, y), X, y, Xv, yv, random_state=0),
+    "lightgbm_booster_pruned": lambda X, y, Xv, yv: quiet(
+        uc.prune, lightgbm.train({"verbose": -1, "num_leaves": 7}, lightgbm.Dataset(X, y), 8),
+        X, y, Xv, yv, random_state=0),
+    "xgboost_estimator_pruned": lambda X, y, Xv, yv: quiet(
+        uc.prune, xgboost.XGBRegressor(n_estimators=8, max_depth=3, n_jobs=1).fit(X, y),
+        X, y, Xv, yv, random_state=0),
+    "xgboost_booster_pruned": lambda X, y, Xv, yv: quiet(
+        uc.prune, xgboost.train({"max_depth": 3, "nthread": 1}, xgboost.DMatrix(X, y), 8),
+        X, y, Xv, yv, random_state=0),
+    "lightgbm_hook_booster": lambda X, y, Xv, yv: al.train(
+        LGB_PARAMS, lightgbm.Dataset(X, (y > 0).astype(float)), 6, random_state=0),
+    "xgboost_hook_booster": lambda X, y, Xv, yv: ax.train(
+        XGB_PARAMS, xgboost.DMatrix(X, (y > 0).astype(float)), 6, verbose_eval=False,
+        random_state=0),
+    "lightgbm_hook_booster_pruned": lambda *a: _hooked_pruned_booster("lightgbm", *a),
+    "xgboost_hook_booster_pruned": lambda *a: _hooked_pruned_booster("xgboost", *a),
+}
+
+
+def _predict(model, X):
+    if isinstance(model, xgboost.Booster):
+        return model.predict(xgboost.DMatrix(X))
+    return model.predict(X)
+
+
+@pytest.mark.parametrize("name", sorted(_MODELS))
+def test_pickled_models_load_and_predict_without_the_library(name, tmp_path):
+    """A pruned model and a training hook's Booster are the host's own objects: their pickle
+    loads and predicts, identically, where the library is not installed (the attributes the
+    library keeps with them are plain data); with the library, they still say what they did
+    (the rows that pruned them, the hook's record and held-out share)."""
+    import subprocess
+    import sys
+
+    X, y = regression_data(800, 0)
+    Xv, yv = regression_data(600, 1)
+    model = _MODELS[name](X, y, Xv, yv)
+    path, rows, out = tmp_path / "model.joblib", tmp_path / "X.npy", tmp_path / "pred.npy"
+    joblib.dump(model, path)
+    np.save(rows, X)
+    run = subprocess.run([sys.executable, "-c", _WITHOUT_LIBRARY, str(path), str(rows),
+                          str(out)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_array_equal(np.load(out), _predict(model, X))
+    # with the library: what it kept is read back from the same file
+    loaded = joblib.load(path)
+    host = al if "lightgbm" in name else ax if "xgboost" in name else ask
+    read, before = quiet(host.read_model, loaded), quiet(host.read_model, model)
+    assert read.pruned_on == before.pruned_on
+    assert len(read.pruned_on) == ("pruned" in name)
+    assert read.gain_only == before.gain_only
+    if "hook" in name:  # held out 0.5 of the rows: said, pruned or not
+        assert any("holding out 0.5" in w for w in read.gain_only)
+    if name.endswith("hook_booster"):
+        pd.testing.assert_frame_equal(host.training_splits(loaded),
+                                      host.training_splits(model))
