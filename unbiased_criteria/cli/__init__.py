@@ -131,6 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     SystemExit
         SIGTERM or SIGHUP arrived (code 128 + its number), after the file being written,
         if any, was cleaned up.
+
+    Notes
+    -----
+    Called in-process, it leaves matplotlib's backend, the root logger, the signal handlers
+    and ``warnings.showwarning`` as it found them.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
