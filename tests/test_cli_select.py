@@ -295,9 +295,11 @@ def test_a_date_label_is_no_regression_target(tmp_path, capsys):
     # a classifier: every class among the rows the host is refitted on
     (["--host", "xgboost", "--label", "cls", "--task", "classification", "--param",
       "n_estimators=2.5"], "n_estimators=2.5"),
-    # the values the host takes are not named
+    # the values the host takes are not named, every one it refuses is
     (["--host", "lightgbm", "--param", "learning_rate=0.2", "--param", "n_estimators=abc",
       "--param", "n_jobs=1"], "n_estimators=abc"),
+    (["--host", "lightgbm", "--param", "n_estimators=abc", "--param", "learning_rate=0.2",
+      "--param", "early_stopping=abc"], "n_estimators=abc, early_stopping=abc"),
 ])
 def test_a_value_the_host_refuses_with_a_type_error_is_one_line_naming_it(
         data_file, capsys, args, refused):
@@ -309,8 +311,9 @@ def test_a_value_the_host_refuses_with_a_type_error_is_one_line_naming_it(
     assert code == 2 and out == "", err
     assert err.count("\n") == 1 and "Traceback" not in err
     host = args[1]
-    assert err.startswith(f"unbiased-criteria: error: --param {refused}: {host} refused it: "
-                          "TypeError: "), err
+    them = "them" if "," in refused else "it"
+    assert err.startswith(f"unbiased-criteria: error: --param {refused}: {host} refused "
+                          f"{them}: TypeError: "), err
 
 
 def test_a_type_error_that_is_not_the_params_stays_an_internal_error(data_file, monkeypatch,

@@ -71,8 +71,8 @@ def _probe_rows(labels: np.ndarray, task: str) -> np.ndarray:
 
 def _refused_params(host: str, task: str, given: list[tuple[str, str]], frame: pd.DataFrame,
                     labels: np.ndarray, weight: np.ndarray | None,
-                    err: Exception) -> str | None:
-    """The ``--param`` values (``KEY=VALUE, ...``) the host refused with ``err``, or None
+                    err: Exception) -> list[str] | None:
+    """The ``--param`` values (``KEY=VALUE``) the host refused with ``err``, or None
     when ``err`` is not theirs (a bug: it stays an internal error).
 
     Hosts refuse some values with a plain Python error from their ``fit`` (LightGBM and
@@ -102,7 +102,7 @@ def _refused_params(host: str, task: str, given: list[tuple[str, str]], frame: p
         refused = [f"{key}={text}" for key, _, text in values]  # only together
     if not refused or raises({}):  # the error without any --param value: not theirs
         return None
-    return ", ".join(refused)
+    return refused
 
 
 def cmd_select(args) -> int:
@@ -178,7 +178,8 @@ def cmd_select(args) -> int:
         refused = _refused_params(args.host, task, args.param, frame, labels, weight, err)
         if refused is None:
             raise
-        raise InputError(f"--param {refused}: {args.host} refused it: "
+        raise InputError(f"--param {', '.join(refused)}: {args.host} refused "
+                         f"{'it' if len(refused) == 1 else 'them'}: "
                          f"{type(err).__name__}: {first_line(err)}") from None
     kept = list(selector.get_feature_names_out())
     table = selector.importances_.sort_values("unbiased_gain", ascending=False, kind="stable")
