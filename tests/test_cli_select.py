@@ -285,3 +285,54 @@ def test_a_date_label_is_no_regression_target(tmp_path, capsys):
     assert code == 2 and out == ""
     assert "--label when: --task regression needs numbers, the column holds values of type " \
            "datetime64" in err
+
+
+@pytest.mark.parametrize("args, refused", [
+    (["--host", "lightgbm", "--param", "n_estimators=abc"], "n_estimators=abc"),
+    (["--host", "lightgbm", "--param", "early_stopping=abc"], "early_stopping=abc"),
+    (["--host", "xgboost", "--param", "n_estimators=abc"], "n_estimators=abc"),
+    (["--host", "xgboost", "--param", "n_estimators=2.5"], "n_estimators=2.5"),
+    # a classifier: every class among the rows the host is refitted on
+    (["--host", "xgboost", "--label", "cls", "--task", "classification", "--param",
+      "n_estimators=2.5"], "n_estimators=2.5"),
+    # the values the host takes are not named, every one it refuses is
+    (["--host", "lightgbm", "--param", "learning_rate=0.2", "--param", "n_estimators=abc",
+      "--param", "n_jobs=1"], "n_estimators=abc"),
+    (["--host", "lightgbm", "--param", "n_estimators=abc", "--param", "learning_rate=0.2",
+      "--param", "early_stopping=abc"], "n_estimators=abc, early_stopping=abc"),
+])
+def test_a_value_the_host_refuses_with_a_type_error_is_one_line_naming_it(
+        data_file, capsys, args, refused):
+    """LightGBM and XGBoost refuse these values with a plain TypeError from fit, which was
+    reported as an internal error (a bug), traceback and exit 1."""
+    label = [] if "--label" in args else ["--label", "y", "--drop", "cls"]
+    code, out, err = run(["select", data_file, *label, "--drop", "w", "--cv", "2", *args],
+                         capsys)
+    assert code == 2 and out == "", err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    host = args[1]
+    them = "them" if "," in refused else "it"
+    assert err.startswith(f"unbiased-criteria: error: --param {refused}: {host} refused "
+                          f"{them}: TypeError: "), err
+
+
+def test_a_type_error_that_is_not_the_params_stays_an_internal_error(data_file, monkeypatch,
+                                                                      capsys):
+    """Only what the host refuses for a --param value is an input error: a TypeError that
+    the fit raises without any of them, or that the scoring raises, is a bug."""
+    def broken_fit(self, *args, **kwargs):
+        raise TypeError("internal detail")
+
+    monkeypatch.setattr(lightgbm.LGBMRegressor, "fit", broken_fit)
+    args = ["select", data_file, "--label", "y", *DROP, "--cv", "2", "--host", "lightgbm",
+            "--param", "n_estimators=5"]
+    code, _, err = run(args, capsys)
+    assert code == 1 and "internal error (a bug" in err and "in broken_fit" in err
+    monkeypatch.undo()
+
+    def broken_scoring(*args, **kwargs):
+        raise TypeError("internal detail")
+
+    monkeypatch.setattr("unbiased_criteria.cross_fit.unbiased_importance", broken_scoring)
+    code, _, err = run(args, capsys)
+    assert code == 1 and "internal error (a bug" in err and "in broken_scoring" in err

@@ -168,3 +168,44 @@ def test_python_dash_m_runs_the_command_line():
     assert package.stdout == cli.stdout and "unbiased gain U" in package.stdout
     line = _one_error_line(_cli("demo", "--seed", "-1", module="unbiased_criteria"))
     assert "--seed" in line
+
+
+def test_core_demo_refuses_plot_before_any_work(tmp_path):
+    """`demo --core --plot core.png` exited 0 and wrote no plot, without a word: the core
+    demo has no plot to draw."""
+    line = _one_error_line(_cli("demo", "--core", "--replications", "20", "--plot",
+                                "core.png", cwd=tmp_path))
+    assert line.startswith("unbiased-criteria: error: --plot core.png: ") and "--core" in line
+    assert not list(tmp_path.iterdir())
+
+
+def test_replications_without_core_is_refused_where_a_host_runs_the_demo(tmp_path):
+    """`demo --replications 20` ran the hosts' demo, which has no replications, and ignored
+    it silently."""
+    from unbiased_criteria import model_files
+
+    if not any(h in model_files.installed_hosts() for h in HOSTS):
+        pytest.skip("no host: the core demo is shown, where --replications applies")
+    line = _one_error_line(_cli("demo", "--replications", "20", cwd=tmp_path))
+    assert line.startswith("unbiased-criteria: error: --replications 20: ")
+    assert "--core" in line
+
+
+def test_without_a_host_the_core_demo_takes_replications_and_refuses_plot(
+        tmp_path, monkeypatch, capsys):
+    """Without LightGBM and XGBoost `demo` shows the core demo: its options apply, --plot
+    does not (it was ignored)."""
+    from unbiased_criteria import model_files
+    from unbiased_criteria.cli import main
+
+    monkeypatch.setattr(model_files, "installed_hosts", lambda: [])
+    assert main(["demo", "--plot", str(tmp_path / "d.png")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith(f"unbiased-criteria: error: --plot {tmp_path / 'd.png'}: neither "
+                          "lightgbm nor xgboost is installed")
+    assert not list(tmp_path.iterdir())
+    assert main(["demo", "--rows", "200", "--replications", "20"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and "neither lightgbm nor xgboost is installed" in out
+    assert "200 training and 200 held-out rows, 20 replications" in out

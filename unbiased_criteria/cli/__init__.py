@@ -86,6 +86,31 @@ def _signals_exit():
             signal.signal(signum, handler)
 
 
+@contextlib.contextmanager
+def _log_records_shown():
+    """Log records of WARNING and above on stderr as ``unbiased-criteria: LEVEL: ...`` while
+    the command runs, where nothing configured logging (``logging.basicConfig``'s rule: a
+    root logger with handlers is the caller's configuration and stays as it is). The handler
+    and the root level are taken back after: :func:`main` runs in-process too (tests,
+    notebooks), where ``basicConfig`` left every later record of any library in the CLI's
+    format."""
+    root = logging.getLogger()
+    if root.handlers:
+        yield
+        return
+    handler = logging.StreamHandler()  # the sys.stderr of now, as basicConfig's
+    handler.setFormatter(logging.Formatter(f"{PROG}: %(levelname)s: %(message)s"))
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+        handler.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``unbiased-criteria`` console script.
 
@@ -106,15 +131,19 @@ def main(argv: list[str] | None = None) -> int:
     SystemExit
         SIGTERM or SIGHUP arrived (code 128 + its number), after the file being written,
         if any, was cleaned up.
+
+    Notes
+    -----
+    Called in-process, it leaves matplotlib's backend, the root logger, the signal handlers
+    and ``warnings.showwarning`` as it found them.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format=f"{PROG}: %(levelname)s: %(message)s")
     debug = getattr(args, "debug", False)
     previous = warnings.showwarning
     warnings.showwarning = show_warning
     try:
-        with _signals_exit():
+        with _signals_exit(), _log_records_shown():
             return args.func(args)
     except BrokenPipeError:  # e.g. piped into head
         sys.stderr.close()

@@ -232,13 +232,15 @@ def build_parser() -> argparse.ArgumentParser:
                       help="training rows, as many held-out (default 10000; core demo 2000, "
                            f"at least {CORE_DEMO_MIN_ROWS})")
     demo.add_argument("--seed", type=seed, default=0)
-    demo.add_argument("--replications", type=replications, default=2000,
-                      help="replications of the core demo (at least 2; default 2000)")
+    # None: not given (the demo with a host refuses it); the core demo's default 2000
+    demo.add_argument("--replications", type=replications, default=None,
+                      help="replications of the core demo, --core only (at least 2; default "
+                           "2000)")
     demo.add_argument("--core", action="store_true",
                       help="show the host-free demonstration of the estimator")
     demo.add_argument("--plot", metavar="FILE.png",
                       help="save the importance plot (FILE_HOST.png per host when both hosts "
-                           "are installed)")
+                           "are installed); not with --core, which draws none")
     demo.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                       help="show tracebacks")
     demo.set_defaults(func=cmd_demo)

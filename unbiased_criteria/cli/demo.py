@@ -7,6 +7,7 @@ from pathlib import Path
 
 from .. import model_files
 from ..demo import CLAIMS, DEMO_HOSTS, DEMO_SETTINGS, MEASURED_SHARE, demo_run, noise_split_demo
+from ..errors import InputError
 from .output import check_plot_target, save_plot
 
 __all__ = ["cmd_demo"]
@@ -22,15 +23,28 @@ def _demo_plot_path(path: str, host: str, n_hosts: int) -> str:
 def cmd_demo(args) -> int:
     """``unbiased-criteria demo``: the paper's example on generated data."""
     hosts = [h for h in model_files.installed_hosts() if h in DEMO_HOSTS]
+    # each option applies to one of the two demos: given to the other it is an error, not
+    # ignored (--core --plot wrote nothing and exited 0)
+    if args.core and args.plot is not None:
+        raise InputError(f"--plot {args.plot}: the core demo (--core) draws no plot; leave "
+                         "out --core for the hosts' demo and its plot")
+    if not args.core and not hosts and args.plot is not None:
+        raise InputError(f"--plot {args.plot}: neither lightgbm nor xgboost is installed, "
+                         "and the core demo shown instead draws no plot (pip install "
+                         "lightgbm xgboost)")
+    if not args.core and hosts and args.replications is not None:
+        raise InputError(f"--replications {args.replications}: applies to the core demo "
+                         "only; add --core")
     if args.core or not hosts:
         if not args.core:
             print("(neither lightgbm nor xgboost is installed: showing the core demo; "
                   "pip install lightgbm xgboost for the real one)\n")
-        args.rows = 2000 if args.rows is None else args.rows
+        rows = 2000 if args.rows is None else args.rows
+        replications = 2000 if args.replications is None else args.replications
         # computed before anything is printed: too few rows is one error, no half a report
-        table = noise_split_demo(args.rows, args.replications, args.seed)
-        print(f"The best of 19 thresholds on a 20-level noise feature, {args.rows} training "
-              f"and {args.rows} held-out rows, {args.replications} replications:\n")
+        table = noise_split_demo(rows, replications, args.seed)
+        print(f"The best of 19 thresholds on a 20-level noise feature, {rows} training "
+              f"and {rows} held-out rows, {replications} replications:\n")
         print(table.round(4).to_string())
         return 0
     for host in hosts if args.plot else ():  # before any work

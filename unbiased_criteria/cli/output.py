@@ -240,24 +240,37 @@ def _plot_format(path: str) -> str | None:
     return fmt
 
 
+#: how many features ``report.plot()`` draws by default, and its figure's size for them (as
+#: ``report.plot()`` sizes the figure it makes itself: 6 inches wide, 0.3 inch per feature)
+_PLOT_TOP = 20
+
+
+def _plot_size(n_features: int) -> tuple[float, float]:
+    return 6, 0.3 * min(n_features, _PLOT_TOP) + 1.8
+
+
 def save_plot(report, path: str, title: str) -> None:
-    """Write ``report.plot()`` to ``path`` and say so on stderr (stdout may hold the table)."""
+    """Write ``report.plot()`` to ``path`` and say so on stderr (stdout may hold the table).
+
+    The figure is a :class:`matplotlib.figure.Figure` with its own Agg canvas, not one of
+    pyplot's: :func:`unbiased_criteria.cli.main` runs in-process too (a notebook), whose
+    pyplot backend must stay what it was (``matplotlib.use("Agg")`` switched it for good) and
+    whose open figures must not gain one.
+    """
     fmt = _plot_format(path)
-    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    ax = report.plot(title=title)
+    figure = Figure(figsize=_plot_size(len(report.to_frame())))
+    FigureCanvasAgg(figure)
+    report.plot(ax=figure.add_subplot(), top=_PLOT_TOP, title=title)
     try:
         # the format from the suffix as savefig(path) would; written whole or not at all
         buffer = io.BytesIO()
-        ax.figure.savefig(buffer, format=fmt, bbox_inches="tight", dpi=100)
+        figure.savefig(buffer, format=fmt, bbox_inches="tight", dpi=100)
         write_atomic(path, buffer.getvalue())
     except OSError as err:  # its strerror: the message names our temporary file
         raise InputError(f"--plot {path}: cannot be written: {err.strerror or err}") from None
     except (ValueError, RuntimeError) as err:  # RuntimeError: LaTeX refused a name (pgf)
         raise InputError(f"--plot {path}: cannot be written: {first_line(err)}") from None
-    finally:
-        plt.close(ax.figure)
     print(f"{PROG}: wrote plot to {path}", file=sys.stderr)

@@ -56,6 +56,55 @@ def _task(y: pd.Series, task: str | None, label: str) -> str:
     return "regression"
 
 
+#: rows of each class (classification) or in all (regression) the host is refitted on to
+#: find the --param it refused: a parameter's type is checked before any training
+_PROBE_ROWS = 40
+
+
+def _probe_rows(labels: np.ndarray, task: str) -> np.ndarray:
+    """A few rows, every class among them (XGBoost's classifier refuses missing classes)."""
+    if task != "classification":
+        return np.arange(min(labels.size, _PROBE_ROWS))
+    return np.sort(np.concatenate([np.flatnonzero(labels == c)[:_PROBE_ROWS]
+                                   for c in np.unique(labels)]))
+
+
+def _refused_params(host: str, task: str, given: list[tuple[str, str]], frame: pd.DataFrame,
+                    labels: np.ndarray, weight: np.ndarray | None,
+                    err: Exception) -> list[str] | None:
+    """The ``--param`` values (``KEY=VALUE``) the host refused with ``err``, or None
+    when ``err`` is not theirs (a bug: it stays an internal error).
+
+    Hosts refuse some values with a plain Python error from their ``fit`` (LightGBM and
+    XGBoost: ``n_estimators=abc`` a TypeError that names no parameter), which tells nothing
+    apart from a bug of this library. The host decides: its estimator is fitted on a few of
+    the rows with each value alone; a value is refused where that raises ``err``'s kind of
+    error and the fit with none of the values does not.
+    """
+    if not given:
+        return None
+    rows = _probe_rows(labels, task)
+
+    def raises(params: dict[str, Any]) -> bool:
+        estimator = model_files.host_estimator(host, task, params)
+        kwargs = {} if weight is None else {"sample_weight": weight[rows]}
+        try:
+            estimator.fit(frame.iloc[rows], labels[rows], **kwargs)
+        except type(err):
+            return True
+        except Exception:  # refused otherwise: not the error to explain
+            return False
+        return False
+
+    values = [(key, param_value(text), text) for key, text in given]
+    refused = [f"{key}={text}" for key, value, text in values if raises({key: value})]
+    if not refused and len(values) > 1 and raises({k: v for k, v, _ in values}):
+        refused = [f"{key}={text}" for key, _, text in values]  # only together
+    if not refused or raises({}):  # the error without any --param value: not theirs
+        return None
+    return refused
+
+
 def cmd_select(args) -> int:
     """``unbiased-criteria select``: the kept columns and the per-feature table."""
     if importlib.util.find_spec("sklearn") is None:
@@ -123,6 +172,15 @@ def cmd_select(args) -> int:
     except model_files.host_fit_errors(args.host) as err:  # e.g. --param num_leaves=1
         raise InputError(f"{args.host} refused the parameters or the rows: "
                          f"{first_line(err)}") from None
+    except (ValueError, OSError):  # input errors already (main reports them)
+        raise
+    except Exception as err:  # a TypeError from the host's fit (n_estimators=abc), or a bug
+        refused = _refused_params(args.host, task, args.param, frame, labels, weight, err)
+        if refused is None:
+            raise
+        raise InputError(f"--param {', '.join(refused)}: {args.host} refused "
+                         f"{'it' if len(refused) == 1 else 'them'}: "
+                         f"{type(err).__name__}: {first_line(err)}") from None
     kept = list(selector.get_feature_names_out())
     table = selector.importances_.sort_values("unbiased_gain", ascending=False, kind="stable")
     line = f"kept {len(kept)} of {frame.shape[1]}: {', '.join(kept) or '(none)'}"
