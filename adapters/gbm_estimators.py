@@ -221,6 +221,13 @@ class _UnbiasedGBM(BaseEstimator):
         index = [names.index(c) for c in pandas_categories] if names is not None else []
         if isinstance(categorical_feature, str) and categorical_feature == "auto":
             return index
+        # one name is not a list of names: iterated, "ab" would be the columns a and b
+        # (LightGBM's estimators ignore a str silently); a lone index is not iterable either
+        if isinstance(categorical_feature, str | bytes | numbers.Number) \
+                or not isinstance(categorical_feature, Iterable):
+            raise ValueError(f"categorical_feature: expected 'auto' or a list of column names "
+                             f"or indices, got {categorical_feature!r} (one column: "
+                             f"[{categorical_feature!r}])")
         p = len(names) if names is not None else (np.shape(X)[1] if np.ndim(X) == 2 else 0)
         for item in categorical_feature:
             if isinstance(item, str):
@@ -503,7 +510,8 @@ min_child_weight, min_split_gain, reg_alpha, reg_lambda, max_delta_step, max_bin
             One of LightGBM's metric names that fits the objective (None: the objective's).
         categorical_feature : "auto" or list of int or str, default "auto"
             Columns of non-negative integer codes to split by category sets, by position or
-            name ("auto": pandas categorical columns only, which are always found).
+            name ("auto": pandas categorical columns only, which are always found). One
+            column is a list of one: a lone name or index is refused.
 
         Returns
         -------

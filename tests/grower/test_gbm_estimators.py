@@ -207,6 +207,23 @@ def test_bad_input():
                                       categorical_feature=["z"])
 
 
+@pytest.mark.parametrize("cls", [uc.UnbiasedGBMRegressor, uc.UnbiasedGBMClassifier])
+def test_categorical_feature_takes_a_list_not_a_lone_name(cls):
+    # "ab" was iterated letter by letter: columns a and b categorical, ab not, silently
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({c: rng.integers(0, 5, 300).astype(float) for c in ("a", "b", "ab")})
+    y = (X["ab"].to_numpy() == 2).astype(float)
+    est = cls(n_estimators=2, random_state=0)
+    for lone in ("ab", np.str_("ab"), 2, np.int64(2)):
+        with pytest.raises(ValueError, match=r"categorical_feature: expected 'auto' or a list"):
+            est.fit(X, y, categorical_feature=lone)
+        with pytest.raises(ValueError, match=r"categorical_feature: expected 'auto' or a list"):
+            est.fit(X.to_numpy(), y, categorical_feature=lone)
+    for listed in (["ab"], [2], ("ab",), np.array([2])):
+        est.fit(X, y, categorical_feature=listed)
+        assert est._result.binner.categorical.tolist() == [False, False, True]
+
+
 def test_import_does_not_need_scikit_learn():
     code = ("import sys, unbiased_criteria as uc; assert 'sklearn' not in sys.modules; "
             "uc.UnbiasedGBMRegressor; assert 'sklearn' in sys.modules")
