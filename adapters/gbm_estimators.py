@@ -552,7 +552,9 @@ class UnbiasedGBMClassifier(ClassifierMixin, _UnbiasedGBM):
     Parameters
     ----------
     objective : {"binary", "multiclass"} or None, default None
-        None: inferred (``"binary"`` for two classes, ``"multiclass"`` for more).
+        ``"binary"``: logistic loss, two classes only (more is a ``ValueError``, as in
+        LightGBM); ``"multiclass"``: softmax, two classes or more (two get one score per
+        class); None: ``"binary"`` for two classes, ``"multiclass"`` for more.
     n_estimators, learning_rate, num_leaves, max_depth, min_child_samples, \
 min_child_weight, min_split_gain, reg_alpha, reg_lambda, max_delta_step, max_bin, ratios, \
 redraw, criterion, min_k, early_stopping_rounds, n_blocks, random_state, n_jobs
@@ -607,7 +609,12 @@ categorical_feature
         K = self.classes_.size
         if K < 2:
             raise ValueError(f"y: expected at least 2 classes, got {K} class")
-        if K == 2:
+        # the objective asked for, else the class count's (it was ignored: "binary" on three
+        # classes fitted a softmax, "multiclass" on two a logistic model)
+        if self.objective == "binary" and K > 2:
+            raise ValueError(f"objective: 'binary' needs 2 classes, y has {K} (use "
+                             f"'multiclass' or None)")
+        if self.objective == "binary" or (self.objective is None and K == 2):
             name, objective = "binary_logistic", make_objective("binary_logistic")
         else:
             name, objective = "multiclass_softmax", make_objective("multiclass_softmax",
@@ -628,7 +635,7 @@ categorical_feature
 
     def predict_proba(self, X) -> np.ndarray:
         raw = self._raw(X)
-        if self.n_classes_ == 2:
+        if self._objective_name == "binary_logistic":  # one score per row (not a softmax)
             p = self._objective.predict(raw[:, 0])
             return np.stack([1 - p, p], axis=1)
         return self._objective.predict(raw)
