@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["GainOptions", "SEED_TYPES"]
+__all__ = ["GainOptions", "SEED_TYPES", "check_seed", "host_seed_int"]
 
 #: what ``random_state`` accepts, for error messages
 SEED_TYPES = ("None, a non-negative int, or a numpy SeedSequence, Generator or RandomState")
@@ -59,6 +59,22 @@ def seed_sequence(seed: Any, argument: str) -> np.random.SeedSequence:
     if seed is None or (_is_int(seed) and seed >= 0):
         return np.random.SeedSequence(seed)
     raise ValueError(f"{argument} must be {SEED_TYPES}, got {seed!r}")
+
+
+def check_seed(seed: Any, argument: str) -> None:
+    """``ValueError`` naming ``argument`` unless ``seed`` is one of :data:`SEED_TYPES`; a
+    Generator or RandomState is not drawn from (unlike :func:`seed_sequence`)."""
+    if not isinstance(seed, np.random.SeedSequence | np.random.Generator
+                      | np.random.RandomState) and not (seed is None
+                                                        or (_is_int(seed) and seed >= 0)):
+        raise ValueError(f"{argument} must be {SEED_TYPES}, got {seed!r}")
+
+
+def host_seed_int(seed: np.random.SeedSequence) -> int:
+    """The host's integer seed for a SeedSequence (the hosts take ints, and draw a
+    Generator's or RandomState's in ``[0, 2**31 - 1)``): its first generated word in that
+    range, the same for the same sequence; ``seed`` is not changed."""
+    return int(seed.generate_state(1, np.uint32)[0]) % int(np.iinfo(np.int32).max)
 
 
 def _host_seed(seed: Any) -> Any:
