@@ -48,6 +48,7 @@ from .leaf_params import (
 from .model import Model, UnsupportedModelError
 from .model_files import ADAPTERS, load_model_file
 from .objectives import CustomObjective, Objective
+from .options import check_bool, check_memory_budget
 from .parallel import OrderedPool, resolve_n_jobs, scoring_threads
 from .pruning import prune_tree
 from .replay import ReplayResult, RowSet, TreeStep, replay, resolve_bias
@@ -321,10 +322,7 @@ def _prepare(
     """Read the model and the rows. ``extra_frames``: calls between the public entry point
     and this one beyond the one of ``unbiased_importance`` (its warnings point at the
     caller's line)."""
-    if (isinstance(memory_budget, bool) or not isinstance(memory_budget, (int, float, np.number))
-            or not memory_budget > 0):
-        raise ValueError(f"memory_budget must be a positive number of bytes, got "
-                         f"{memory_budget!r}")
+    check_memory_budget(memory_budget)
     model = as_dump(model, host_params)
     adapter = adapter_for(model)
     read = adapter.read_model(model)
@@ -617,6 +615,7 @@ def unbiased_importance(
         counts them), and when a parameter the dump lacks takes the host's default.
     """
     threads = resolve_n_jobs(n_jobs)
+    check_bool(progress, "progress")  # before any work, on either path
     model = host_model(model)
     engine = _dask_engine(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight)
     if engine is not None:
@@ -783,6 +782,9 @@ n_draws, min_k, random_state, cross_fit, progress, memory_budget, host_params
         gets them inferred from its leaves and the training rows; where they cannot be (L1,
         ``max_delta_step``, no training rows), this error asks for them.
     """
+    # before any work, on either path: a truthy "False" refitted every leaf / showed the bar
+    check_bool(refit_leaves, "refit_leaves")
+    check_bool(progress, "progress")
     model = host_model(model)
     engine = _dask_engine(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight)
     if engine is not None:
@@ -837,7 +839,9 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
         raise ValueError("threshold must be a number (-inf keeps every split), got None")
     options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
                           cross_fit=cross_fit, prune_threshold=threshold,
+                          refit_leaves=refit_leaves,
                           argument_names={"prune_threshold": "threshold"})
+    check_bool(progress, "progress")
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
                     objective, memory_budget, needed_for="prune", host_params=host_params,
                     extra_frames=extra_frames)
@@ -872,7 +876,7 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
         elif step.nodes_train is not None:
             later.add(step, scores)
         out = prune_tree(step.tree, scores, prep.model.split_score, options.prune_threshold,
-                         refit_leaves)
+                         options.refit_leaves)
         if step.nodes_train is not None:
             later.moved(step, out)
             own_gains[step.index] = (_as_stored(prep.model, step.tree, scores).biased,
