@@ -534,7 +534,7 @@ def unbiased_importance(
     cross_fit: bool = True,
     n_blocks: int = 20,
     progress: bool = False,
-    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    memory_budget: float = DEFAULT_MEMORY_BUDGET,
     host_params: dict | None = None,
     n_jobs: int | None = None,
 ) -> ImportanceReport:
@@ -580,8 +580,8 @@ def unbiased_importance(
         needs two blocks). More blocks than held-out rows: one block per row (warned).
     progress : bool
         Show a progress bar over trees.
-    memory_budget : int
-        Bytes allowed for one chunk of leaf ids.
+    memory_budget : int or float
+        Bytes allowed for one chunk of leaf ids (any positive number, e.g. ``1e8``).
     host_params : dict, optional
         Dumped models only: what the dump does not store. XGBoost: ``objective`` and
         ``base_score`` (required; output space, as XGBoost's parameter), ``num_class`` (for
@@ -737,7 +737,7 @@ def prune(
     random_state=None,
     cross_fit: bool = True,
     progress: bool = False,
-    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    memory_budget: float = DEFAULT_MEMORY_BUDGET,
     host_params: dict | None = None,
     n_jobs: int | None = None,
 ):
