@@ -11,6 +11,7 @@ import types
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,12 +19,13 @@ from unbiased_criteria.adapters._compat import HostVersionError
 from unbiased_criteria.adapters._record import model_record, written_of
 
 from unbiased_criteria.errors import InputError
-from unbiased_criteria.options import GainOptions
+from unbiased_criteria.options import GainOptions, check_seed, host_seed_int
 from unbiased_criteria.report import ImportanceReport
 from unbiased_criteria.validation import check_weight
 
 __all__ = ["with_train", "TrainingImportance", "IMPORTANCE_DOC", "check_fit_weights",
-           "fit_argument_names", "unchanged_on_error", "check_unbiased_options"]
+           "fit_argument_names", "unchanged_on_error", "check_unbiased_options",
+           "host_seeds"]
 
 #: what ``feature_importances_`` and ``unbiased_gain_`` are, for the estimators' docstrings
 IMPORTANCE_DOC = (
@@ -112,8 +114,19 @@ def unchanged_on_error(estimator: object) -> Iterator[None]:
 def check_unbiased_options(estimator: object, names: Sequence[str]) -> None:
     """The library's options of a hook estimator (``holdout_fraction``, ``n_draws``...),
     checked as the training hook checks them, before ``fit`` touches anything: one
-    ``ValueError`` naming the option."""
+    ``ValueError`` naming the option; and ``random_state``, which also seeds the held-out
+    draws (a negative int reached the host's seed and was refused as "the seed")."""
     GainOptions(**{name: getattr(estimator, name) for name in names})
+    check_seed(getattr(estimator, "random_state", None), "random_state")
+
+
+def host_seeds(params: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
+    """``params`` with each seed parameter in ``names`` that holds a numpy SeedSequence as
+    the host's integer seed for it (:func:`~unbiased_criteria.options.host_seed_int`): the
+    hosts take ints and draw from a Generator or RandomState themselves, but refuse a
+    SeedSequence. A new dict; the caller's SeedSequence is not changed."""
+    return {k: host_seed_int(v) if k in names and isinstance(v, np.random.SeedSequence) else v
+            for k, v in params.items()}
 
 
 def _n_rows(X) -> int | None:

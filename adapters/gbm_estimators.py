@@ -221,6 +221,13 @@ class _UnbiasedGBM(BaseEstimator):
         index = [names.index(c) for c in pandas_categories] if names is not None else []
         if isinstance(categorical_feature, str) and categorical_feature == "auto":
             return index
+        # one name is not a list of names: iterated, "ab" would be the columns a and b
+        # (LightGBM's estimators ignore a str silently); a lone index is not iterable either
+        if isinstance(categorical_feature, str | bytes | numbers.Number) \
+                or not isinstance(categorical_feature, Iterable):
+            raise ValueError(f"categorical_feature: expected 'auto' or a list of column names "
+                             f"or indices, got {categorical_feature!r} (one column: "
+                             f"[{categorical_feature!r}])")
         p = len(names) if names is not None else (np.shape(X)[1] if np.ndim(X) == 2 else 0)
         for item in categorical_feature:
             if isinstance(item, str):
@@ -503,7 +510,8 @@ min_child_weight, min_split_gain, reg_alpha, reg_lambda, max_delta_step, max_bin
             One of LightGBM's metric names that fits the objective (None: the objective's).
         categorical_feature : "auto" or list of int or str, default "auto"
             Columns of non-negative integer codes to split by category sets, by position or
-            name ("auto": pandas categorical columns only, which are always found).
+            name ("auto": pandas categorical columns only, which are always found). One
+            column is a list of one: a lone name or index is refused.
 
         Returns
         -------
@@ -544,7 +552,9 @@ class UnbiasedGBMClassifier(ClassifierMixin, _UnbiasedGBM):
     Parameters
     ----------
     objective : {"binary", "multiclass"} or None, default None
-        None: inferred (``"binary"`` for two classes, ``"multiclass"`` for more).
+        ``"binary"``: logistic loss, two classes only (more is a ``ValueError``, as in
+        LightGBM); ``"multiclass"``: softmax, two classes or more (two get one score per
+        class); None: ``"binary"`` for two classes, ``"multiclass"`` for more.
     n_estimators, learning_rate, num_leaves, max_depth, min_child_samples, \
 min_child_weight, min_split_gain, reg_alpha, reg_lambda, max_delta_step, max_bin, ratios, \
 redraw, criterion, min_k, early_stopping_rounds, n_blocks, random_state, n_jobs
@@ -599,7 +609,12 @@ categorical_feature
         K = self.classes_.size
         if K < 2:
             raise ValueError(f"y: expected at least 2 classes, got {K} class")
-        if K == 2:
+        # the objective asked for, else the class count's (it was ignored: "binary" on three
+        # classes fitted a softmax, "multiclass" on two a logistic model)
+        if self.objective == "binary" and K > 2:
+            raise ValueError(f"objective: 'binary' needs 2 classes, y has {K} (use "
+                             f"'multiclass' or None)")
+        if self.objective == "binary" or (self.objective is None and K == 2):
             name, objective = "binary_logistic", make_objective("binary_logistic")
         else:
             name, objective = "multiclass_softmax", make_objective("multiclass_softmax",
@@ -620,7 +635,7 @@ categorical_feature
 
     def predict_proba(self, X) -> np.ndarray:
         raw = self._raw(X)
-        if self.n_classes_ == 2:
+        if self._objective_name == "binary_logistic":  # one score per row (not a softmax)
             p = self._objective.predict(raw[:, 0])
             return np.stack([1 - p, p], axis=1)
         return self._objective.predict(raw)

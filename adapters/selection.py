@@ -48,7 +48,7 @@ def cross_fitted_importance(
     random_state=None,
     n_jobs: int | None = None,
     progress: bool = False,
-    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    memory_budget: float = DEFAULT_MEMORY_BUDGET,
 ) -> CrossFittedReport:
     """Unbiased importance with every row used both to build trees and as held-out evidence.
 

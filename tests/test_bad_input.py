@@ -482,7 +482,8 @@ def test_regularisation_parameters_must_be_finite(host, value, data):
 
 def test_a_negative_seed_is_named_through_every_entry_point(data, capsys):
     """cross_fitted_importance and UnbiasedSelector gave numpy's "expected non-negative
-    integer" (and so did `select --seed -1`); the estimators said random_state=None."""
+    integer" (and so did `select --seed -1`); the estimators said random_state=None, then
+    "the seed (the host's seed parameter, or an estimator's random_state...)"."""
     pytest.importorskip("sklearn")
     lgb = pytest.importorskip("lightgbm")
     from unbiased_criteria.adapters.lightgbm import UnbiasedLGBMRegressor
@@ -495,7 +496,7 @@ def test_a_negative_seed_is_named_through_every_entry_point(data, capsys):
         uc.cross_fitted_importance(est, X, y, cv=2, random_state=-1)
     with pytest.raises(ValueError, match="random_state must be .* got -1"):
         uc.UnbiasedSelector(est, cv=2, random_state=-1).fit(X, y)
-    with pytest.raises(ValueError, match="an estimator's random_state.* got -1"):
+    with pytest.raises(ValueError, match="^random_state must be .* got -1"):
         UnbiasedLGBMRegressor(n_estimators=2, random_state=-1).fit(X, y)
     with pytest.raises(SystemExit):
         main(["select", "data.csv", "--label", "y", "--host", "lightgbm", "--seed", "-1"])

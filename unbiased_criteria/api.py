@@ -49,6 +49,7 @@ from .leaf_params import (
 from .model import Model, UnsupportedModelError
 from .model_files import ADAPTERS, load_model_file
 from .objectives import CustomObjective, Objective
+from .options import check_bool, check_memory_budget
 from .parallel import OrderedPool, resolve_n_jobs, scoring_threads
 from .pruning import prune_tree, smoothing_counts
 from .replay import ReplayResult, RowSet, TreeStep, replay, resolve_bias
@@ -322,10 +323,7 @@ def _prepare(
     """Read the model and the rows. ``extra_frames``: calls between the public entry point
     and this one beyond the one of ``unbiased_importance`` (its warnings point at the
     caller's line)."""
-    if (isinstance(memory_budget, bool) or not isinstance(memory_budget, (int, float, np.number))
-            or not memory_budget > 0):
-        raise ValueError(f"memory_budget must be a positive number of bytes, got "
-                         f"{memory_budget!r}")
+    check_memory_budget(memory_budget)
     model = as_dump(model, host_params)
     adapter = adapter_for(model)
     read = adapter.read_model(model)
@@ -537,7 +535,7 @@ def unbiased_importance(
     cross_fit: bool = True,
     n_blocks: int = 20,
     progress: bool = False,
-    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    memory_budget: float = DEFAULT_MEMORY_BUDGET,
     host_params: dict | None = None,
     n_jobs: int | None = None,
 ) -> ImportanceReport:
@@ -583,8 +581,8 @@ def unbiased_importance(
         needs two blocks). More blocks than held-out rows: one block per row (warned).
     progress : bool
         Show a progress bar over trees.
-    memory_budget : int
-        Bytes allowed for one chunk of leaf ids.
+    memory_budget : int or float
+        Bytes allowed for one chunk of leaf ids (any positive number, e.g. ``1e8``).
     host_params : dict, optional
         Dumped models only: what the dump does not store. XGBoost: ``objective`` and
         ``base_score`` (required; output space, as XGBoost's parameter), ``num_class`` (for
@@ -618,6 +616,7 @@ def unbiased_importance(
         counts them), and when a parameter the dump lacks takes the host's default.
     """
     threads = resolve_n_jobs(n_jobs)
+    check_bool(progress, "progress")  # before any work, on either path
     model = host_model(model)
     engine = _dask_engine(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight)
     if engine is not None:
@@ -748,7 +747,7 @@ def prune(
     random_state=None,
     cross_fit: bool = True,
     progress: bool = False,
-    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    memory_budget: float = DEFAULT_MEMORY_BUDGET,
     host_params: dict | None = None,
     n_jobs: int | None = None,
 ):
@@ -793,6 +792,9 @@ n_draws, min_k, random_state, cross_fit, progress, memory_budget, host_params
         gets them inferred from its leaves and the training rows; where they cannot be (L1,
         ``max_delta_step``, no training rows), this error asks for them.
     """
+    # before any work, on either path: a truthy "False" refitted every leaf / showed the bar
+    check_bool(refit_leaves, "refit_leaves")
+    check_bool(progress, "progress")
     model = host_model(model)
     engine = _dask_engine(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight)
     if engine is not None:
@@ -856,7 +858,9 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
         raise ValueError("threshold must be a number (-inf keeps every split), got None")
     options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
                           cross_fit=cross_fit, prune_threshold=threshold,
+                          refit_leaves=refit_leaves,
                           argument_names={"prune_threshold": "threshold"})
+    check_bool(progress, "progress")
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
                     objective, memory_budget, needed_for="prune", host_params=host_params,
                     extra_frames=extra_frames)
@@ -896,7 +900,7 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
         counts = None if bins is None or step.nodes_train is None else smoothing_counts(
             step.tree, step.nodes_train, step.h_train, scores.sums, bins)
         out = prune_tree(step.tree, scores, prep.model.split_score, options.prune_threshold,
-                         refit_leaves, counts)
+                         options.refit_leaves, counts)
         if step.nodes_train is not None:
             later.moved(step, out)
             own_gains[step.index] = (_as_stored(prep.model, step.tree, scores).biased,

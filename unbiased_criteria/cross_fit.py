@@ -470,7 +470,7 @@ def cross_fit_folds(
     n_blocks: int = 20,
     random_state=None,
     progress: bool = False,
-    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    memory_budget: float = DEFAULT_MEMORY_BUDGET,
 ) -> CrossFittedReport:
     """The cross-fitted report of the models ``fit`` returns on each fold's training rows.
 

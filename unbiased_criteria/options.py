@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["GainOptions", "SEED_TYPES"]
+__all__ = ["GainOptions", "SEED_TYPES", "check_bool", "check_memory_budget", "check_seed",
+           "host_seed_int"]
 
 #: what ``random_state`` accepts, for error messages
 SEED_TYPES = ("None, a non-negative int, or a numpy SeedSequence, Generator or RandomState")
@@ -42,10 +43,21 @@ def _check_int(value: Any, argument: str, minimum: int) -> int:
     return int(value)
 
 
-def _check_bool(value: Any, argument: str) -> bool:
+def check_bool(value: Any, argument: str) -> bool:
+    """``value`` as a bool; ``ValueError`` naming ``argument`` unless it is a Python or numpy
+    bool (a truthy text such as ``"False"`` would silently switch an option on)."""
     if not isinstance(value, bool | np.bool_):
         raise ValueError(f"{argument} must be True or False, got {value!r}")
     return bool(value)
+
+
+def check_memory_budget(value: Any) -> float:
+    """``memory_budget``, checked: ``ValueError`` naming it unless it is a positive number of
+    bytes (an int or a float such as ``1e8``; not a bool, text or NaN). The one check of the
+    in-memory and the Dask paths."""
+    if not _is_real(value) or not value > 0:  # NaN is not > 0
+        raise ValueError(f"memory_budget must be a positive number of bytes, got {value!r}")
+    return value
 
 
 def seed_sequence(seed: Any, argument: str) -> np.random.SeedSequence:
@@ -59,6 +71,22 @@ def seed_sequence(seed: Any, argument: str) -> np.random.SeedSequence:
     if seed is None or (_is_int(seed) and seed >= 0):
         return np.random.SeedSequence(seed)
     raise ValueError(f"{argument} must be {SEED_TYPES}, got {seed!r}")
+
+
+def check_seed(seed: Any, argument: str) -> None:
+    """``ValueError`` naming ``argument`` unless ``seed`` is one of :data:`SEED_TYPES`; a
+    Generator or RandomState is not drawn from (unlike :func:`seed_sequence`)."""
+    if not isinstance(seed, np.random.SeedSequence | np.random.Generator
+                      | np.random.RandomState) and not (seed is None
+                                                        or (_is_int(seed) and seed >= 0)):
+        raise ValueError(f"{argument} must be {SEED_TYPES}, got {seed!r}")
+
+
+def host_seed_int(seed: np.random.SeedSequence) -> int:
+    """The host's integer seed for a SeedSequence (the hosts take ints, and draw a
+    Generator's or RandomState's in ``[0, 2**31 - 1)``): its first generated word in that
+    range, the same for the same sequence; ``seed`` is not changed."""
+    return int(seed.generate_state(1, np.uint32)[0]) % int(np.iinfo(np.int32).max)
 
 
 def _host_seed(seed: Any) -> Any:
@@ -83,7 +111,8 @@ class GainOptions:
     (0: none; 1 is refused, one block has no jackknife).
     ``prune_threshold``: splits with ``U <= prune_threshold`` are collapsed (None: no scoring
     or pruning in the training hooks). ``holdout_fraction`` and ``redraw_holdout``: the
-    training hooks' held-out rows.
+    training hooks' held-out rows. ``refit_leaves``: pruning recomputes every leaf, not
+    only the new ones.
 
     Every option is checked when the object is built: ``ValueError`` naming the argument
     (``argument_names`` maps a field to the caller's name for it, e.g. ``prune``'s
@@ -101,6 +130,7 @@ class GainOptions:
     prune_threshold: float | None = 0.0
     holdout_fraction: float = 0.5
     redraw_holdout: bool = True
+    refit_leaves: bool = False
     host_seed: InitVar[Any] = None
     argument_names: InitVar[Mapping[str, str] | None] = None
 
@@ -122,8 +152,8 @@ class GainOptions:
         if not _is_real(self.lam) or not math.isfinite(self.lam) or self.lam < 0:
             raise ValueError(f"{name('lam')} must be a finite number >= 0, got {self.lam!r}")
         put("lam", float(self.lam))
-        for field in ("shortcut", "cross_fit", "redraw_holdout"):
-            put(field, _check_bool(getattr(self, field), name(field)))
+        for field in ("shortcut", "cross_fit", "redraw_holdout", "refit_leaves"):
+            put(field, check_bool(getattr(self, field), name(field)))
         t = self.prune_threshold
         if t is not None and (not _is_real(t) or math.isnan(t)):
             # prune() names it "threshold" and has no "no pruning": None is the hooks' option

@@ -6,6 +6,8 @@ shown.
 
 from __future__ import annotations
 
+from .options import check_bool
+
 __all__ = ["progress_bar"]
 
 
@@ -18,8 +20,11 @@ class _NoBar:
 
 
 def progress_bar(total: int, enabled: bool, desc: str):
-    """A tqdm bar over ``total`` steps when ``enabled``, else a no-op with the same methods."""
-    if not enabled:
+    """A tqdm bar over ``total`` steps when ``enabled``, else a no-op with the same methods.
+
+    ``enabled`` is the caller's ``progress`` argument: ``ValueError`` naming it unless it is
+    a bool (a truthy ``"no"`` showed the bar)."""
+    if not check_bool(enabled, "progress"):
         return _NoBar()
     from tqdm.auto import tqdm
 

@@ -295,7 +295,7 @@ class ImportanceReport:
         ax.legend(loc="best", fontsize="small")
         return ax
 
-    def plot_splits(self, ax=None, *, max_points: int = 20000, top: int = 20,
+    def plot_splits(self, ax=None, *, max_points: int = 20000, top: int | None = 20,
                     title: str | None = None):
         """Scatter of every split's biased gain B (x) against its unbiased gain U (y).
 
@@ -311,7 +311,7 @@ class ImportanceReport:
         max_points : int
             Draw at most this many splits (a positive integer; default 20000): with more, an
             even sample of them, in the order of ``splits``.
-        top : int
+        top : int or None
             Features that get a colour and a legend entry (a positive integer, default 20;
             None: every feature).
         title : str, optional

@@ -62,7 +62,7 @@ from unbiased_criteria.host_gains import (
 from unbiased_criteria.importance import stack_replicates
 from unbiased_criteria.model import Model, UnsupportedModelError, chunk_size
 from unbiased_criteria.objectives import Objective
-from unbiased_criteria.options import GainOptions
+from unbiased_criteria.options import GainOptions, check_bool, check_memory_budget
 from unbiased_criteria.partitioned import (
     add_stats,
     allocate_halves,
@@ -118,7 +118,7 @@ class _Job:
     objective: Objective
     classes: Any
     options: GainOptions
-    memory_budget: int
+    memory_budget: float
     #: each class's weight, where the classifier had a class_weight
     per_class: np.ndarray | None = None
 
@@ -322,6 +322,9 @@ class _Setup:
 
 def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
            options, memory_budget, host_params, needed_for) -> _Setup:
+    # the in-memory path's check, first as there (int() took 0 and -5 silently and failed
+    # on text and NaN without naming memory_budget)
+    memory_budget = check_memory_budget(memory_budget)
     if X_valid is None or y_valid is None:
         raise ValueError("X_valid and y_valid are required: held-out rows drive the estimate")
     if (X_train is None) != (y_train is None):
@@ -385,7 +388,7 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
                                                ("X_train", "y_train", "train_weight"))
     if needed_for == "importance":  # as in memory: no empty jackknife block
         options = blocks_for_rows(options, valid.n_rows, extra_frames=2)
-    job = _Job(adapter.__name__, host_model, read, obj, classes, options, int(memory_budget),
+    job = _Job(adapter.__name__, host_model, read, obj, classes, options, memory_budget,
                per_class)
     job_future = client.scatter(job, broadcast=True, hash=False)
     # the rows' hashes, as in memory: the training rows' to compare, the held-out rows' to
@@ -419,7 +422,7 @@ def _check_held_out_rows(train: _Rows | None, valid: _Rows, read: Model,
 
 
 def _progress(enabled: bool, futures) -> None:
-    if enabled:
+    if check_bool(enabled, "progress"):
         from distributed import progress
 
         progress(futures)
@@ -574,6 +577,7 @@ def prune(
         raise ValueError("threshold must be a number (-inf keeps every split), got None")
     options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
                           cross_fit=cross_fit, prune_threshold=threshold,
+                          refit_leaves=refit_leaves,
                           argument_names={"prune_threshold": "threshold"})
     setup = _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
                    objective, options, memory_budget, host_params, "prune")
@@ -619,7 +623,7 @@ def prune(
             elif train is not None:
                 later.add(t, tree, scores, sums if at_own else None)
             replaced = prune_tree(tree, scores, read.split_score, options.prune_threshold,
-                                  refit_leaves)
+                                  options.refit_leaves)
             if train is not None:
                 later.moved(t, tree, replaced)
                 own_gains[t] = (scores.biased, None if replaced is None else replaced[1])

@@ -21,6 +21,7 @@ from unbiased_criteria.adapters._estimators import (
     check_fit_weights,
     check_unbiased_options,
     fit_argument_names,
+    host_seeds,
     unchanged_on_error,
     with_train,
 )
@@ -35,6 +36,9 @@ __all__ = ["UnbiasedLGBMRegressor", "UnbiasedLGBMClassifier"]
 #: constructor parameters the estimators add to LightGBM's (they are not LightGBM parameters)
 _UNBIASED_PARAMS = ("holdout_fraction", "redraw_holdout", "prune_threshold", "n_draws", "min_k",
                     "n_blocks")
+
+#: LightGBM's seed parameter and its aliases
+_SEED_ALIASES = ("seed", "random_seed", "random_state")
 
 
 #: the training hook's argument names in its errors -> the estimator fit's
@@ -85,7 +89,8 @@ class _UnbiasedFit(TrainingImportance, lightgbm.LGBMModel):
         params = super()._process_params(stage)
         for key in _UNBIASED_PARAMS:  # ours, not LightGBM's
             params.pop(key, None)
-        return params
+        # LightGBM draws an int from a Generator or RandomState itself, not a SeedSequence
+        return host_seeds(params, _SEED_ALIASES)
 
 
 _ESTIMATOR_DOC = """LightGBM's ``{base}`` trained with unbiased-gain pruning (:func:`train`).
@@ -149,7 +154,8 @@ def _estimator(base: type[lightgbm.LGBMModel]) -> type[lightgbm.LGBMModel]:
             colsample_bytree: float = 1.0,
             reg_alpha: float = 0.0,
             reg_lambda: float = 0.0,
-            random_state: int | np.random.RandomState | np.random.Generator | None = None,
+            random_state: int | np.random.SeedSequence | np.random.RandomState
+            | np.random.Generator | None = None,
             n_jobs: int | None = None,
             importance_type: str = "split",
             holdout_fraction: float = 0.5,

@@ -28,6 +28,7 @@ from unbiased_criteria.adapters._estimators import (
     check_fit_weights,
     check_unbiased_options,
     fit_argument_names,
+    host_seeds,
     unchanged_on_error,
     with_train,
 )
@@ -81,6 +82,8 @@ class _UnbiasedFit(TrainingImportance):
                            custom_metric=None):
             # XGBoost's Booster skips parameters set to None (the wrapper's unset ones)
             params = {k: v for k, v in params.items() if v is not None}
+            # XGBoost draws an int from a Generator or RandomState, not a SeedSequence
+            params = host_seeds(params, ("seed", "random_state"))
             # random_state=None: train() takes params' seed (the estimator's), else 0
             return train(params, dtrain, num_boost_round, evals=evals, obj=obj,
                          maximize=maximize, custom_metric=custom_metric,

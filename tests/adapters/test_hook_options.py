@@ -15,7 +15,7 @@ from unbiased_criteria.adapters.lightgbm import UnbiasedLGBMRegressor  # noqa: E
 from unbiased_criteria.adapters.xgboost import UnbiasedXGBRegressor  # noqa: E402
 
 import unbiased_criteria as uc  # noqa: E402
-from unbiased_criteria.options import GainOptions  # noqa: E402
+from unbiased_criteria.options import GainOptions, host_seed_int  # noqa: E402
 
 N = 300
 
@@ -68,11 +68,83 @@ def test_a_bad_option_gives_the_same_message_everywhere(data, option):
             model, X, y, X, y, **o)
     if name in ("n_draws", "min_k", "random_state"):
         calls["prune"] = lambda **o: uc.prune(model, X, y, X, y, **o)
-    if name == "random_state":  # the estimators' random_state is the host's: checked there
-        del calls["UnbiasedLGBMRegressor"], calls["UnbiasedXGBRegressor"]
     for call in calls.values():
         with pytest.raises(ValueError, match="^" + re.escape(expected) + "$"):
             call(**option)
+
+
+@pytest.mark.parametrize("cls", [UnbiasedLGBMRegressor, UnbiasedXGBRegressor])
+def test_every_seed_the_message_offers_fits_the_estimators(data, cls):
+    # a SeedSequence passed the library's check and then failed inside the host
+    X, y = data
+    kw = {"n_estimators": 4, "n_jobs": 1, "subsample": 0.5}  # the host's seed in use
+    kw.update({"subsample_freq": 1, "verbose": -1} if cls is UnbiasedLGBMRegressor else {})
+
+    def fit(seed):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return cls(random_state=seed, **kw).fit(X, y)
+
+    for seed in (None, 3, np.random.SeedSequence(3), np.random.default_rng(3),
+                 np.random.RandomState(3)):
+        fit(seed)
+    seq = np.random.SeedSequence(11)
+    state = (seq.entropy, seq.spawn_key, seq.n_children_spawned)
+    est = fit(seq)
+    assert est.random_state is seq  # the parameter as given (clone, get_params)
+    assert (seq.entropy, seq.spawn_key, seq.n_children_spawned) == state
+    # the host gets the sequence's integer seed: the same model as that int's, every fit
+    again = fit(host_seed_int(np.random.SeedSequence(11)))
+    np.testing.assert_array_equal(est.predict(X), again.predict(X))
+    np.testing.assert_array_equal(est.feature_importances_, again.feature_importances_)
+    np.testing.assert_array_equal(fit(np.random.SeedSequence(11)).predict(X), est.predict(X))
+    assert not np.array_equal(fit(np.random.SeedSequence(12)).predict(X), est.predict(X))
+
+
+def test_refit_leaves_and_progress_take_bools_only(data, capsys):
+    # refit_leaves="False" (truthy) refitted every leaf; progress="no" showed the bar
+    X, y = data
+    model = lgb.train(LGB_PARAMS, lgb.Dataset(X, y), 5)
+    rng = np.random.default_rng(1)
+    Xv = rng.normal(size=X.shape)
+    yv = Xv[:, 0] + 0.5 * rng.normal(size=N)
+    # gradients from rows the model was not fit on: refitting changes every leaf (on its
+    # own rows it gives back the host's leaves)
+    X2 = rng.normal(size=X.shape)
+    y2 = X2[:, 0] + 0.5 * rng.normal(size=N)
+    kw = {"random_state": 0, "n_jobs": 1}
+    for bad in ("False", 0, None, np.array([True])):
+        with pytest.raises(ValueError, match=re.escape(
+                f"refit_leaves must be True or False, got {bad!r}")):
+            uc.prune(model, X2, y2, Xv, yv, refit_leaves=bad, **kw)
+    calls = {
+        **entry_points(X, y),
+        "unbiased_importance": lambda **o: uc.unbiased_importance(
+            model, X, y, Xv, yv, **kw, **o),
+        "prune": lambda **o: uc.prune(model, X2, y2, Xv, yv, **kw, **o),
+        "cross_fitted_importance": lambda **o: uc.cross_fitted_importance(
+            lgb.LGBMRegressor(n_estimators=2, verbose=-1), X, y, cv=2, **o),
+    }
+    calls = {k: v for k, v in calls.items() if not k.startswith("Unbiased")}  # no progress
+    for call in calls.values():
+        for bad in ("no", 1, None):
+            with pytest.raises(ValueError, match="^" + re.escape(
+                    f"progress must be True or False, got {bad!r}") + "$"):
+                call(progress=bad)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            call(progress=np.False_)  # numpy's bools are bools
+    assert capsys.readouterr().err == ""  # no bar was shown
+    # numpy's bools are taken for what they say
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        refit = uc.prune(model, X2, y2, Xv, yv, refit_leaves=True, **kw).predict(Xv)
+        kept = uc.prune(model, X2, y2, Xv, yv, refit_leaves=False, **kw).predict(Xv)
+        np.testing.assert_array_equal(
+            uc.prune(model, X2, y2, Xv, yv, refit_leaves=np.True_, **kw).predict(Xv), refit)
+        np.testing.assert_array_equal(
+            uc.prune(model, X2, y2, Xv, yv, refit_leaves=np.False_, **kw).predict(Xv), kept)
+    assert not np.array_equal(refit, kept)
 
 
 def test_prune_refuses_a_nan_threshold_by_its_name(data):

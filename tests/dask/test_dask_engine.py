@@ -6,6 +6,7 @@ loaders and predictions, and Monte Carlo for U where the draws legitimately diff
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -114,6 +115,28 @@ def test_xgboost_dask_train_result(client):
     d = xgboost.DMatrix(Xv)
     np.testing.assert_allclose(pruned["booster"].predict(d, output_margin=True),
                                same.predict(d, output_margin=True), rtol=0, atol=1e-6)
+
+
+def test_memory_budget_is_checked_as_in_memory(client):
+    # the Dask path took int(memory_budget): 0 and -5 silently, text and NaN with int()'s
+    # errors that did not name it
+    X, y, _ = _data(600, 11)
+    model = lightgbm.LGBMRegressor(n_estimators=3, num_leaves=4, verbose=-1).fit(X, y)
+    dX, dy = _dask(2, X, y)
+    for bad in (0, -5, "abc", float("nan"), True, None):
+        expected = "^" + re.escape(f"memory_budget must be a positive number of bytes, got "
+                                   f"{bad!r}") + "$"
+        for rows in ((X, y), (dX, dy)):
+            with pytest.raises(ValueError, match=expected):
+                uc.unbiased_importance(model, *rows, *rows, memory_budget=bad)
+            with pytest.raises(ValueError, match=expected):
+                uc.prune(model, *rows, *rows, memory_budget=bad)
+    # a float budget, and one too small for a round of all trees, as in memory
+    base = uc.unbiased_importance(model, dX, dy, dX, dy, random_state=0)
+    for fine in (1e8, 2e4 + 0.5, float("inf"), np.int64(10**8)):
+        got = uc.unbiased_importance(model, dX, dy, dX, dy, random_state=0,
+                                     memory_budget=fine)
+        pd.testing.assert_frame_equal(got.splits, base.splits)
 
 
 def test_prune_refit_equals_in_memory_and_loads(client):

@@ -207,6 +207,49 @@ def test_bad_input():
                                       categorical_feature=["z"])
 
 
+@pytest.mark.parametrize("cls", [uc.UnbiasedGBMRegressor, uc.UnbiasedGBMClassifier])
+def test_categorical_feature_takes_a_list_not_a_lone_name(cls):
+    # "ab" was iterated letter by letter: columns a and b categorical, ab not, silently
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({c: rng.integers(0, 5, 300).astype(float) for c in ("a", "b", "ab")})
+    y = (X["ab"].to_numpy() == 2).astype(float)
+    est = cls(n_estimators=2, random_state=0)
+    for lone in ("ab", np.str_("ab"), 2, np.int64(2)):
+        with pytest.raises(ValueError, match=r"categorical_feature: expected 'auto' or a list"):
+            est.fit(X, y, categorical_feature=lone)
+        with pytest.raises(ValueError, match=r"categorical_feature: expected 'auto' or a list"):
+            est.fit(X.to_numpy(), y, categorical_feature=lone)
+    for listed in (["ab"], [2], ("ab",), np.array([2])):
+        est.fit(X, y, categorical_feature=listed)
+        assert est._result.binner.categorical.tolist() == [False, False, True]
+
+
+def test_classifier_objective_is_honoured_or_refused():
+    # objective was checked, then the loss was picked from the class count alone
+    import json
+
+    xgb = pytest.importorskip("xgboost")
+    X, y3 = _data("multiclass", n=600)
+    with pytest.raises(ValueError, match=r"objective: 'binary' needs 2 classes, y has 3"):
+        _estimator("multiclass", objective="binary").fit(X, y3)
+    X, y = _data("binary", n=600)
+    soft = _estimator("binary", objective="multiclass").fit(X, y)
+    booster = soft.to_xgboost()  # the host's own reading of the model
+    config = json.loads(booster.save_config())["learner"]
+    assert config["objective"]["name"] == "multi:softprob"
+    assert config["learner_model_param"]["num_class"] == "2"
+    dm = xgb.DMatrix(X, feature_names=[f"Column_{j}" for j in range(X.shape[1])])
+    np.testing.assert_allclose(soft.predict_proba(X), booster.predict(dm), rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(soft.classes_, ["no", "yes"])
+    # one score per class: two trees a round, where "binary" (and None) grow one
+    logistic = _estimator("binary", objective="binary").fit(X, y)
+    assert len(soft._result.forest.trees) == 2 * len(logistic._result.forest.trees)
+    default = _estimator("binary").fit(X, y)
+    np.testing.assert_array_equal(default.predict_proba(X), logistic.predict_proba(X))
+    config = json.loads(logistic.to_xgboost().save_config())["learner"]
+    assert config["objective"]["name"] == "binary:logistic"
+
+
 def test_import_does_not_need_scikit_learn():
     code = ("import sys, unbiased_criteria as uc; assert 'sklearn' not in sys.modules; "
             "uc.UnbiasedGBMRegressor; assert 'sklearn' in sys.modules")
