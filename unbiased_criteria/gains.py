@@ -67,7 +67,7 @@ __all__ = [
 #: node's rows, :func:`has_curvature`): LightGBM's ``min_sum_hessian_in_leaf`` and
 #: HistGradientBoosting's ``min_hessian_to_split`` default, the native grower's
 #: ``min_child_weight``. XGBoost's default ``min_child_weight`` is 1, but the held-out
-#: estimate of a node's hessian sum from ``k`` rows is noisy, and at 1 about 1% of the usable
+#: estimate of a node's hessian sum from ``k`` rows is noisy, and at 1 6-7% of the usable
 #: splits of ordinary binary XGBoost models would flip (README, *Use*): 1e-3 bites only where
 #: the hessians are degenerate.
 MIN_HESSIAN = 1e-3
