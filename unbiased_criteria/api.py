@@ -17,7 +17,7 @@ import pandas as pd
 
 from .dumps import Dump, as_dump, is_file, recognise_dump, refuse_linear_dump
 from .errors import ObjectiveNeeded
-from .gains import Workspace, node_sums
+from .gains import MIN_HESSIAN, Workspace, node_sums
 from .host_gains import (
     _as_stored,
     _first_trees,
@@ -397,8 +397,12 @@ def _warn_unusable(usable: np.ndarray, k: np.ndarray, share: np.ndarray, min_k: 
     ``k`` is each split's draw size: below ``min_k`` the split had too few held-out rows in a
     child (``share``, the smaller child's share of the rows that give G, says about
     ``min_k / share`` held-out rows would do, twice that where the ratios come from ``halves``
-    of them: validation-only mode); at or above it, every drawn row of a node had a zero
-    hessian (weight 0), and more rows of the same weights would not help.
+    of them: validation-only mode); at or above it, a node's drawn rows carried
+    (practically) no curvature (:func:`~unbiased_criteria.gains.has_curvature`): rows of
+    weight 0, or rows the model is confidently wrong about, whose hessians vanish (a
+    classifier's float32 ``p(1-p)`` underflows), or, validation-only, a node of held-out rows
+    whose hessian sum is below the hosts' least (:func:`~unbiased_criteria.importance.
+    without_flat_nodes`); more rows of the same kind would not help.
     """
     bad = ~usable
     if usable.size == 0 or bad.sum() * 2 <= usable.size:
@@ -415,9 +419,15 @@ def _warn_unusable(usable: np.ndarray, k: np.ndarray, share: np.ndarray, min_k: 
         parts.append(f"{int(few.sum())} have fewer than min_k={min_k} held-out rows in a child "
                      f"(of {n_valid:,} held-out rows){need}")
     if weightless.any():
-        parts.append(f"{int(weightless.sum())} have enough held-out rows but only rows of zero "
-                     f"hessian (weight 0) among a node's drawn rows: give those rows a "
-                     f"positive weight")
+        parts.append(
+            f"{int(weightless.sum())} have enough held-out rows but (practically) no curvature "
+            f"among a node's rows: their hessian sum, scaled to the node's rows, is below "
+            f"{MIN_HESSIAN:g}, the least the hosts make a leaf with (only rows of zero hessian, "
+            f"e.g. weight 0, or rows the model is confidently wrong about: a classifier's "
+            f"hessian p(1-p) vanishes where it gives the true class a probability near 0, "
+            f"e.g. a multiclass model certain of another class); give weight-0 rows a "
+            f"positive weight, or score a model that is less certain (fewer rounds, a smaller "
+            f"learning rate)")
     warnings.warn(
         f"{int(bad.sum())} of {usable.size} splits have no usable evidence (their "
         f"unbiased_gain is 0 and says nothing; usable is False): " + "; ".join(parts),

@@ -16,6 +16,15 @@ the rows that built the tree (or any sample), ``n'_X`` counts held-out rows.
 
   All three ratios use the same ``k``, so their small-sample ratio bias is shared and cancels:
   ``E[U] = 0`` when the held-out gradients in ``I`` do not depend on the split.
+
+  A ratio is evidence only where its drawn rows carry curvature (:func:`has_curvature`): its
+  drawn hessian sum scaled to the node, ``sum(w h') * n_X / k`` (``n_X`` the rows behind
+  ``G_X``), must reach :data:`MIN_HESSIAN`, the least hessian sum LightGBM and scikit-learn's
+  HistGradientBoosting make a leaf with by default. Below it the ratio is no evidence, as
+  ``0/0`` is: held-out rows a classifier is confidently wrong about have gradient about -1
+  and a float32 hessian ``p(1-p)`` that underflows to 0 or a subnormal, and a drawn sum of
+  1e-40 made ``r_X`` 1e40 (``E[r_X]`` is not even defined when ``h'`` comes arbitrarily
+  close to 0).
 """
 
 from __future__ import annotations
@@ -28,6 +37,9 @@ import numpy as np
 from .trees import Tree
 
 __all__ = [
+    "MIN_HESSIAN",
+    "has_curvature",
+    "flat_splits",
     "SplitScore",
     "NodeSums",
     "node_sums",
@@ -49,6 +61,48 @@ __all__ = [
     "rank_bins",
     "tree_generator",
 ]
+
+
+#: The least hessian sum of a node whose held-out ratio counts as evidence (scaled to the
+#: node's rows, :func:`has_curvature`): LightGBM's ``min_sum_hessian_in_leaf`` and
+#: HistGradientBoosting's ``min_hessian_to_split`` default, the native grower's
+#: ``min_child_weight``. XGBoost's default ``min_child_weight`` is 1, but the held-out
+#: estimate of a node's hessian sum from ``k`` rows is noisy, and at 1 6-7% of the usable
+#: splits of ordinary binary XGBoost models would flip (README, *Use*): 1e-3 bites only where
+#: the hessians are degenerate.
+MIN_HESSIAN = 1e-3
+
+
+def has_curvature(sum_h: np.ndarray, n_drawn: np.ndarray, n_h: np.ndarray,
+                  n_node: np.ndarray, min_hessian: float = MIN_HESSIAN) -> np.ndarray:
+    """Whether a ratio ``sum(w g') / sum(w h')`` over drawn held-out rows is evidence.
+
+    Its drawn rows' hessian sum ``sum_h`` over ``n_drawn`` rows, scaled to the ``n_node`` rows
+    behind the node's ``G``, estimates the node's hessian sum: where that is below
+    ``min_hessian`` the ratio estimates a leaf the host would not make (and is of the order
+    of ``1 / sum_h``, unbounded), so it is no evidence, as ``0/0`` is (``n_h``, the drawn rows
+    with a non-zero hessian, is 0). A node without rows behind ``G`` (``n_node == 0``) has
+    ``G = 0``: its term ``G r`` is 0 whatever the ratio, so only ``0/0`` counts there.
+    Compared as ``sum_h * n_node >= min_hessian * n_drawn`` (no division: a jackknife
+    replicate may have no drawn row left). Arrays broadcast together.
+    """
+    return (n_h > 0) & ((n_node == 0) | (sum_h * n_node >= min_hessian * n_drawn))
+
+
+def flat_splits(tree: Tree, H: np.ndarray, n: np.ndarray,
+                min_hessian: float = MIN_HESSIAN) -> np.ndarray:
+    """Per node: True at the splits one of whose nodes (itself or a child) holds rows whose
+    hessian sum ``H`` is below ``min_hessian`` (``n`` rows, a node without rows is fine).
+
+    Where held-out rows play the training rows (validation-only mode) such a node is a leaf
+    the host would not make from them, and its score ``G^2 / H`` is unbounded: ``B`` of the
+    split is then the difference of huge terms (float cancellation gave ``B = -1e46``).
+    """
+    thin = (n > 0) & (H < min_hessian)
+    out = np.zeros(tree.n_nodes, dtype=bool)
+    inner = tree.internal_nodes
+    out[inner] = thin[inner] | thin[tree.left[inner]] | thin[tree.right[inner]]
+    return out
 
 
 @dataclass(frozen=True)
@@ -721,7 +775,7 @@ class UnbiasedGain:
 
     ``gain`` is U (0 where the split is not usable); ``k`` the draw size; ``n_valid`` the
     held-out rows per node; ``usable`` marks splits with ``k >= min_k`` whose three ratios
-    each have a drawn row with a non-zero hessian (in every draw).
+    each carry curvature (:func:`has_curvature`, in every draw).
     """
 
     gain: np.ndarray
@@ -765,6 +819,8 @@ def unbiased_gain(
     G_blocks: np.ndarray | None = None,
     ranked: bool = False,
     workspace: Workspace | None = None,
+    n_node: np.ndarray | None = None,
+    min_hessian: float = MIN_HESSIAN,
 ) -> UnbiasedGain:
     """Unbiased gain U of every internal node of ``tree``.
 
@@ -788,7 +844,10 @@ def unbiased_gain(
         Number of draws whose ratios ``r_X`` are averaged (same expectation, less noise).
     min_k : int
         Splits with ``k < min_k`` get ``U = 0`` and ``usable = False``. So do splits where a
-        ratio's drawn rows all have zero hessian (e.g. zero weight): ``0/0`` is no evidence.
+        ratio's drawn rows carry (practically) no curvature (:func:`has_curvature`): all of
+        zero hessian (e.g. zero weight, ``0/0``), or a hessian sum that, scaled to the node's
+        ``n_node`` rows, is below ``min_hessian`` (rows a classifier is confidently wrong
+        about: their float32 hessians underflow, and the ratio would be unbounded).
     lam : float
         L2 added to every ratio's denominator (the same for I, L and R).
     shortcut : bool
@@ -798,9 +857,10 @@ def unbiased_gain(
         Optional block of every held-out row (0..n_blocks-1): also return, for each block,
         U computed with that block's rows left out of every ratio (for a jackknife). The
         replicate applies the same rule as the full estimate: where leaving block ``b`` out
-        leaves a ratio without a row of non-zero hessian, that split's replicate is 0, so
-        every replicate is finite and the jackknife keeps its ``n_blocks - 1`` degrees of
-        freedom. Unusable splits are 0 in every replicate.
+        leaves a ratio without curvature (its remaining drawn rows' hessian sum, scaled to
+        the node by their count, below ``min_hessian``; or no row of non-zero hessian), that
+        split's replicate is 0, so every replicate is finite and the jackknife keeps its
+        ``n_blocks - 1`` degrees of freedom. Unusable splits are 0 in every replicate.
     G_blocks : array (n_nodes, n_blocks), optional
         When ``G`` comes from rows that the blocks also divide (the validation-only mode's
         other half), ``G``'s sums per block: a replicate then leaves block ``b`` out of ``G``
@@ -815,6 +875,12 @@ def unbiased_gain(
         rows, and no random number per row.
     workspace : Workspace, optional
         Reuses the ranked draws' row arrays from tree to tree (the caller's, per call).
+    n_node : int array (n_nodes,), optional
+        The rows behind ``G`` in each node, to which a ratio's drawn hessian sum is scaled
+        (:func:`has_curvature`). None: the held-out rows per node (the ratios' own).
+    min_hessian : float
+        The least scaled hessian sum of a ratio that is evidence (:data:`MIN_HESSIAN`; 0
+        keeps only the ``0/0`` rule).
 
     Returns
     -------
@@ -843,8 +909,9 @@ def unbiased_gain(
             replicates[:, inner] = 0.0
         return UnbiasedGain(gain, k, n_valid, usable, replicates)
 
+    scale = (n_valid if n_node is None else np.asarray(n_node))[req_node].astype(np.float64)
     ratio = np.zeros(req_node.size)
-    defined = np.ones(req_node.size, dtype=bool)  # every draw's denominator is non-zero
+    defined = np.ones(req_node.size, dtype=bool)  # every draw's ratio carries curvature
     ratio_out = np.zeros((req_node.size, n_blocks)) if jack else None
     defined_out = np.ones((req_node.size, n_blocks), dtype=bool) if jack else None
 
@@ -853,22 +920,22 @@ def unbiased_gain(
     def has_h():
         return (h_valid != 0).astype(np.float64)
 
-    def add(sums, block_sums):
-        (sum_g, sum_h, n_h), (block_g, block_h, block_n) = sums, block_sums
-        ok = n_h > 0
+    def add(sums, block_sums):  # each: sums of (w g', w h', rows of h' != 0, rows)
+        (sum_g, sum_h, n_h, n_drawn) = sums
+        ok = has_curvature(sum_h, n_drawn, n_h, scale, min_hessian)
         defined[...] &= ok
         ratio[...] += np.divide(sum_g, sum_h + lam, out=np.zeros_like(sum_g), where=ok)
         if jack:
-            out_g, out_h, out_n = leave_one_out(np.stack([block_g, block_h, block_n]))
-            ok = out_n > 0
+            out_g, out_h, out_n, out_drawn = leave_one_out(np.stack(block_sums))
+            ok = has_curvature(out_h, out_drawn, out_n, scale[:, None], min_hessian)
             defined_out[...] &= ok
             ratio_out[...] += np.divide(out_g, out_h + lam, out=np.zeros_like(out_g), where=ok)
 
     if shortcut and h_valid.size and np.all(h_valid == h_valid[0]):
         n_draws = 1
-        values = (g_valid, h_valid, has_h())
+        values = (g_valid, h_valid, has_h(), np.ones(n_rows))
         sums = [tree.node_sums(nodes_valid, v)[req_node] for v in values]
-        block_sums = (None, None, None)
+        block_sums = (None, None, None, None)
         if jack:
             onehot = blocks[:, None] == np.arange(n_blocks)
             block_sums = [tree.node_sums(nodes_valid, onehot * v[:, None])[req_node]
@@ -877,11 +944,13 @@ def unbiased_gain(
     else:
         # zero hessians are rare (zero weights): count rows instead of summing an indicator
         h0 = _power_of_two(h_valid) if ranked else None
+        # the drawn rows are counted too (None: a count, computed once for all Nones), to
+        # scale the drawn hessian sums to their nodes
         if h0 is not None:  # a constant hessian, e.g. squared error: h0 * count, exact
-            counted = (g_valid, None, None) if h0 == 1.0 else (g_valid, h0, None)
+            counted = (g_valid, None, None, None) if h0 == 1.0 else (g_valid, h0, None, None)
         else:
             counted = (g_valid, h_valid, None if np.count_nonzero(h_valid) == h_valid.size
-                       else has_h())
+                       else has_h(), None)
         for _ in range(n_draws):
             if ranked:  # runs of the given (random) order ranked afresh: no shuffle
                 got = first_k_sums(tree, nodes_valid, req_node, req_k, counted,
@@ -894,7 +963,7 @@ def unbiased_gain(
                 got = first_k_sums(tree, nodes_valid[perm], req_node, req_k, values,
                                    blocks[perm] if jack else None, n_blocks if jack else 1)
             sums = [a.sum(axis=1) for a in got]
-            add(sums, got if jack else (None, None, None))
+            add(sums, got if jack else (None, None, None, None))
 
     return gain_from_ratios(tree, G, k, n_valid, usable, ratio, defined, n_draws,
                             ratio_out, defined_out, G_blocks)
@@ -911,8 +980,9 @@ def gain_from_ratios(
 
     The requests are ordered as :func:`unbiased_gain` makes them: ``(I, L, R)`` of the splits
     ``usable`` marks, in increasing node order, so ``ratio`` and ``defined`` (every draw's
-    denominator non-zero) are ``(3 s,)``; with a jackknife, ``ratio_out`` and ``defined_out``
-    are the same with each of the ``n_blocks`` blocks left out, ``(3 s, n_blocks)``. The one
+    ratio carries curvature, :func:`has_curvature`) are ``(3 s,)``; with a jackknife,
+    ``ratio_out`` and ``defined_out`` are the same with each of the ``n_blocks`` blocks left
+    out, ``(3 s, n_blocks)``. The one
     rule for every way the sums are gathered (in memory, or added over partitions).
     ``G_blocks`` (``(n_nodes, n_blocks)``, optional): ``G``'s sums per block, when the
     replicates leave each block out of ``G`` too (:func:`unbiased_gain`).
@@ -931,15 +1001,17 @@ def gain_from_ratios(
                          for a in (split, tree.left[split], tree.right[split]))
         return G_L * r_L + G_R * r_R - G_I * r_I
 
-    # a ratio over rows whose hessians sum to 0 (e.g. all drawn rows have weight 0) is no
-    # evidence: the split is unusable, like one with k < min_k
+    # a ratio over rows without curvature (all drawn rows of weight 0, or hessians that
+    # underflowed: has_curvature) is no evidence: the split is unusable, like one with
+    # k < min_k
     ok = defined.reshape(3, split.size).all(axis=0)
     usable[split] = ok
     gain[split] = np.where(ok, combine(ratio), 0.0)
     jackknife = None
     if ratio_out is not None:
-        # leaving block b out is the same estimator on fewer rows: where a ratio loses all
-        # its hessian (every drawn row of the node is in block b), that split's U is 0
+        # leaving block b out is the same estimator on fewer rows: where a ratio loses its
+        # curvature (e.g. every drawn row of the node with a hessian is in block b), that
+        # split's U is 0
         ok_out = defined_out.reshape(3, split.size, -1).all(axis=0) & ok[:, None]
         jackknife = np.full((ratio_out.shape[1], tree.n_nodes), np.nan)
         jackknife[:, inner] = 0.0

@@ -570,7 +570,11 @@ def _with_own_gains(trees, tree_iteration: np.ndarray, changed_at: int,
             gain[old_to_new[kept]] = np.asarray(B)[kept]
         gain[tree.is_leaf] = np.nan
         if float32:  # as LightGBM and XGBoost store their gains: a Booster and a dump agree
-            gain = gain.astype(np.float32).astype(np.float64)
+            # a gain past float32's range (a model confidently wrong on rows, whose hessians
+            # vanish: gains of 1e45) is stored as float32's largest, finite in every file,
+            # where the cast would give inf with numpy's overflow warning
+            big = float(np.finfo(np.float32).max)
+            gain = np.clip(gain, -big, big).astype(np.float32).astype(np.float64)
         out[index] = replace(tree, host_gain=gain)
     return out
 

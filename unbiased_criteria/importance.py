@@ -12,6 +12,7 @@ from .gains import (
     Workspace,
     biased_gain,
     block_node_sums,
+    flat_splits,
     node_sums,
     tree_generator,
     unbiased_gain,
@@ -97,7 +98,8 @@ def score_tree(
     (validation-only mode), ``halves`` splits the held-out rows: G from one half, ratios from
     the other, and with ``options.cross_fit`` also the other way round, averaged; a split is
     usable only when both directions are, and U (and its jackknife replicates) is 0 otherwise;
-    its ``k`` is then the smaller of the two draws.
+    its ``k`` is then the smaller of the two draws. A split one of whose nodes holds held-out
+    rows of (practically) no curvature is 0 and unusable there (:func:`without_flat_nodes`).
     Both halves' rows belong to the jackknife's blocks: replicate ``b`` leaves block ``b``'s
     rows out of G's half as well as out of the ratios' half.
     ``ranked``: the held-out rows come in a uniformly random order independent of the tree
@@ -115,7 +117,8 @@ def score_tree(
     n_blocks = options.n_blocks if blocks is not None else 0
     if step.nodes_train is not None:
         sums = node_sums(tree, step.nodes_train, step.g_train, step.h_train)
-        u = unbiased_gain(tree, sums.G, nv, gv, hv, blocks=blocks, n_blocks=n_blocks, **kw)
+        u = unbiased_gain(tree, sums.G, nv, gv, hv, blocks=blocks, n_blocks=n_blocks,
+                          n_node=sums.n, **kw)
         return TreeScores(
             biased_gain(tree, sums, score), u.gain, u.k, u.usable, sums.n, u.n_valid, sums,
             u.jackknife,
@@ -130,7 +133,7 @@ def score_tree(
             part = blocks[r_rows]
             g_blocks = block_node_sums(tree, nv[g_rows], gv[g_rows], blocks[g_rows], n_blocks)
         u = unbiased_gain(tree, sums.G, nv[r_rows], gv[r_rows], hv[r_rows], blocks=part,
-                          n_blocks=n_blocks, G_blocks=g_blocks, **kw)
+                          n_blocks=n_blocks, G_blocks=g_blocks, n_node=sums.n, **kw)
         return sums, u
 
     sums_a, u = half(a, b)
@@ -145,7 +148,30 @@ def score_tree(
             jack = np.where(usable, (jack + u2.jackknife) / 2.0,
                             np.where(tree.is_leaf, np.nan, 0.0))
     all_rows = node_sums(tree, nv, gv, hv)
-    return TreeScores(
-        biased_gain(tree, all_rows, score), gain, k, usable, sums_a.n, all_rows.n, sums_a,
-        jack,
-    )
+    biased, gain, usable, jack = without_flat_nodes(
+        tree, all_rows, biased_gain(tree, all_rows, score), gain, usable, jack)
+    return TreeScores(biased, gain, k, usable, sums_a.n, all_rows.n, sums_a, jack)
+
+
+def without_flat_nodes(
+    tree, rows: NodeSums, biased: np.ndarray, gain: np.ndarray, usable: np.ndarray,
+    jack: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """Validation-only mode: ``B``, ``U``, ``usable`` and the jackknife replicates with the
+    splits that hold a node whose held-out rows' hessian sum is below
+    :data:`~unbiased_criteria.gains.MIN_HESSIAN` (:func:`~unbiased_criteria.gains.
+    flat_splits`) set to 0 and unusable.
+
+    The held-out rows play the training rows there, and the host would not make such a leaf
+    from them: its score ``G^2 / H`` is unbounded, so ``B`` is the difference of huge terms
+    (float cancellation gave ``B = -1e46``, where ``B`` is never negative) and says nothing;
+    ``U`` is no evidence either. Copies; other splits are unchanged.
+    """
+    flat = flat_splits(tree, rows.H, rows.n)
+    if not flat.any():
+        return biased, gain, usable, jack
+    biased, gain = np.where(flat, 0.0, biased), np.where(flat, 0.0, gain)
+    usable = usable & ~flat
+    if jack is not None:
+        jack = np.where(flat, 0.0, jack)
+    return biased, gain, usable, jack

@@ -46,10 +46,11 @@ from .gains import (
     draw_requests,
     first_k_sums,
     gain_from_ratios,
+    has_curvature,
     leave_one_out,
     rank_bins,
 )
-from .importance import TreeScores
+from .importance import TreeScores, without_flat_nodes
 from .model import Model
 from .objectives import Objective
 from .options import GainOptions
@@ -189,8 +190,8 @@ def partition_step(
 
     * ``"counts"``: held-out rows per node of each tree (int64); the state only caches leaves.
     * ``"sums"``: training ``[G, H, n]`` per node of each tree, stacked ``(3, n_nodes)``.
-    * ``"draws"``: for each tree, sums of the held-out ``(w g, w h, [h != 0])`` over this
-      partition's share of every request, ``(n_draws, 3, n_requests, n_blocks)``;
+    * ``"draws"``: for each tree, sums of the held-out ``(w g, w h, [h != 0], 1)`` over this
+      partition's share of every request, ``(n_draws, 4, n_requests, n_blocks)``;
       ``requests[i]`` is ``(node, k_here)`` with ``k_here`` ``(n_draws, n_requests)`` (None:
       no usable split).
 
@@ -333,13 +334,15 @@ def _draw_sums(tree, nodes, g, h, blocks, request, options: GainOptions, index: 
                t: int = 0, rng: np.random.Generator | None = None):
     n_blocks = options.n_blocks if blocks is not None else 1
     if request is None:
-        return np.zeros((options.n_draws, 3, 0, n_blocks))
+        return np.zeros((options.n_draws, 4, 0, n_blocks))
     node, k_here = request
-    out = np.zeros((options.n_draws, 3, node.size, n_blocks))
+    out = np.zeros((options.n_draws, 4, node.size, n_blocks))
     n = nodes.shape[0]
     if n == 0:
         return out
-    values = (g, h, (h != 0).astype(np.float64))
+    # sums of w g', w h', the rows with a non-zero hessian and the rows drawn (to scale the
+    # drawn hessian sum to the node: gains.has_curvature)
+    values = (g, h, (h != 0).astype(np.float64), None)
     if rng is None:
         rng = stream(options.random_state, _BINS_KEY, index, t)
     n_bins = rank_bins(n)
@@ -408,23 +411,31 @@ def request_allocation(tree: Tree, counts: np.ndarray, node: np.ndarray, k: np.n
 
 def _unbiased(tree: Tree, G: np.ndarray, n_valid: np.ndarray, k: np.ndarray,
               usable: np.ndarray, draws: np.ndarray, options: GainOptions,
-              jack: bool, G_blocks: np.ndarray | None = None) -> UnbiasedGain:
-    """U from the summed draw sums ``(n_draws, 3, n_requests, n_blocks)``: the ratios over
+              jack: bool, G_blocks: np.ndarray | None = None,
+              n_node: np.ndarray | None = None) -> UnbiasedGain:
+    """U from the summed draw sums ``(n_draws, 4, n_requests, n_blocks)``: the ratios over
     the whole set, then the rule of :func:`~unbiased_criteria.gains.gain_from_ratios`
-    (``G_blocks``: G's sums per block, when replicates leave blocks out of G too)."""
+    (``G_blocks``: G's sums per block, when replicates leave blocks out of G too; ``n_node``:
+    the rows behind G per node, to which :func:`~unbiased_criteria.gains.has_curvature`
+    scales a ratio's drawn hessian sum, as :func:`~unbiased_criteria.gains.unbiased_gain`
+    does)."""
     inner = tree.internal_nodes
     if not usable[inner].any():
         gain = np.full(tree.n_nodes, np.nan)
         gain[inner] = 0.0
         return UnbiasedGain(gain, k, n_valid, usable.copy())
     lam = options.lam
-    sum_g, sum_h, n_h = (draws[:, i].sum(axis=-1) for i in range(3))  # (n_draws, n_requests)
-    ok = n_h > 0
+    split = inner[usable[inner]]  # the requests' nodes, as draw_requests orders them
+    req_node = np.concatenate([split, tree.left[split], tree.right[split]])
+    scale = (n_valid if n_node is None else n_node)[req_node].astype(np.float64)
+    # (n_draws, n_requests)
+    sum_g, sum_h, n_h, n_drawn = (draws[:, i].sum(axis=-1) for i in range(4))
+    ok = has_curvature(sum_h, n_drawn, n_h, scale)
     ratio = np.divide(sum_g, sum_h + lam, out=np.zeros_like(sum_g), where=ok).sum(axis=0)
     ratio_out = defined_out = None
     if jack:  # each block left out, (n_draws, n_requests, n_blocks)
-        out_g, out_h, out_n = (leave_one_out(draws[:, i]) for i in range(3))
-        ok_out = out_n > 0
+        out_g, out_h, out_n, out_drawn = (leave_one_out(draws[:, i]) for i in range(4))
+        ok_out = has_curvature(out_h, out_drawn, out_n, scale[:, None])
         ratio_out = np.divide(out_g, out_h + lam, out=np.zeros_like(out_g),
                               where=ok_out).sum(axis=0)
         defined_out = ok_out.all(axis=0)
@@ -441,7 +452,8 @@ def tree_scores(
     ``sums`` the training ``[G, H, n]``, ``n_valid`` the held-out counts, ``draws`` the
     summed draw sums of :func:`partition_step`."""
     node_sums = NodeSums(sums[0], sums[1], np.rint(sums[2]).astype(np.int64))
-    u = _unbiased(tree, node_sums.G, n_valid, k, usable, draws, options, jack)
+    u = _unbiased(tree, node_sums.G, n_valid, k, usable, draws, options, jack,
+                  n_node=node_sums.n)
     return TreeScores(biased_gain(tree, node_sums, score), u.gain, u.k, u.usable, node_sums.n,
                       u.n_valid, node_sums, u.jackknife)
 
@@ -460,10 +472,12 @@ def halves_tree_scores(
     a = NodeSums(sums[0, 0], sums[0, 1], np.rint(sums[0, 2]).astype(np.int64))
     b = NodeSums(sums[1, 0], sums[1, 1], np.rint(sums[1, 2]).astype(np.int64))
     (k1, usable1), (k2, usable2) = requests
-    u = _unbiased(tree, a.G, counts[1], k1, usable1, draws[0], options, jack, g_blocks[0])
+    u = _unbiased(tree, a.G, counts[1], k1, usable1, draws[0], options, jack, g_blocks[0],
+                  n_node=a.n)
     gain, usable, jackknife = u.gain, u.usable, u.jackknife
     if options.cross_fit:
-        u2 = _unbiased(tree, b.G, counts[0], k2, usable2, draws[1], options, jack, g_blocks[1])
+        u2 = _unbiased(tree, b.G, counts[0], k2, usable2, draws[1], options, jack, g_blocks[1],
+                       n_node=b.n)
         usable = u.usable & u2.usable
         gain = np.where(usable, (u.gain + u2.gain) / 2.0, np.where(tree.is_leaf, np.nan, 0.0))
         if jackknife is not None:  # (a direction without usable splits has none: U is 0)
@@ -471,8 +485,9 @@ def halves_tree_scores(
             jackknife = np.where(usable, (jackknife + other) / 2.0,
                                  np.where(tree.is_leaf, np.nan, 0.0))
     every = NodeSums(a.G + b.G, a.H + b.H, a.n + b.n)
-    return TreeScores(biased_gain(tree, every, score), gain, u.k, usable, a.n, every.n, a,
-                      jackknife)
+    biased, gain, usable, jackknife = without_flat_nodes(
+        tree, every, biased_gain(tree, every, score), gain, usable, jackknife)
+    return TreeScores(biased, gain, u.k, usable, a.n, every.n, a, jackknife)
 
 
 def own_biased_gain(tree: Tree, sums: np.ndarray, score) -> np.ndarray:

@@ -39,8 +39,9 @@ class ImportanceReport:
         One row per split: ``tree, node, depth, feature, threshold, n_train, n_valid, k,
         biased_gain, unbiased_gain, host_gain`` plus ``feature_index, sum_hessian,
         host_hessian, host_count, usable`` (``usable`` is False, and U set to 0, where
-        ``k < min_k`` or where every drawn held-out row of the node or a child has zero
-        hessian, e.g. zero weight: ``0/0`` is no evidence).
+        ``k < min_k`` or where the drawn held-out rows of the node or a child carry
+        (practically) no curvature, :func:`~unbiased_criteria.gains.has_curvature`: zero
+        weight, ``0/0``, or hessians that vanish where a model is confidently wrong).
     feature_names : list of str
     rows_near_threshold : dict of str to int
         Dumped models: rows of ``X_train`` / ``X_valid`` with a value within the printed
@@ -215,7 +216,8 @@ class ImportanceReport:
         if "usable" in self.splits and not self.splits["usable"].any():
             return ("select() has nothing to test: no split had usable evidence (every "
                     "unbiased_gain is 0: a split has fewer than min_k held-out rows in a "
-                    "child, or only rows of weight 0 among a node's drawn rows); pass more "
+                    "child, or only rows of weight 0 among a node's drawn rows, or rows "
+                    "of near-zero hessian: a model confidently wrong on them); pass more "
                     "held-out rows of positive weight, or a smaller min_k")
         if not self._has_std_error():
             return "select() needs standard errors: build the report with n_blocks >= 2"
