@@ -134,9 +134,7 @@ def test_errors_are_one_line(data_file, capsys, args, message):
 
 @pytest.mark.parametrize("args", [["--cv", "1"], ["--alpha", "2"], ["--iterations", "0"]])
 def test_bad_options_are_usage_errors(data_file, capsys, args):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["select", str(data_file), "--label", "y", "--host", "lightgbm", *args])
-    assert exit_info.value.code == 2
+    assert main(["select", str(data_file), "--label", "y", "--host", "lightgbm", *args]) == 2
     assert args[0] in capsys.readouterr().err
 
 

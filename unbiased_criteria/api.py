@@ -907,8 +907,9 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
                 _values(prep))))
         elif step.nodes_train is not None:
             later.add(step, scores)
-        counts = None if bins is None or step.nodes_train is None else smoothing_counts(
-            step.tree, step.nodes_train, step.h_train, scores.sums, bins)
+        counts = None if bins is None or step.nodes_train is None else (
+            lambda: smoothing_counts(step.tree, step.nodes_train, step.h_train, scores.sums,
+                                     bins))
         out = prune_tree(step.tree, scores, prep.model.split_score, options.prune_threshold,
                          options.refit_leaves, counts)
         if step.nodes_train is not None:

@@ -423,10 +423,10 @@ def _score_and_prune(tree, index, nodes, g, h, fit_rows, held_rows, split_score,
         "usable": scores.usable[inner],
     }
     counts = None
-    if host_rows is not None:
+    if host_rows is not None:  # computed only if a leaf gets a new value
         bins, g_host, h_host = host_rows
-        counts = smoothing_counts(tree, nodes, h_host, node_sums(tree, nodes, g_host, h_host),
-                                  bins)
+        counts = lambda: smoothing_counts(  # noqa: E731
+            tree, nodes, h_host, node_sums(tree, nodes, g_host, h_host), bins)
     out = prune_tree(tree, scores, split_score, threshold, counts=counts)
     if out is None:
         rec["kept"] = np.ones(inner.size, dtype=bool)

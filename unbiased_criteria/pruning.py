@@ -7,6 +7,7 @@ the subtree below a collapsed node goes whatever its own scores.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +44,10 @@ class HistogramBins:
     codes: np.ndarray
     right_when_forward: np.ndarray
     hessian_epsilon: float = 0.0
+
+
+#: (node, bin) cells summed by one dense bincount (8 bytes each); more: only those with rows
+_DENSE_CELLS = 1 << 22
 
 
 def smoothing_counts(tree: Tree, nodes: np.ndarray, h: np.ndarray, sums: NodeSums,
@@ -85,8 +90,13 @@ def smoothing_counts(tree: Tree, nodes: np.ndarray, h: np.ndarray, sums: NodeSum
     count = np.asarray(sums.n, dtype=np.int64).copy()
     if not inner.size:
         return count
-    key, cell = np.unique(np.concatenate(keys), return_inverse=True)
-    per_bin = np.bincount(cell, weights=np.concatenate(weights), minlength=key.size)
+    keys_all, weights_all = np.concatenate(keys), np.concatenate(weights)
+    if n_nodes * width <= _DENSE_CELLS:  # one bincount over every (node, bin) cell
+        key = np.arange(n_nodes * width, dtype=np.int64)
+        per_bin = np.bincount(keys_all, weights=weights_all, minlength=key.size)
+    else:  # many nodes and bins: only the cells that hold rows (a sort)
+        key, cell = np.unique(keys_all, return_inverse=True)
+        per_bin = np.bincount(cell, weights=weights_all, minlength=key.size)
     owner = key // width  # the split node of each (node, bin) cell
     factor = sums.n[owner] / (sums.H[owner] + bins.hessian_epsilon)
     # the host rounds by truncating x + 0.5 towards zero (half up for x >= 0)
@@ -100,19 +110,22 @@ def smoothing_counts(tree: Tree, nodes: np.ndarray, h: np.ndarray, sums: NodeSum
 
 
 def leaf_values(tree: Tree, sums: NodeSums, score: SplitScore,
-                counts: np.ndarray | None = None) -> np.ndarray:
+                counts: np.ndarray | Callable[[], np.ndarray] | None = None) -> np.ndarray:
     """What the host would give every node as a leaf: ``shrinkage * w(G, H) + bias``.
 
     ``w`` is the host's leaf weight with its regularisation; a node below a split with extra
     L2 (LightGBM's cat_l2) is valued with it, as the host values that split's children. With
     ``score.path_smooth`` (LightGBM) it is smoothed towards the parent's value, as
     :func:`smoothed_weights` says, with ``counts`` (the host's estimates,
-    :func:`smoothing_counts`) where given, else each node's row count.
+    :func:`smoothing_counts`, or a callable giving them, called only here) where given, else
+    each node's row count.
     """
     parent = tree.parent
     extra = np.where(parent >= 0, tree.l2_extra[np.maximum(parent, 0)], 0.0)
     w = leaf_weight(sums.G, sums.H, score, extra)
     if score.path_smooth > 0:
+        if callable(counts):
+            counts = counts()
         if counts is None:
             counts = np.where(tree.host_count >= 0, tree.host_count, sums.n)
         w = smoothed_weights(tree, w, counts, score.path_smooth)
@@ -190,7 +203,7 @@ def prune_tree(
     score: SplitScore,
     threshold: float = 0.0,
     refit_leaves: bool = False,
-    counts: np.ndarray | None = None,
+    counts: np.ndarray | Callable[[], np.ndarray] | None = None,
 ) -> tuple[Tree, np.ndarray] | None:
     """Collapse the splits of ``tree`` with ``U <= threshold``; None when nothing changes.
 
@@ -200,7 +213,8 @@ def prune_tree(
     tree keeps the constraints the host kept. A tree whose learning rate is unknown (a NaN
     ``shrinkage``) is left as it is. Returns the pruned tree and the map from old node ids to
     the new tree's leaves. ``counts``: the row counts path smoothing uses
-    (:func:`smoothing_counts`), passed to :func:`leaf_values`.
+    (:func:`smoothing_counts`), passed to :func:`leaf_values`; a callable giving them is
+    called only when a leaf gets a new value (they cost passes over the training rows).
     """
     if not np.isfinite(tree.shrinkage):  # the host's learning rate of this tree is unknown:
         return None  # no value for a new leaf, so the tree stays as it is

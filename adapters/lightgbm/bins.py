@@ -76,9 +76,12 @@ def _nonnegative(X: Any, n_features: int) -> np.ndarray:
             if not isinstance(col.dtype, pd.CategoricalDtype):
                 out[j] = not bool((col.to_numpy(dtype=np.float64, na_value=np.nan) < -_ZERO).any())
         return out
-    if sparse.issparse(X):
-        low = X.min(axis=0)
-        return np.asarray(low.toarray() if sparse.issparse(low) else low).ravel() >= -_ZERO
+    if sparse.issparse(X):  # the stored values' least per column, NaN left out (min keeps it)
+        csc = sparse.csc_matrix(X)
+        low = np.zeros(max(n_features, csc.shape[1]))  # absent entries are 0
+        np.minimum.at(low, np.repeat(np.arange(csc.shape[1]), np.diff(csc.indptr)),
+                      np.nan_to_num(csc.data, nan=0.0))
+        return low[:n_features] >= -_ZERO
     with np.errstate(invalid="ignore"):
         return ~(np.asarray(X, dtype=np.float64) < -_ZERO).any(axis=0)
 

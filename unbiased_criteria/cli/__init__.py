@@ -122,9 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        Exit status: 0 success; 2 usage or input error (:class:`InputError`, the API's other
-        ValueErrors for bad input, file errors), one line on stderr; 1 a bug (any other
-        exception), with its traceback.
+        Exit status: 0 success (and ``--help``); 2 usage or input error (argparse's usage
+        errors, :class:`InputError`, the API's other ValueErrors for bad input, file errors),
+        one line on stderr; 1 a bug (any other exception), with its traceback.
 
     Raises
     ------
@@ -138,7 +138,10 @@ def main(argv: list[str] | None = None) -> int:
     and ``warnings.showwarning`` as it found them.
     """
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse's usage errors (2) and --help (0): the status
+        return exc.code if isinstance(exc.code, int) else 2
     debug = getattr(args, "debug", False)
     previous = warnings.showwarning
     warnings.showwarning = show_warning
