@@ -215,3 +215,20 @@ def test_ordinary_models_are_unchanged_bit_for_bit(monkeypatch, objective, valid
                                     n_blocks=20)
     pd.testing.assert_frame_equal(now.splits, before.splits, check_exact=True)
     np.testing.assert_array_equal(now.jackknife, before.jackknife)
+
+
+def test_weights_on_a_small_scale_are_named_as_a_cause():
+    """The curvature floor is in the hosts' units (weights of mean 1): equal positive weights
+    of 1e-6 leave no split usable, and the fold's warning and the cross-fitted select() say
+    so instead of sending the user after rows of weight 0 or more folds."""
+    rng = np.random.default_rng(0)
+    n = 2000
+    X = rng.normal(size=(n, 4))
+    y = (rng.random(n) < 1 / (1 + np.exp(-2 * X[:, 0]))).astype(int)
+    est = lgb.LGBMClassifier(n_estimators=10, min_child_weight=0, verbose=-1, n_jobs=1)
+    with pytest.warns(UserWarning, match="weights on a small scale"):
+        report = uc.cross_fitted_importance(est, X, y, cv=2, sample_weight=np.full(n, 1e-6),
+                                            random_state=0)
+    assert not report.splits["usable"].any()
+    with pytest.raises(ValueError, match="weights on a small scale.*weights of mean about 1"):
+        report.select()

@@ -425,9 +425,11 @@ def _warn_unusable(usable: np.ndarray, k: np.ndarray, share: np.ndarray, min_k: 
             f"{MIN_HESSIAN:g}, the least the hosts make a leaf with (only rows of zero hessian, "
             f"e.g. weight 0, or rows the model is confidently wrong about: a classifier's "
             f"hessian p(1-p) vanishes where it gives the true class a probability near 0, "
-            f"e.g. a multiclass model certain of another class); give weight-0 rows a "
-            f"positive weight, or score a model that is less certain (fewer rounds, a smaller "
-            f"learning rate)")
+            f"e.g. a multiclass model certain of another class; or weights on a small "
+            f"scale: the floor is in the hosts' units, weights of mean 1); give weight-0 "
+            f"rows a positive weight, scale weights to a mean of about 1 (normalised weights "
+            f"times their count), or score a model that is less certain (fewer rounds, a "
+            f"smaller learning rate)")
     warnings.warn(
         f"{int(bad.sum())} of {usable.size} splits have no usable evidence (their "
         f"unbiased_gain is 0 and says nothing; usable is False): " + "; ".join(parts),
