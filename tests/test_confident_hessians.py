@@ -10,7 +10,6 @@ rows: it is on B's scale) and the data's design (only column 0 carries informati
 
 from __future__ import annotations
 
-import functools
 import warnings
 
 import numpy as np
@@ -19,7 +18,7 @@ import pytest
 from scipy import stats
 
 import unbiased_criteria as uc
-from unbiased_criteria import gains, importance
+from unbiased_criteria import importance
 from unbiased_criteria.gains import MIN_HESSIAN, has_curvature, unbiased_gain
 from unbiased_criteria.trees import make_tree
 
@@ -184,10 +183,7 @@ def test_core_ratio_without_curvature_is_no_evidence():
 def _without_rule(monkeypatch) -> None:
     """The scoring as before the rule: only 0/0 is no evidence, and no split is dropped for a
     node of held-out rows without curvature."""
-    monkeypatch.setattr(importance, "unbiased_gain",
-                        functools.partial(gains.unbiased_gain, min_hessian=0.0))
-    monkeypatch.setattr(importance, "flat_splits",
-                        functools.partial(gains.flat_splits, min_hessian=0.0))
+    monkeypatch.setattr(importance, "MIN_HESSIAN", 0.0)
 
 
 @pytest.mark.parametrize("objective", ["regression", "binary"])
@@ -217,18 +213,23 @@ def test_ordinary_models_are_unchanged_bit_for_bit(monkeypatch, objective, valid
     np.testing.assert_array_equal(now.jackknife, before.jackknife)
 
 
-def test_weights_on_a_small_scale_are_named_as_a_cause():
-    """The curvature floor is in the hosts' units (weights of mean 1): equal positive weights
-    of 1e-6 leave no split usable, and the fold's warning and the cross-fitted select() say
-    so instead of sending the user after rows of weight 0 or more folds."""
+def test_the_floor_is_in_the_weights_units():
+    """Multiplying every weight by c multiplies every hessian sum and the floor alike: the
+    same splits are usable and U scales by c (an absolute floor made ordinary nodes unusable
+    under weights normalised to sum to 1, and U biased under the null there)."""
     rng = np.random.default_rng(0)
     n = 2000
     X = rng.normal(size=(n, 4))
     y = (rng.random(n) < 1 / (1 + np.exp(-2 * X[:, 0]))).astype(int)
-    est = lgb.LGBMClassifier(n_estimators=10, min_child_weight=0, verbose=-1, n_jobs=1)
-    with pytest.warns(UserWarning, match="weights on a small scale"):
-        report = uc.cross_fitted_importance(est, X, y, cv=2, sample_weight=np.full(n, 1e-6),
-                                            random_state=0)
-    assert not report.splits["usable"].any()
-    with pytest.raises(ValueError, match="weights on a small scale.*weights of mean about 1"):
-        report.select()
+    w = rng.uniform(0.5, 2.0, n)
+    model = lgb.train({"objective": "binary", "verbose": -1, "num_threads": 1,
+                       "min_sum_hessian_in_leaf": 0}, lgb.Dataset(X[:1000], y[:1000]), 20)
+    reports = [uc.unbiased_importance(model, X[:1000], y[:1000], X[1000:], y[1000:],
+                                      train_weight=w[:1000] * c, valid_weight=w[1000:] * c,
+                                      random_state=0, n_jobs=1)
+               for c in (1.0, 1.0 / n)]
+    a, b = (r.splits for r in reports)
+    np.testing.assert_array_equal(a["usable"], b["usable"])
+    # weighted gradients are float32 products, as the hosts make them: equal to 1e-6
+    np.testing.assert_allclose(b["unbiased_gain"], a["unbiased_gain"] / n, rtol=1e-6,
+                               atol=1e-7 * np.abs(a["unbiased_gain"]).max() / n)

@@ -236,10 +236,9 @@ class CrossFittedReport(ImportanceReport):
             return ("select() has nothing to test: no split had usable evidence (every "
                     "unbiased_gain is 0: a split has fewer than min_k held-out rows in a "
                     "child, or (practically) no curvature among a node's drawn rows: rows of "
-                    "weight 0, weights on a small scale, or rows the model is confidently "
-                    "wrong about; each fold's warning says which); use fewer folds, a smaller "
-                    "min_k, more rows of positive weight, weights of mean about 1, or a less "
-                    "certain model")
+                    "weight 0 or the model is confidently wrong about; each fold's warning "
+                    "says which); use fewer folds, a smaller min_k, more rows of positive "
+                    "weight, or a less certain model")
         if not self._has_std_error():
             return "select() needs standard errors: n_blocks >= 2 or two folds"
         return None

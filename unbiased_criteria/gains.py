@@ -19,11 +19,12 @@ the rows that built the tree (or any sample), ``n'_X`` counts held-out rows.
 
   A ratio is evidence only where its drawn rows carry curvature (:func:`has_curvature`): its
   drawn hessian sum scaled to the node, ``sum(w h') * n_X / k`` (``n_X`` the rows behind
-  ``G_X``), must reach :data:`MIN_HESSIAN`, the least hessian sum LightGBM and scikit-learn's
-  HistGradientBoosting make a leaf with by default. Below it the ratio is no evidence, as
-  ``0/0`` is: held-out rows a classifier is confidently wrong about have gradient about -1
-  and a float32 hessian ``p(1-p)`` that underflows to 0 or a subnormal, and a drawn sum of
-  1e-40 made ``r_X`` 1e40 (``E[r_X]`` is not even defined when ``h'`` comes arbitrarily
+  ``G_X``), must reach :data:`MIN_HESSIAN` times the rows' mean weight
+  (:func:`weight_scale`), the least hessian sum LightGBM and scikit-learn's
+  HistGradientBoosting make a leaf with by default (at unit weights). Below it the ratio is
+  no evidence, as ``0/0`` is: held-out rows a classifier is confidently wrong about have
+  gradient about -1 and a float32 hessian ``p(1-p)`` that underflows to 0 or a subnormal,
+  and a drawn sum of 1e-40 made ``r_X`` 1e40 (``E[r_X]`` is not even defined when ``h'`` comes arbitrarily
   close to 0).
 """
 
@@ -38,6 +39,7 @@ from .trees import Tree
 
 __all__ = [
     "MIN_HESSIAN",
+    "weight_scale",
     "has_curvature",
     "flat_splits",
     "SplitScore",
@@ -71,6 +73,19 @@ __all__ = [
 #: splits of ordinary binary XGBoost models would flip (README, *Use*): 1e-3 bites only where
 #: the hessians are degenerate.
 MIN_HESSIAN = 1e-3
+
+
+def weight_scale(weight: np.ndarray | None) -> float:
+    """The unit of the curvature floor for rows of weights ``weight`` (None: 1): their mean,
+    so that the floor is :data:`MIN_HESSIAN` per row of mean weight, as the hosts' minimum
+    is for unit weights. Multiplying every weight by ``c`` multiplies every hessian sum and
+    the floor alike: which splits are usable does not depend on the weights' scale (an
+    absolute floor made ordinary nodes unusable under weights normalised to sum to 1, and
+    ``U`` biased under the null there: a split's usability then depends on its draws)."""
+    if weight is None or not weight.size:
+        return 1.0
+    mean = float(np.mean(weight))
+    return mean if np.isfinite(mean) and mean > 0 else 1.0
 
 
 def has_curvature(sum_h: np.ndarray, n_drawn: np.ndarray, n_h: np.ndarray,

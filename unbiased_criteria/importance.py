@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .gains import (
+    MIN_HESSIAN,
     NodeSums,
     SplitScore,
     Workspace,
@@ -115,10 +116,11 @@ def score_tree(
     )
     nv, gv, hv = step.nodes_valid, step.g_valid, step.h_valid
     n_blocks = options.n_blocks if blocks is not None else 0
+    floor = MIN_HESSIAN * options.weight_scale  # in the rows' own units (weight_scale)
     if step.nodes_train is not None:
         sums = node_sums(tree, step.nodes_train, step.g_train, step.h_train)
         u = unbiased_gain(tree, sums.G, nv, gv, hv, blocks=blocks, n_blocks=n_blocks,
-                          n_node=sums.n, **kw)
+                          n_node=sums.n, min_hessian=floor, **kw)
         return TreeScores(
             biased_gain(tree, sums, score), u.gain, u.k, u.usable, sums.n, u.n_valid, sums,
             u.jackknife,
@@ -133,7 +135,8 @@ def score_tree(
             part = blocks[r_rows]
             g_blocks = block_node_sums(tree, nv[g_rows], gv[g_rows], blocks[g_rows], n_blocks)
         u = unbiased_gain(tree, sums.G, nv[r_rows], gv[r_rows], hv[r_rows], blocks=part,
-                          n_blocks=n_blocks, G_blocks=g_blocks, n_node=sums.n, **kw)
+                          n_blocks=n_blocks, G_blocks=g_blocks, n_node=sums.n,
+                          min_hessian=floor, **kw)
         return sums, u
 
     sums_a, u = half(a, b)
@@ -149,25 +152,25 @@ def score_tree(
                             np.where(tree.is_leaf, np.nan, 0.0))
     all_rows = node_sums(tree, nv, gv, hv)
     biased, gain, usable, jack = without_flat_nodes(
-        tree, all_rows, biased_gain(tree, all_rows, score), gain, usable, jack)
+        tree, all_rows, biased_gain(tree, all_rows, score), gain, usable, jack, floor)
     return TreeScores(biased, gain, k, usable, sums_a.n, all_rows.n, sums_a, jack)
 
 
 def without_flat_nodes(
     tree, rows: NodeSums, biased: np.ndarray, gain: np.ndarray, usable: np.ndarray,
-    jack: np.ndarray | None,
+    jack: np.ndarray | None, min_hessian: float = MIN_HESSIAN,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """Validation-only mode: ``B``, ``U``, ``usable`` and the jackknife replicates with the
-    splits that hold a node whose held-out rows' hessian sum is below
-    :data:`~unbiased_criteria.gains.MIN_HESSIAN` (:func:`~unbiased_criteria.gains.
-    flat_splits`) set to 0 and unusable.
+    splits that hold a node whose held-out rows' hessian sum is below ``min_hessian``
+    (:data:`~unbiased_criteria.gains.MIN_HESSIAN` in the rows' units,
+    :func:`~unbiased_criteria.gains.flat_splits`) set to 0 and unusable.
 
     The held-out rows play the training rows there, and the host would not make such a leaf
     from them: its score ``G^2 / H`` is unbounded, so ``B`` is the difference of huge terms
     (float cancellation gave ``B = -1e46``, where ``B`` is never negative) and says nothing;
     ``U`` is no evidence either. Copies; other splits are unchanged.
     """
-    flat = flat_splits(tree, rows.H, rows.n)
+    flat = flat_splits(tree, rows.H, rows.n, min_hessian)
     if not flat.any():
         return biased, gain, usable, jack
     biased, gain = np.where(flat, 0.0, biased), np.where(flat, 0.0, gain)

@@ -131,6 +131,9 @@ class GainOptions:
     holdout_fraction: float = 0.5
     redraw_holdout: bool = True
     refit_leaves: bool = False
+    #: the mean weight of the rows behind ``G`` (1: unweighted), the unit of the curvature
+    #: floor (:func:`unbiased_criteria.gains.has_curvature`); set from the rows, not by users
+    weight_scale: float = 1.0
     host_seed: InitVar[Any] = None
     argument_names: InitVar[Mapping[str, str] | None] = None
 
@@ -167,6 +170,10 @@ class GainOptions:
         if not _is_real(f) or not 0.0 <= f < 1.0:
             raise ValueError(f"{name('holdout_fraction')} must be in [0, 1), got {f!r}")
         put("holdout_fraction", float(f))
+        scale = self.weight_scale
+        if not _is_real(scale) or not (math.isfinite(scale) and scale > 0):
+            raise ValueError(f"weight_scale must be a finite number > 0, got {scale!r}")
+        put("weight_scale", float(scale))
         seed = self.random_state
         if seed is None:
             # the one default-seed rule: the host's seed parameter if given, else 0

@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .gains import (
+    MIN_HESSIAN,
     NodeSums,
     UnbiasedGain,
     biased_gain,
@@ -430,12 +431,13 @@ def _unbiased(tree: Tree, G: np.ndarray, n_valid: np.ndarray, k: np.ndarray,
     scale = (n_valid if n_node is None else n_node)[req_node].astype(np.float64)
     # (n_draws, n_requests)
     sum_g, sum_h, n_h, n_drawn = (draws[:, i].sum(axis=-1) for i in range(4))
-    ok = has_curvature(sum_h, n_drawn, n_h, scale)
+    floor = MIN_HESSIAN * options.weight_scale  # in the rows' own units
+    ok = has_curvature(sum_h, n_drawn, n_h, scale, floor)
     ratio = np.divide(sum_g, sum_h + lam, out=np.zeros_like(sum_g), where=ok).sum(axis=0)
     ratio_out = defined_out = None
     if jack:  # each block left out, (n_draws, n_requests, n_blocks)
         out_g, out_h, out_n, out_drawn = (leave_one_out(draws[:, i]) for i in range(4))
-        ok_out = has_curvature(out_h, out_drawn, out_n, scale[:, None])
+        ok_out = has_curvature(out_h, out_drawn, out_n, scale[:, None], floor)
         ratio_out = np.divide(out_g, out_h + lam, out=np.zeros_like(out_g),
                               where=ok_out).sum(axis=0)
         defined_out = ok_out.all(axis=0)
@@ -486,7 +488,8 @@ def halves_tree_scores(
                                  np.where(tree.is_leaf, np.nan, 0.0))
     every = NodeSums(a.G + b.G, a.H + b.H, a.n + b.n)
     biased, gain, usable, jackknife = without_flat_nodes(
-        tree, every, biased_gain(tree, every, score), gain, usable, jackknife)
+        tree, every, biased_gain(tree, every, score), gain, usable, jackknife,
+        MIN_HESSIAN * options.weight_scale)
     return TreeScores(biased, gain, u.k, usable, a.n, every.n, a, jackknife)
 
 

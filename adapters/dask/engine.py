@@ -48,6 +48,7 @@ from unbiased_criteria.api import (
     warn_held_out_rows,
 )
 from unbiased_criteria.dumps import Dump
+from unbiased_criteria.gains import weight_scale
 from unbiased_criteria.host_gains import (
     PRUNE_CHECK_TREES,
     _first_trees,
@@ -141,6 +142,10 @@ def _n_rows(x) -> int:
     return int(x.shape[0])
 
 
+def _weight_total(w) -> float:
+    return float(np.asarray(w, dtype=np.float64).sum())
+
+
 def _router(job: _Job, x, name: str):
     adapter: ModuleType = importlib.import_module(job.adapter)
     return adapter.make_router(job.model, job.read, x, name, memory_budget=job.memory_budget)
@@ -201,6 +206,11 @@ class _Rows:
         self.job = self.states = None
         #: the summary of the rows' hashes, where asked for
         self.summary: HashSummary | None = None
+
+    def weight_total(self) -> float:
+        """The sum of the rows' weights (the curvature floor's unit: their mean)."""
+        ws = [self._parts[2][i] for i in self.index]
+        return float(sum(self.client.gather(self.client.map(_weight_total, ws, pure=False))))
 
     def start(self, job_future, held_out: bool, halves_of: GainOptions | None = None,
               hashed: bool = False) -> None:
@@ -388,6 +398,10 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
                                                ("X_train", "y_train", "train_weight"))
     if needed_for == "importance":  # as in memory: no empty jackknife block
         options = blocks_for_rows(options, valid.n_rows, extra_frames=2)
+    behind_g = valid if train is None else train  # the rows whose weights are G's units
+    if behind_g.weighted:
+        options = replace(options, weight_scale=weight_scale(
+            np.array([behind_g.weight_total() / behind_g.n_rows])))
     job = _Job(adapter.__name__, host_model, read, obj, classes, options, memory_budget,
                per_class)
     job_future = client.scatter(job, broadcast=True, hash=False)
