@@ -24,8 +24,8 @@ the rows that built the tree (or any sample), ``n'_X`` counts held-out rows.
   HistGradientBoosting make a leaf with by default (at unit weights). Below it the ratio is
   no evidence, as ``0/0`` is: held-out rows a classifier is confidently wrong about have
   gradient about -1 and a float32 hessian ``p(1-p)`` that underflows to 0 or a subnormal,
-  and a drawn sum of 1e-40 made ``r_X`` 1e40 (``E[r_X]`` is not even defined when ``h'`` comes arbitrarily
-  close to 0).
+  and a drawn sum of 1e-40 made ``r_X`` 1e40 (``E[r_X]`` is not even defined when ``h'``
+  comes arbitrarily close to 0).
 """
 
 from __future__ import annotations
