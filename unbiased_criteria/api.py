@@ -17,7 +17,7 @@ import pandas as pd
 
 from .dumps import Dump, as_dump, is_file, recognise_dump, refuse_linear_dump
 from .errors import ObjectiveNeeded
-from .gains import MIN_HESSIAN, Workspace, node_sums, weight_scale
+from .gains import MIN_HESSIAN, Workspace, node_sums
 from .host_gains import (
     _as_stored,
     _first_trees,
@@ -643,7 +643,7 @@ def unbiased_importance(
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
                     objective, memory_budget, host_params=host_params)
     options = blocks_for_rows(options, prep.valid.n_rows)
-    options = with_weight_scale(options, train_weight if X_train is not None else valid_weight)
+    options = options.with_weight_scale(train_weight if X_train is not None else valid_weight)
     forest = prep.model.forest
     # visitors see the held-out rows in one random order (the k-draws' ranking), so the
     # halves and blocks, drawn on the rows' own order, are permuted alike
@@ -721,14 +721,6 @@ def _values(prep: _Prepared):
     """The training rows' feature values as the host compares them, where the adapter reads
     them (:attr:`~unbiased_criteria.model.Router.feature_values`), else None."""
     return None if prep.train is None else prep.train.router.feature_values
-
-
-def with_weight_scale(options: GainOptions, weight: Any) -> GainOptions:
-    """``options`` with the curvature floor's unit (:func:`~unbiased_criteria.gains.
-    weight_scale`) from the weights the caller gave for the rows behind ``G`` (checked
-    already; None: unweighted)."""
-    scale = weight_scale(None if weight is None else np.asarray(weight, dtype=np.float64))
-    return options if scale == options.weight_scale else replace(options, weight_scale=scale)
 
 
 def blocks_for_rows(options: GainOptions, n_valid: int, extra_frames: int = 0) -> GainOptions:
@@ -891,7 +883,7 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
             "leaf values from residual percentiles"
         )
     prep = _sklearn_fit_stages(prep)  # a fit continued with warm_start
-    options = with_weight_scale(options, train_weight if X_train is not None else valid_weight)
+    options = options.with_weight_scale(train_weight if X_train is not None else valid_weight)
     order = valid_ranking(prep.valid.n_rows, options)  # see unbiased_importance
     halves = holdout_halves(prep.valid.n_rows, options) if prep.train is None else None
     halves = None if halves is None else halves[order]

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 import pandas as pd
 
-from .gains import SplitScore, Workspace, node_sums, tree_generator, weight_scale
+from .gains import SplitScore, Workspace, node_sums, tree_generator
 from .importance import GainOptions, jackknife_blocks, score_tree
 from .metrics import Metric
 from .objectives import Objective
@@ -228,8 +228,7 @@ def boost(
     host_rounds = 0
     y_read, w_read = objective.read_labels(y, weight)  # once, not every round
     # the curvature floor in the weights' units (gains.weight_scale)
-    options = replace(options, weight_scale=weight_scale(
-        None if weight is None else np.asarray(weight, dtype=np.float64)))
+    options = options.with_weight_scale(weight)
     read_grown = getattr(grower, "read_grown", None)
     # the host's bins of the training rows, where it smooths leaves with counts it estimates
     # from them (LightGBM's path_smooth): a collapsed node is smoothed as the host would

@@ -16,10 +16,12 @@ import math
 import numbers
 import warnings
 from collections.abc import Mapping
-from dataclasses import InitVar, dataclass
+from dataclasses import InitVar, dataclass, replace
 from typing import Any
 
 import numpy as np
+
+from .gains import weight_scale
 
 __all__ = ["GainOptions", "SEED_TYPES", "check_bool", "check_memory_budget", "check_seed",
            "host_seed_int"]
@@ -62,15 +64,14 @@ def check_memory_budget(value: Any) -> float:
 
 def seed_sequence(seed: Any, argument: str) -> np.random.SeedSequence:
     """``seed`` as a SeedSequence; a Generator or RandomState gives one draw of its stream."""
+    check_seed(seed, argument)
     if isinstance(seed, np.random.SeedSequence):
         return seed
     if isinstance(seed, np.random.Generator):
         return np.random.SeedSequence(int(seed.integers(2**63)))
     if isinstance(seed, np.random.RandomState):
         return np.random.SeedSequence(int(seed.randint(np.iinfo(np.int32).max)))
-    if seed is None or (_is_int(seed) and seed >= 0):
-        return np.random.SeedSequence(seed)
-    raise ValueError(f"{argument} must be {SEED_TYPES}, got {seed!r}")
+    return np.random.SeedSequence(seed)
 
 
 def check_seed(seed: Any, argument: str) -> None:
@@ -184,6 +185,13 @@ class GainOptions:
         else:
             argument = name("random_state")
         put("random_state", seed_sequence(seed, argument))
+
+    def with_weight_scale(self, weight: np.ndarray | None) -> GainOptions:
+        """These options with the curvature floor's unit (:func:`~unbiased_criteria.gains.
+        weight_scale`) from the weights of the rows behind ``G`` (checked already; None:
+        unweighted)."""
+        scale = weight_scale(None if weight is None else np.asarray(weight, dtype=np.float64))
+        return self if scale == self.weight_scale else replace(self, weight_scale=scale)
 
     def warn_if_nothing_held_out(self, stacklevel: int) -> None:
         """The training hooks' one warning for pruning that cannot happen: with

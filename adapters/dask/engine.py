@@ -48,7 +48,6 @@ from unbiased_criteria.api import (
     warn_held_out_rows,
 )
 from unbiased_criteria.dumps import Dump
-from unbiased_criteria.gains import weight_scale
 from unbiased_criteria.host_gains import (
     PRUNE_CHECK_TREES,
     _first_trees,
@@ -399,9 +398,9 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
     if needed_for == "importance":  # as in memory: no empty jackknife block
         options = blocks_for_rows(options, valid.n_rows, extra_frames=2)
     behind_g = valid if train is None else train  # the rows whose weights are G's units
-    if behind_g.weighted:
-        options = replace(options, weight_scale=weight_scale(
-            np.array([behind_g.weight_total() / behind_g.n_rows])))
+    if behind_g.weighted:  # their mean, from the partitions' sums
+        options = options.with_weight_scale(
+            np.array([behind_g.weight_total() / behind_g.n_rows]))
     job = _Job(adapter.__name__, host_model, read, obj, classes, options, memory_budget,
                per_class)
     job_future = client.scatter(job, broadcast=True, hash=False)
