@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from unbiased_criteria.adapters.lightgbm.objectives import make_objective as _make_objective
 from unbiased_criteria.adapters.lightgbm.reader import DUMP_INF, model_from_dump
-from unbiased_criteria.adapters.lightgbm.source import writes_as_lightgbm
+from unbiased_criteria.adapters.lightgbm.source import RULES
 
 from unbiased_criteria.dumps import Dump, as_dump
 from unbiased_criteria.errors import InputError
@@ -155,7 +155,7 @@ def make_router(model: Any, read: Model, X: Any, argument: str,
 def dump_tree(tree: Tree) -> dict:
     """One IR tree as ``tree_structure`` of ``dump_model()`` (internal nodes numbered in id
     order as ``split_index``, leaves as ``leaf_index``)."""
-    if not writes_as_lightgbm(tree.rules):
+    if tree.rules != RULES:
         raise ValueError("the tree does not use LightGBM's decision rules")
     inner = tree.internal_nodes
     leaves = np.flatnonzero(tree.is_leaf)

@@ -16,7 +16,6 @@ IR numbering of a tree with ``L`` leaves: internal node ``i`` is LightGBM's ``sp
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -31,20 +30,13 @@ from unbiased_criteria.gains import SplitScore
 from unbiased_criteria.trees import DecisionRules, Forest, Tree
 
 __all__ = [
-    "RULES", "K_EPSILON", "writes_as_lightgbm", "LightGBMSource", "booster_of",
+    "RULES", "K_EPSILON", "LightGBMSource", "booster_of",
     "parse_parameters", "param_value", "make_forest", "dump_model",
 ]
 
 #: LightGBM's routing: ``x <= t`` goes left, a category set goes left, NaN joins the others
 RULES = DecisionRules(operator="<=", categories_go="left", categorical_nan="other",
                       tiny_is_zero=True)
-
-def writes_as_lightgbm(rules: DecisionRules) -> bool:
-    """Whether trees routed by ``rules`` are LightGBM trees: its rules, or the same but for
-    reading ``|x| <= 1e-35f`` as zero (the native grower's), which a written model then does
-    as LightGBM's predictor does."""
-    return dataclasses.replace(rules, tiny_is_zero=True) == RULES
-
 
 #: LightGBM's kEpsilon, a float literal (``1e-15f``)
 K_EPSILON = float(np.float32(1e-15))

@@ -28,7 +28,6 @@ from unbiased_criteria.adapters.lightgbm.source import (
     RULES,
     LightGBMSource,
     booster_of,
-    writes_as_lightgbm,
 )
 
 from unbiased_criteria.errors import InputError
@@ -80,7 +79,7 @@ def _bitset(cats: np.ndarray) -> list[int]:
 
 def _tree_block(tree: Tree) -> str:
     """One LightGBM text-model tree block (the lines after ``Tree=i``)."""
-    if not writes_as_lightgbm(tree.rules):
+    if tree.rules != RULES:
         raise ValueError(f"tree rules {tree.rules} are not LightGBM's {RULES}")
     inner = tree.internal_nodes  # ascending: the root 0 comes first
     leaves = np.flatnonzero(tree.is_leaf)
