@@ -24,7 +24,7 @@ import pytest
 lightgbm = pytest.importorskip("lightgbm")
 pytest.importorskip("sklearn")
 
-from sklearn.base import clone  # noqa: E402
+from cross_fit_cases import by_hand, lgb_regressor  # noqa: E402
 from sklearn.model_selection import (  # noqa: E402
     GroupKFold,
     KFold,
@@ -37,24 +37,6 @@ from sklearn.model_selection import (  # noqa: E402
 import unbiased_criteria as uc  # noqa: E402
 from unbiased_criteria.cross_fit import _fold_repetitions, cross_fit_folds  # noqa: E402
 from unbiased_criteria.datasets import paper_example  # noqa: E402
-
-
-def lgb_regressor(**kw):
-    params = dict(n_estimators=10, learning_rate=0.1, num_leaves=7, min_child_samples=20,
-                  verbose=-1, n_jobs=1, random_state=0)
-    params.update(kw)
-    return lightgbm.LGBMRegressor(**params)
-
-
-def by_hand(estimator, X, y, folds, random_state, **kw):
-    """``unbiased_importance`` of a clone fitted on each fold, with the fold's seed."""
-    seeds = np.random.SeedSequence(random_state).spawn(len(folds))
-    reports = []
-    for (train, held), seed in zip(folds, seeds):
-        model = clone(estimator).fit(X.iloc[train], y[train])
-        reports.append(uc.unbiased_importance(model, X.iloc[train], y[train], X.iloc[held],
-                                              y[held], random_state=seed, **kw))
-    return reports
 
 
 def helds(splitter, n, y=None, groups=None):

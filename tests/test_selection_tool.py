@@ -28,6 +28,7 @@ lightgbm = pytest.importorskip("lightgbm")
 xgboost = pytest.importorskip("xgboost")
 pytest.importorskip("sklearn")
 
+from cross_fit_cases import by_hand, lgb_regressor  # noqa: E402
 from sklearn.base import clone  # noqa: E402
 from sklearn.linear_model import LinearRegression  # noqa: E402
 from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold  # noqa: E402
@@ -39,23 +40,6 @@ from unbiased_criteria.datasets import null_example, paper_example  # noqa: E402
 
 ALPHA = 0.05
 NULL_LEVELS = (2, 4, 10, 20, None)
-
-
-def lgb_regressor(**kw):
-    params = dict(n_estimators=10, learning_rate=0.1, num_leaves=7, min_child_samples=20,
-                  verbose=-1, n_jobs=1, random_state=0)
-    params.update(kw)
-    return lightgbm.LGBMRegressor(**params)
-
-
-def by_hand(estimator, X, y, folds, random_state, **kw):
-    seeds = np.random.SeedSequence(random_state).spawn(len(folds))
-    reports = []
-    for (train, held), seed in zip(folds, seeds):
-        model = clone(estimator).fit(X.iloc[train], y[train])
-        reports.append(uc.unbiased_importance(model, X.iloc[train], y[train], X.iloc[held],
-                                              y[held], random_state=seed, **kw))
-    return reports
 
 
 CASES = {

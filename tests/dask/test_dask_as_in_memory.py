@@ -28,14 +28,6 @@ LATER = "biased_gain misses the model's own gains"
 INIT = "the model's first trees hold no init score"
 
 
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as c:
-        yield c
-
-
 def _data(n, seed):
     r = np.random.default_rng(seed)
     X = r.normal(size=(n, 5))

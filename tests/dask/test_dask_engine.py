@@ -27,14 +27,6 @@ EXACT = ["n_train", "n_valid", "k", "tree", "node", "feature_index"]
 CLOSE = ["sum_hessian", "biased_gain", "host_gain", "threshold"]
 
 
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as c:
-        yield c
-
-
 def _data(n, seed, n_features=4, classes=None):
     rng = np.random.default_rng(seed)
     X = pd.DataFrame(rng.normal(size=(n, n_features)),
