@@ -422,12 +422,12 @@ def _warn_unusable(usable: np.ndarray, k: np.ndarray, share: np.ndarray, min_k: 
         parts.append(
             f"{int(weightless.sum())} have enough held-out rows but (practically) no curvature "
             f"among a node's rows: their hessian sum, scaled to the node's rows, is below "
-            f"{MIN_HESSIAN:g} times the rows' mean weight, the least the hosts make a leaf with "
-            f"(only rows of zero hessian, "
+            f"{MIN_HESSIAN:g} times the held-out rows' mean weight, the least the hosts "
+            f"make a leaf with (only rows of zero hessian, "
             f"e.g. weight 0, or rows the model is confidently wrong about: a classifier's "
             f"hessian p(1-p) vanishes where it gives the true class a probability near 0, "
             f"e.g. a multiclass model certain of another class; the floor is per row of "
-            f"the rows' mean weight, so only weights near 0 against the others count as "
+            f"the held-out rows' mean weight, so only weights near 0 against the others count as "
             f"weight 0); give weight-0 rows a positive weight, or score a model that is less "
             f"certain (fewer rounds, a smaller learning rate)")
     warnings.warn(
@@ -643,7 +643,7 @@ def unbiased_importance(
     prep = _prepare(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
                     objective, memory_budget, host_params=host_params)
     options = blocks_for_rows(options, prep.valid.n_rows)
-    options = options.with_weight_scale(train_weight if X_train is not None else valid_weight)
+    options = options.with_weight_scale(prep.valid.weight)  # the held-out rows' units
     forest = prep.model.forest
     # visitors see the held-out rows in one random order (the k-draws' ranking), so the
     # halves and blocks, drawn on the rows' own order, are permuted alike
@@ -883,7 +883,7 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
             "leaf values from residual percentiles"
         )
     prep = _sklearn_fit_stages(prep)  # a fit continued with warm_start
-    options = options.with_weight_scale(train_weight if X_train is not None else valid_weight)
+    options = options.with_weight_scale(prep.valid.weight)  # the held-out rows' units
     order = valid_ranking(prep.valid.n_rows, options)  # see unbiased_importance
     halves = holdout_halves(prep.valid.n_rows, options) if prep.train is None else None
     halves = None if halves is None else halves[order]

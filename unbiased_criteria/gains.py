@@ -19,13 +19,13 @@ the rows that built the tree (or any sample), ``n'_X`` counts held-out rows.
 
   A ratio is evidence only where its drawn rows carry curvature (:func:`has_curvature`): its
   drawn hessian sum scaled to the node, ``sum(w h') * n_X / k`` (``n_X`` the rows behind
-  ``G_X``), must reach :data:`MIN_HESSIAN` times the rows' mean weight
-  (:func:`weight_scale`), the least hessian sum LightGBM and scikit-learn's
-  HistGradientBoosting make a leaf with by default (at unit weights). Below it the ratio is
-  no evidence, as ``0/0`` is: held-out rows a classifier is confidently wrong about have
-  gradient about -1 and a float32 hessian ``p(1-p)`` that underflows to 0 or a subnormal,
-  and a drawn sum of 1e-40 made ``r_X`` 1e40 (``E[r_X]`` is not even defined when ``h'``
-  comes arbitrarily close to 0).
+  ``G_X``), must reach :data:`MIN_HESSIAN` times the held-out rows' mean weight
+  (:func:`weight_scale`, the unit of the sums it bounds), the least hessian sum LightGBM
+  and scikit-learn's HistGradientBoosting make a leaf with by default (at unit weights).
+  Below it the ratio is no evidence, as ``0/0`` is: held-out rows a classifier is
+  confidently wrong about have gradient about -1 and a float32 hessian ``p(1-p)`` that
+  underflows to 0 or a subnormal, and a drawn sum of 1e-40 made ``r_X`` 1e40 (``E[r_X]`` is
+  not even defined when ``h'`` comes arbitrarily close to 0).
 """
 
 from __future__ import annotations

@@ -132,8 +132,8 @@ class GainOptions:
     holdout_fraction: float = 0.5
     redraw_holdout: bool = True
     refit_leaves: bool = False
-    #: the mean weight of the rows behind ``G`` (1: unweighted), the unit of the curvature
-    #: floor (:func:`unbiased_criteria.gains.has_curvature`); set from the rows, not by users
+    #: the held-out rows' mean weight (1: unweighted), the unit of the curvature floor
+    #: (:func:`unbiased_criteria.gains.has_curvature`); set from the rows, not by users
     weight_scale: float = 1.0
     host_seed: InitVar[Any] = None
     argument_names: InitVar[Mapping[str, str] | None] = None
@@ -188,8 +188,10 @@ class GainOptions:
 
     def with_weight_scale(self, weight: np.ndarray | None) -> GainOptions:
         """These options with the curvature floor's unit (:func:`~unbiased_criteria.gains.
-        weight_scale`) from the weights of the rows behind ``G`` (checked already; None:
-        unweighted)."""
+        weight_scale`) from the held-out rows' weights as the model weighted them (checked
+        already, times the classifier's class weights; None: unweighted): the floor bounds
+        sums of their hessians, so its unit is theirs, and scaling them alone changes no
+        ratio and no split's usability."""
         scale = weight_scale(None if weight is None else np.asarray(weight, dtype=np.float64))
         return self if scale == self.weight_scale else replace(self, weight_scale=scale)
 

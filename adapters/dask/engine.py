@@ -141,8 +141,14 @@ def _n_rows(x) -> int:
     return int(x.shape[0])
 
 
-def _weight_total(w) -> float:
-    return float(np.asarray(w, dtype=np.float64).sum())
+def _weight_total(y, w, classes, per_class, y_name: str) -> float:
+    """The partition's weight sum as the model weighted its rows (times the class weights:
+    the labels are checked when the partition starts)."""
+    if per_class is None:
+        return float(np.asarray(w, dtype=np.float64).sum())
+    by_class = per_class[encode_classes(y, classes, y_name).astype(np.int64)]
+    return float(by_class.sum() if w is None else (np.asarray(w, dtype=np.float64)
+                                                   * by_class).sum())
 
 
 def _router(job: _Job, x, name: str):
@@ -206,10 +212,13 @@ class _Rows:
         #: the summary of the rows' hashes, where asked for
         self.summary: HashSummary | None = None
 
-    def weight_total(self) -> float:
-        """The sum of the rows' weights (the curvature floor's unit: their mean)."""
-        ws = [self._parts[2][i] for i in self.index]
-        return float(sum(self.client.gather(self.client.map(_weight_total, ws, pure=False))))
+    def weight_total(self, classes=None, per_class: np.ndarray | None = None) -> float:
+        """The sum of the rows' weights, times the classifier's class weights where it had
+        them (the curvature floor's unit: their mean)."""
+        _, ys, ws = self._parts
+        totals = [self.client.submit(_weight_total, ys[i], ws[i], classes, per_class,
+                                     self.names[1], pure=False) for i in self.index]
+        return float(sum(self.client.gather(totals)))
 
     def start(self, job_future, held_out: bool, halves_of: GainOptions | None = None,
               hashed: bool = False) -> None:
@@ -397,10 +406,10 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
                                                ("X_train", "y_train", "train_weight"))
     if needed_for == "importance":  # as in memory: no empty jackknife block
         options = blocks_for_rows(options, valid.n_rows, extra_frames=2)
-    behind_g = valid if train is None else train  # the rows whose weights are G's units
-    if behind_g.weighted:  # their mean, from the partitions' sums
+    if valid.weighted or per_class is not None:  # the floor's unit, as in memory: the
+        # held-out rows' mean weight as the model weighted them, from the partitions' sums
         options = options.with_weight_scale(
-            np.array([behind_g.weight_total() / behind_g.n_rows]))
+            np.array([valid.weight_total(classes, per_class) / valid.n_rows]))
     job = _Job(adapter.__name__, host_model, read, obj, classes, options, memory_budget,
                per_class)
     job_future = client.scatter(job, broadcast=True, hash=False)

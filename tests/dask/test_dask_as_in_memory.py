@@ -172,3 +172,41 @@ def test_the_training_rows_are_found_by_their_hashes(client, rows, model):
     mem = _run(lambda: uc.unbiased_importance(model, X, y, *small))
     dsk = _run(lambda: uc.unbiased_importance(model, dX, dy, _d(small[0]), _d(small[1])))
     assert [m for m in dsk[1] if SHARED in m] == [m for m in mem[1] if SHARED in m] != []
+
+
+@pytest.mark.parametrize("case", ["normalised_held_out_weights", "class_weight"])
+def test_the_curvature_floors_unit_as_in_memory(client, case):
+    """The floor's unit is the held-out rows' mean weight as the model weighted them, from
+    the partitions' sums: held-out weights normalised to sum to 1, and a classifier's small
+    class weights, give the in-memory report (before: the unit came from the training
+    weights and ignored class weights, and splits usable in memory were not over Dask)."""
+    r = np.random.default_rng(3)
+    X = r.normal(size=(4000, 4))
+    if case == "class_weight":
+        y = (r.random(4000) < 1 / (1 + np.exp(-X[:, 0]))).astype(int)
+        model = lightgbm.LGBMClassifier(n_estimators=20, min_child_samples=3,
+                                        min_child_weight=1e-12, class_weight={0: 1e-4, 1: 3e-4},
+                                        verbose=-1, n_jobs=1).fit(X[:2000], y[:2000])
+        wv = None
+    else:
+        y = 0.5 * X[:, 0] + r.normal(size=4000)
+        model = lightgbm.train({"objective": "regression", "verbose": -1, "num_threads": 1,
+                                "min_data_in_leaf": 5}, lightgbm.Dataset(X[:2000], y[:2000]),
+                               20)
+        wv = r.uniform(0.5, 1.5, 2000)
+        wv /= 10 * wv.sum()  # normalised (to 0.1: a floor in the training rows' unit bit)
+    args = (X[:2000], y[:2000], X[2000:], y[2000:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the split-count warnings, alike on both paths
+        here = uc.unbiased_importance(model, *args, valid_weight=wv, random_state=0, n_jobs=1)
+        there = uc.unbiased_importance(model, *map(_d, args),
+                                       valid_weight=None if wv is None else _d(wv),
+                                       random_state=0)
+    # the draws differ from memory's (README, *Dask*): which splits are usable does not
+    # here (the floor does not bite: only min_k decides)
+    np.testing.assert_array_equal(here.splits["usable"], there.splits["usable"])
+    assert here.splits["usable"].mean() > 0.5
+    if wv is not None:  # the weights' scale changes nothing
+        scaled = uc.unbiased_importance(model, *args, valid_weight=wv * wv.size,
+                                        random_state=0, n_jobs=1)
+        np.testing.assert_array_equal(scaled.splits["usable"], there.splits["usable"])
