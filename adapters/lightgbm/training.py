@@ -179,8 +179,10 @@ def train(
         ``lightgbm.record_evaluation(d)``. ``env.model`` is the Booster that grows the trees
         (it holds them unpruned). Callbacks that run before an iteration
         (``lightgbm.reset_parameter``) run on that Booster, as in ``lightgbm.train``: each
-        tree keeps its own round's learning rate; one that changes ``lambda_l1``,
-        ``lambda_l2``, ``max_delta_step``, ``path_smooth`` or ``cat_l2`` is an error.
+        tree keeps its own round's learning rate. A callback that changes ``lambda_l1``,
+        ``lambda_l2``, ``max_delta_step``, ``path_smooth``, ``cat_l2``,
+        ``max_cat_to_onehot``, ``monotone_constraints`` or the objective, under any alias or
+        on the Booster directly (``env.model.reset_parameter``), is an error.
     holdout_fraction : float
         Fraction of the training rows held out each round, in [0, 1). Held-out rows stay in
         the Dataset with zero gradient and hessian, so LightGBM still counts them for
@@ -229,7 +231,8 @@ def train(
         Unknown objective, a bad option (as every entry point checks them:
         :class:`~unbiased_criteria.options.GainOptions`; e.g. ``holdout_fraction`` outside
         [0, 1), a NaN ``prune_threshold``), a Dataset without labels or raw data, NaN labels,
-        unsupported metrics, an ``init_model``, ``keep_training_booster=True``.
+        unsupported metrics, an ``init_model``, ``keep_training_booster=True``, a callback
+        changing a parameter that values leaves (see ``callbacks``).
     UnsupportedModelError
         Objectives, boosting modes or ``linear_tree`` the hook cannot drive; balanced bagging
         (``pos_bagging_fraction`` / ``neg_bagging_fraction``) where LightGBM would apply it
@@ -299,7 +302,7 @@ def run_training(
         source=source, callbacks=callbacks, positives=positives,
         fevals=[f for f in ([feval] if callable(feval) else list(feval or [])) if f is not None],
     )
-    if hooks.before:
+    if callbacks:  # only a callback reaches the growing Booster (env.model)
         grower.before_round = hooks.before_round
     result = boost(
         grower, objective, setup.train_rows.y, setup.train_rows.weight,
