@@ -13,7 +13,10 @@ from typing import Any
 import lightgbm
 import numpy as np
 from unbiased_criteria.adapters.lightgbm.compat import EVAL_RESULT, choose_param_value
-from unbiased_criteria.adapters.lightgbm.datasets import check_balanced_bagging
+from unbiased_criteria.adapters.lightgbm.datasets import (
+    check_balanced_bagging,
+    check_min_hessian,
+)
 from unbiased_criteria.adapters.lightgbm.metrics import metric_func
 from unbiased_criteria.adapters.lightgbm.source import param_value, parse_parameters
 
@@ -158,9 +161,10 @@ class LoopHooks:
     """
 
     def __init__(self, *, grower, params, num_boost_round, convert, source, callbacks, fevals,
-                 positives=0):
+                 positives=0, held_out=False):
         self.grower, self.params, self.num_boost_round = grower, params, num_boost_round
         self.positives = positives  # rows LightGBM's binary objective counts as positive
+        self.held_out = held_out  # rows are held out (zero hessian): min_sum_hessian > 0
         self.convert, self.source = convert, source
         self.before = [cb for cb in callbacks if getattr(cb, "before_iteration", False)]
         self.callbacks = [cb for cb in callbacks if not getattr(cb, "before_iteration", False)]
@@ -202,7 +206,8 @@ class LoopHooks:
             A callback changed, under any name or on the Booster itself, a parameter that
             values collapsed nodes or scores splits (``lambda_l1``, ``lambda_l2``,
             ``max_delta_step``, ``path_smooth``, ``cat_l2``, ``max_cat_to_onehot``,
-            ``monotone_constraints``) or the objective.
+            ``monotone_constraints``) or the objective, or set ``min_sum_hessian_in_leaf <= 0``
+            while rows are held out (:func:`check_min_hessian`).
         UnsupportedModelError
             A callback set balanced bagging LightGBM would apply
             (:func:`check_balanced_bagging`).
@@ -229,6 +234,9 @@ class LoopHooks:
                     "on the Booster): the training hook follows a changing learning rate or "
                     "tree parameters, not the parameters that value a leaf"
                 )
+        if self.held_out:
+            check_min_hessian(values["min_sum_hessian_in_leaf"],
+                              when=f", set by a callback before round {it}")
         check_balanced_bagging(values.get, self.positives, when=" set by a callback")
 
     def callback(self, it: int, evaluations: dict) -> bool:

@@ -5,7 +5,8 @@ The hook values every collapsed node and scores every split with parameters it r
 ``max_cat_to_onehot``, ``monotone_constraints``) and takes the gradients of the objective it
 started with: a callback changing one of them, under any of LightGBM's names or on the Booster
 directly (``env.model.reset_parameter``), is one error. It follows the learning rate. It
-re-checks balanced bagging after every callback. The oracle of what a callback changed is LightGBM:
+re-checks what it checks at the start (``min_sum_hessian_in_leaf > 0`` with held-out rows,
+balanced bagging) after every callback. The oracle of what a callback changed is LightGBM:
 ``lightgbm.train`` with the same callback, and the parameters its Booster reports.
 """
 
@@ -160,3 +161,45 @@ def test_balanced_bagging_set_under_an_alias_is_refused():
                        r"\(pos_bagging_fraction=0.3\) set by a callback"):
         adapter.train(params, lightgbm.Dataset(X, y), 5, prune_threshold=None,
                       holdout_fraction=0.0, callbacks=[schedule()])
+
+
+# min_sum_hessian_in_leaf = 0 with held-out rows: LightGBM counts rows from hessians, the
+# held-out rows have none, and it aborts (Check failed: left_count > 0) partway
+CRASHING = {"objective": "binary", "min_sum_hessian_in_leaf": 1e-3, "min_data_in_leaf": 1,
+            "num_leaves": 255, "verbose": -1, "num_threads": 1}
+
+
+def binary_data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 5))
+    y = (X[:, 0] + rng.normal(size=200) > 0).astype(float)
+    return X, y
+
+
+@pytest.mark.parametrize("route", [
+    "reset_parameter/min_sum_hessian_in_leaf", "reset_parameter/min_child_weight",
+    "after/min_hessian", "before/min_sum_hessian",
+])
+def test_zero_min_hessian_set_by_a_callback_is_refused_clearly(route):
+    """As at the start: one ValueError naming it before LightGBM aborts (it raised
+    LightGBM's ``Check failed: (best_split_info.left_count) > (0)`` in round 2); without
+    held-out rows the hook is ``lightgbm.train`` with the same schedule."""
+    how, key = route.split("/")
+
+    def callback():
+        if how == "reset_parameter":
+            return lightgbm.reset_parameter(**{key: lambda i: 1e-3 if i == 0 else 0.0})
+        return on_booster({key: 0.0}, *((1, True) if how == "before" else (0, False)))
+
+    X, y = binary_data()
+    host = lightgbm.train(CRASHING, lightgbm.Dataset(X, y), 20, callbacks=[callback()])
+    assert host.current_iteration() == 20
+    assert parse_parameters(host.model_to_string())["min_sum_hessian_in_leaf"] == "0"
+    with pytest.raises(ValueError, match=r"min_sum_hessian_in_leaf \(or an alias such as "
+                                         r"min_child_weight\) is 0, set by a callback before "
+                                         r"round 1: with held-out rows .* set it > 0"):
+        adapter.train(CRASHING, lightgbm.Dataset(X, y), 20, callbacks=[callback()])
+    ours = adapter.train(CRASHING, lightgbm.Dataset(X, y), 20, holdout_fraction=0.0,
+                         prune_threshold=None, callbacks=[callback()])
+    np.testing.assert_allclose(ours.predict(X, raw_score=True), host.predict(X, raw_score=True),
+                               rtol=1e-12, atol=1e-12)
