@@ -13,16 +13,116 @@ from typing import Any
 import lightgbm
 import numpy as np
 from unbiased_criteria.adapters.lightgbm.compat import EVAL_RESULT, choose_param_value
-from unbiased_criteria.adapters.lightgbm.datasets import check_balanced_bagging
+from unbiased_criteria.adapters.lightgbm.datasets import (
+    check_balanced_bagging,
+    check_min_hessian,
+)
 from unbiased_criteria.adapters.lightgbm.metrics import metric_func
-from unbiased_criteria.adapters.lightgbm.source import param_value
+from unbiased_criteria.adapters.lightgbm.source import param_value, parse_parameters
 
 from unbiased_criteria.metrics import Metric
 
-__all__ = ["training_callbacks", "LoopHooks"]
+__all__ = ["training_callbacks", "LoopHooks", "BoosterParams"]
 
-#: parameters that fix the values of collapsed nodes (and the gains) for the whole run
-_SCORING_PARAMS = ("lambda_l1", "lambda_l2", "max_delta_step", "path_smooth", "cat_l2")
+#: parameters read once for the whole run: they value every collapsed node and score every
+#: split (the loop's SplitScore, the grower's categorical options)
+_SCORING_PARAMS = ("lambda_l1", "lambda_l2", "max_delta_step", "path_smooth", "cat_l2",
+                   "max_cat_to_onehot", "monotone_constraints")
+#: parameters the hook re-checks after every callback (:meth:`LoopHooks.before_round`)
+_CHECKED_PARAMS = ("min_sum_hessian_in_leaf", "data_sample_strategy", "bagging_freq",
+                   "pos_bagging_fraction", "neg_bagging_fraction")
+_WATCHED = (*_SCORING_PARAMS, "objective", *_CHECKED_PARAMS)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two parameter values are equal (False where ``==`` cannot tell, e.g. arrays)."""
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return a is b
+
+
+def _number(value: Any) -> float | None:
+    """``value`` as a float, None where it is not a number (a list, a name)."""
+    if isinstance(value, bool | str | int | float | np.integer | np.floating):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _prints_as(value: Any, printed: str) -> bool:
+    """Whether LightGBM prints number ``value`` as ``printed`` (6 significant digits)."""
+    number, shown = _number(value), _number(printed)
+    return number is not None and shown is not None and float(f"{number:.6g}") == shown
+
+
+def _show(value: Any) -> str:
+    """A parameter value for a message: ``2``, ``1.0000001``, ``'1,0,0'``."""
+    number = _number(value)
+    if number is None or isinstance(value, str) and not value.strip():
+        return repr(value)
+    return f"{number:g}" if float(f"{number:g}") == number else repr(number)
+
+
+class BoosterParams:
+    """LightGBM's own current values of the parameters the hook relies on, on a Booster.
+
+    A callback can change the growing Booster's parameters through
+    ``lightgbm.reset_parameter``, under any of LightGBM's aliases, or on the Booster itself
+    (``env.model.reset_parameter``); LightGBM applies what it was given, and the run's params
+    (``env.params``) need not say so. The Booster's model text reports the parameters it
+    uses, but to 6 significant digits; ``Booster.params``, which ``reset_parameter`` updates,
+    holds what was passed in full. A value is the one passed where it prints as the Booster
+    reports, else the reported one.
+
+    Parameters
+    ----------
+    booster : lightgbm.Booster
+        The growing Booster, before any callback ran.
+    """
+
+    def __init__(self, booster: lightgbm.Booster) -> None:
+        self._booster = booster
+        self._record = dict(booster.params)  # Python's record of what LightGBM was given
+        self.values = self._read(self._record, {})
+        #: the values at the start of training
+        self.start = dict(self.values)
+
+    def refresh(self) -> dict[str, Any]:
+        """Read the Booster's parameters again; the current :attr:`values`."""
+        record = self._booster.params
+        # entries a callback passed since the last read: a key passed twice in one round
+        # holds its last value, and a clash between a name and its alias is settled by the
+        # value the Booster reports
+        given = {k: v for k, v in record.items()
+                 if k not in self._record or not _same(self._record[k], v)}
+        self._record = dict(record)
+        self.values = self._read(given, self.values)
+        return self.values
+
+    def _read(self, given: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
+        booster = self._booster
+        # the model text of no tree: the header and the Booster's parameters, ~0.1 ms
+        printed = parse_parameters(booster.model_to_string(
+            start_iteration=booster.current_iteration(), num_iteration=1))
+        values = {}
+        for key in _WATCHED:
+            shown = printed.get(key, "")
+            value = choose_param_value(given, key).get(key)
+            if value is None:
+                value = previous.get(key)
+            values[key] = value if value is not None and _prints_as(value, shown) else shown
+        return values
+
+    def changed(self, key: str) -> bool:
+        """Whether parameter ``key`` differs from its value at the start."""
+        was, now = self.start[key], self.values[key]
+        a, b = _number(was), _number(now)
+        if a is not None and b is not None:
+            return a != b
+        return str(was) != str(now)
 
 
 def training_callbacks(params: dict[str, Any], callbacks):
@@ -56,17 +156,19 @@ class LoopHooks:
     and stops the loop. :meth:`before_round` runs the callbacks that run before each
     iteration (``lightgbm.reset_parameter``) on the growing Booster, as ``lightgbm.train``
     does: each tree then carries its own round's learning rate as its shrinkage, which the
-    values of its collapsed nodes take.
+    values of its collapsed nodes take. Before every round it also checks what the callbacks
+    did to the growing Booster's parameters (:class:`BoosterParams`).
     """
 
     def __init__(self, *, grower, params, num_boost_round, convert, source, callbacks, fevals,
-                 positives=0):
+                 positives=0, held_out=False):
         self.grower, self.params, self.num_boost_round = grower, params, num_boost_round
         self.positives = positives  # rows LightGBM's binary objective counts as positive
+        self.held_out = held_out  # rows are held out (zero hessian): min_sum_hessian > 0
         self.convert, self.source = convert, source
         self.before = [cb for cb in callbacks if getattr(cb, "before_iteration", False)]
         self.callbacks = [cb for cb in callbacks if not getattr(cb, "before_iteration", False)]
-        self._scoring = {key: source.float_param(key) for key in _SCORING_PARAMS}
+        self.booster_params = BoosterParams(grower.booster)
         self.fevals = fevals
         self.stopped = False
         self.best_iteration = 0
@@ -94,14 +196,21 @@ class LoopHooks:
         return [(str(n), float(v), bool(b)) for n, v, b in out]
 
     def before_round(self, it: int) -> None:
-        """Run the before-iteration callbacks ahead of round ``it``.
+        """Run the before-iteration callbacks ahead of round ``it``, then check what every
+        callback so far did to the growing Booster (after-iteration ones may call
+        ``env.model.reset_parameter`` too).
 
         Raises
         ------
         ValueError
-            A callback changed a parameter that fixes the values of collapsed nodes
-            (``lambda_l1``, ``lambda_l2``, ``max_delta_step``, ``path_smooth``...), or set
-            balanced bagging LightGBM would apply (:func:`check_balanced_bagging`).
+            A callback changed, under any name or on the Booster itself, a parameter that
+            values collapsed nodes or scores splits (``lambda_l1``, ``lambda_l2``,
+            ``max_delta_step``, ``path_smooth``, ``cat_l2``, ``max_cat_to_onehot``,
+            ``monotone_constraints``) or the objective, or set ``min_sum_hessian_in_leaf <= 0``
+            while rows are held out (:func:`check_min_hessian`).
+        UnsupportedModelError
+            A callback set balanced bagging LightGBM would apply
+            (:func:`check_balanced_bagging`).
         """
         env = lightgbm.callback.CallbackEnv(
             model=self.grower.booster, params=self.params, iteration=it, begin_iteration=0,
@@ -109,20 +218,26 @@ class LoopHooks:
         )
         for cb in self.before:
             cb(env)
-        for key, was in self._scoring.items():
-            value = choose_param_value(self.params, key).get(key)
-            if value is not None and float(value) != was:
+        current = self.booster_params
+        values = current.refresh()
+        if current.changed("objective"):
+            raise ValueError(
+                f"a callback set objective to {values['objective']!r} during training: the "
+                "training hook takes the gradients of the objective it started with and "
+                "cannot follow a change"
+            )
+        for key in _SCORING_PARAMS:
+            if current.changed(key):
                 raise ValueError(
-                    f"a callback changed {key} from {was:g} to {float(value):g} during "
-                    "training: the training hook follows a changing learning rate or tree "
-                    "parameters, not the parameters that value a leaf"
+                    f"a callback changed {key} from {_show(current.start[key])} to "
+                    f"{_show(values[key])} during training (under this name or an alias, or "
+                    "on the Booster): the training hook follows a changing learning rate or "
+                    "tree parameters, not the parameters that value a leaf"
                 )
-        check_balanced_bagging(self._param, self.positives, when=" set by a callback")
-
-    def _param(self, key: str) -> Any:
-        """The run's value of LightGBM parameter ``key`` now (aliases resolved)."""
-        value = choose_param_value(self.params, key).get(key)
-        return self.source.params.get(key) if value is None else value
+        if self.held_out:
+            check_min_hessian(values["min_sum_hessian_in_leaf"],
+                              when=f", set by a callback before round {it}")
+        check_balanced_bagging(values.get, self.positives, when=" set by a callback")
 
     def callback(self, it: int, evaluations: dict) -> bool:
         """Run LightGBM's callbacks after round ``it``; True stops the loop."""

@@ -30,7 +30,8 @@ from unbiased_criteria import objectives as _objectives
 from unbiased_criteria.model import UnsupportedModelError
 from unbiased_criteria.validation import check_labels, check_unique_names
 
-__all__ = ["Labels", "Rows", "Setup", "check_sets", "construct", "check_balanced_bagging"]
+__all__ = ["Labels", "Rows", "Setup", "check_sets", "construct", "check_balanced_bagging",
+           "check_min_hessian"]
 
 #: LightGBM's defaults of the parameters that decide on balanced bagging
 _BAGGING_DEFAULTS = {"data_sample_strategy": "bagging", "bagging_freq": "0",
@@ -266,6 +267,42 @@ def check_balanced_bagging(param: Callable[[str], Any], n_positive: int,
             "and the hook grows the trees from its own gradients (objective 'none'), where "
             "LightGBM would silently bag no row; use bagging_fraction with bagging_freq "
             "(one rate for all rows) instead"
+        )
+
+
+def check_min_hessian(value: Any, when: str = "") -> None:
+    """Refuse ``min_sum_hessian_in_leaf <= 0`` (called only when rows are held out).
+
+    LightGBM estimates a child's row count from its share of the hessian. Held-out rows have
+    hessian 0, so a split whose child holds no row can look like one with rows; only
+    ``min_sum_hessian_in_leaf > 0`` rules it out, and with 0 LightGBM picks it and aborts
+    (``Check failed: (best_split_info.left_count) > (0)``). No positive floor is safe for
+    every data set (rounding of the hessian sums grows with them), so the choice is the user's.
+
+    Parameters
+    ----------
+    value : Any
+        LightGBM's value of ``min_sum_hessian_in_leaf`` (aliases resolved).
+    when : str
+        Where it was set, for the message (e.g. ``", set by a callback before round 3"``);
+        empty for the user's ``params``.
+
+    Raises
+    ------
+    ValueError
+        ``value`` is a number ``<= 0``.
+    """
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return  # not a number: LightGBM's own check names it
+    if not number > 0:
+        whose = "" if when else "params' "
+        raise ValueError(
+            f"{whose}min_sum_hessian_in_leaf (or an alias such as "
+            f"min_child_weight) is {number:g}{when}: with held-out rows (holdout_fraction > 0, "
+            "zero hessian) LightGBM then can choose a split with an empty child and abort; set "
+            "it > 0 (LightGBM's default is 1e-3) or holdout_fraction=0"
         )
 
 

@@ -28,6 +28,7 @@ from unbiased_criteria.adapters.lightgbm.compat import choose_param_value
 from unbiased_criteria.adapters.lightgbm.datasets import (
     Setup,
     check_balanced_bagging,
+    check_min_hessian,
     check_sets,
     construct,
 )
@@ -93,29 +94,6 @@ def _resolve_params(params, num_boost_round):
     return params, name, fobj, int(rounds)
 
 
-def _check_min_hessian(params: dict[str, Any]) -> None:
-    """Refuse ``min_sum_hessian_in_leaf <= 0`` when rows are held out.
-
-    LightGBM estimates a child's row count from its share of the hessian. Held-out rows have
-    hessian 0, so a split whose child holds no row can look like one with rows; only
-    ``min_sum_hessian_in_leaf > 0`` rules it out, and with 0 LightGBM picks it and aborts
-    (``Check failed: (best_split_info.left_count) > (0)``). No positive floor is safe for
-    every data set (rounding of the hessian sums grows with them), so the choice is the user's.
-    """
-    value = param_value(params, "min_sum_hessian_in_leaf", 1e-3)
-    try:
-        positive = float(value) > 0
-    except (TypeError, ValueError):
-        return  # not a number: LightGBM's own check names it
-    if not positive:
-        raise ValueError(
-            f"params' min_sum_hessian_in_leaf (or an alias such as min_child_weight) is "
-            f"{value!r}: with held-out rows (holdout_fraction > 0, zero hessian) LightGBM "
-            "then can choose a split with an empty child and abort; set it > 0 (LightGBM's "
-            "default is 1e-3) or holdout_fraction=0"
-        )
-
-
 def train(
     params: dict[str, Any],
     train_set: lightgbm.Dataset,
@@ -179,8 +157,11 @@ def train(
         ``lightgbm.record_evaluation(d)``. ``env.model`` is the Booster that grows the trees
         (it holds them unpruned). Callbacks that run before an iteration
         (``lightgbm.reset_parameter``) run on that Booster, as in ``lightgbm.train``: each
-        tree keeps its own round's learning rate; one that changes ``lambda_l1``,
-        ``lambda_l2``, ``max_delta_step``, ``path_smooth`` or ``cat_l2`` is an error.
+        tree keeps its own round's learning rate. A callback that changes ``lambda_l1``,
+        ``lambda_l2``, ``max_delta_step``, ``path_smooth``, ``cat_l2``,
+        ``max_cat_to_onehot``, ``monotone_constraints`` or the objective, under any alias or
+        on the Booster directly (``env.model.reset_parameter``), is an error, and so is one
+        that sets ``min_sum_hessian_in_leaf <= 0`` with rows held out.
     holdout_fraction : float
         Fraction of the training rows held out each round, in [0, 1). Held-out rows stay in
         the Dataset with zero gradient and hessian, so LightGBM still counts them for
@@ -229,7 +210,9 @@ def train(
         Unknown objective, a bad option (as every entry point checks them:
         :class:`~unbiased_criteria.options.GainOptions`; e.g. ``holdout_fraction`` outside
         [0, 1), a NaN ``prune_threshold``), a Dataset without labels or raw data, NaN labels,
-        unsupported metrics, an ``init_model``, ``keep_training_booster=True``.
+        unsupported metrics, an ``init_model``, ``keep_training_booster=True``,
+        ``min_sum_hessian_in_leaf <= 0`` with rows held out (in ``params`` or set by a
+        callback), a callback changing a parameter that values leaves (see ``callbacks``).
     UnsupportedModelError
         Objectives, boosting modes or ``linear_tree`` the hook cannot drive; balanced bagging
         (``pos_bagging_fraction`` / ``neg_bagging_fraction``) where LightGBM would apply it
@@ -272,7 +255,7 @@ def run_training(
     params, name, fobj, num_boost_round = _resolve_params(params, num_boost_round)
     options.warn_if_nothing_held_out(stacklevel=3)
     if options.holdout_fraction > 0:
-        _check_min_hessian(params)
+        check_min_hessian(param_value(params, "min_sum_hessian_in_leaf", 1e-3))
     params, callbacks = training_callbacks(params, callbacks)
 
     loop: list = []  # the loop's objective, output transform and init score
@@ -297,9 +280,10 @@ def run_training(
     hooks = LoopHooks(
         grower=grower, params=params, num_boost_round=num_boost_round, convert=convert,
         source=source, callbacks=callbacks, positives=positives,
+        held_out=options.holdout_fraction > 0,
         fevals=[f for f in ([feval] if callable(feval) else list(feval or [])) if f is not None],
     )
-    if hooks.before:
+    if callbacks:  # only a callback reaches the growing Booster (env.model)
         grower.before_round = hooks.before_round
     result = boost(
         grower, objective, setup.train_rows.y, setup.train_rows.weight,
