@@ -316,16 +316,19 @@ def _first_k(left: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return takeL, takeR
 
 
-def _first_k_sums(left: np.ndarray, k: np.ndarray, vals: np.ndarray, cum: np.ndarray,
+def _first_k_sums(left: np.ndarray, k: np.ndarray, vals: np.ndarray,
                   nL: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Sums (v, q) of ``vals`` (v, m) over the first ``k`` rows (in order) that go left, and right.
 
     The smaller side (``k`` rows) is taken whole. The larger side's first ``k`` rows are the
-    rows up to its k-th, at position ``t``: their sum is the prefix sum of every row up to
-    ``t`` (``cum``) minus the smaller side's rows before ``t``. With the smaller side's
-    positions ``pos_0 < pos_1 < ...``, ``pos_r - r`` larger-side rows come before ``pos_r``,
-    so ``r* = #{r: pos_r - r <= k - 1}`` of them come before ``t``, and ``t = k - 1 + r*``.
-    One ``flatnonzero`` over every candidate; the rest costs the smaller sides' rows.
+    rows up to its k-th, at position ``t``, except the smaller side's rows before ``t``. With
+    the smaller side's positions ``pos_0 < pos_1 < ...``, ``pos_r - r`` larger-side rows come
+    before ``pos_r``, so ``r* = #{r: pos_r - r <= k - 1}`` of them come before ``t``, and
+    ``t = k - 1 + r*``. Both sides are summed over their own rows, gathered: the larger
+    side's sum as a prefix sum up to ``t`` minus the smaller side's rows before it lost a
+    tiny hessian sum beside large ones to cancellation (0, or a negative sum of rounding
+    noise, made the ratio unbounded). One ``flatnonzero`` over every candidate; the rest
+    costs about twice the smaller sides' rows.
     """
     q, m = left.shape
     small_left = (np.count_nonzero(left, axis=1) if nL is None else nL) * 2 <= m
@@ -339,17 +342,26 @@ def _first_k_sums(left: np.ndarray, k: np.ndarray, vals: np.ndarray, cum: np.nda
     key += first
     r_star = np.searchsorted(key, np.arange(q) * m + k - 1, side="right") - start[:-1]
     pos = flat - np.repeat(np.arange(q, dtype=np.int64) * m, k)
+    # the larger side's first k rows: positions 0..t of each candidate (k + r* of them)
+    # without the smaller side's r* rows before t
+    span = k + r_star
+    span_start = np.zeros(q + 1, dtype=np.int64)
+    np.cumsum(span, out=span_start[1:])
+    at = np.arange(span_start[-1]) - np.repeat(span_start[:-1], span)
+    rank = np.arange(flat.size) - first  # each smaller-side entry's rank in its candidate
+    before_t = rank < np.repeat(r_star, k)
+    keep = np.ones(at.size, dtype=bool)
+    keep[np.repeat(span_start[:-1], k)[before_t] + pos[before_t]] = False
+    large_pos = at[keep]  # k[j] per candidate, candidates in order (as ``pos``)
     v = vals.shape[0]
-    gathered = np.zeros((v, flat.size + 1))  # a zero column ends the last segment
-    vals.take(pos, axis=1, out=gathered[:, :-1])
-    # sums over [start, start + r*) and [start + r*, next start): reduceat gives a lone
-    # element for an empty range, zeroed below
-    cuts = np.empty(2 * q, dtype=np.int64)
-    cuts[0::2], cuts[1::2] = start[:-1], start[:-1] + r_star
-    red = np.add.reduceat(gathered, cuts, axis=1)
-    before = np.where(r_star > 0, red[:, 0::2], 0.0)  # smaller side's rows before t
-    small = before + np.where(k > r_star, red[:, 1::2], 0.0)
-    large = cum[:, k + r_star] - before
+
+    def segment_sums(positions):  # sums over each candidate's k[j] gathered rows
+        gathered = np.zeros((v, positions.size + 1))  # a zero column ends the last segment
+        vals.take(positions, axis=1, out=gathered[:, :-1])
+        # reduceat gives a lone element for an empty segment (k = 0): zeroed
+        return np.where(k > 0, np.add.reduceat(gathered, start[:-1], axis=1), 0.0)
+
+    small, large = segment_sums(pos), segment_sums(large_pos)
     return np.where(small_left, small, large), np.where(small_left, large, small)
 
 
@@ -377,10 +389,10 @@ def _unbiased(codes, rows, feats, masks, g, h, GL, GR, GI,
     if not all_rows and blocks is None and hv.all():
         # every row has a non-zero hessian: the third sum is the row count, k everywhere
         vals = np.stack([gv, hv])
-        cum = np.zeros((2, m + 1))
+        cum = np.zeros((2, m + 1))  # I's sums are prefix sums (from 0: no cancellation)
         np.cumsum(vals, axis=1, out=cum[:, 1:])
         sums = np.empty((3, 3, q))  # L, R, I
-        sums[0, :2], sums[1, :2] = _first_k_sums(left, k, vals, cum, nL)
+        sums[0, :2], sums[1, :2] = _first_k_sums(left, k, vals, nL)
         sums[2, :2] = cum[:, k]
         sums[:, 2] = k
         U, usable, _ = _combine(sums[0], sums[1], sums[2], k, GL, GR, GI, params)
@@ -402,7 +414,7 @@ def _unbiased(codes, rows, feats, masks, g, h, GL, GR, GI,
                                   axis=1)
             by_block = (bL, bR, cumb[:, kI, :])
     else:
-        sL, sR = _first_k_sums(left, k, vals, cum, nL)
+        sL, sR = _first_k_sums(left, k, vals, nL)
     sI = cum[:, kI]
     U, usable, jack = _combine(sL, sR, sI, k, GL, GR, GI, params, by_block)
     return U, k, usable, jack
