@@ -343,9 +343,10 @@ def test_decision_on_one_candidate_matches_the_general_k_draw(all_rows):
             mask[-1] = bool(trial % 4)  # NaN left in half the numeric ones
         f = trial % 2
         GL, GR, GI = np.array([1.5]), np.array([-0.5]), 1.0
-        want = _unbiased(codes, rows, np.array([f]), mask[None], g, h, GL, GR, GI,
-                         np.random.default_rng(trial), params, all_rows)
-        got = _unbiased_one(codes, rows, f, mask, g, h, GL, GR, GI,
+        n_node = (np.array([30.0]), np.array([50.0]), 80.0)  # rows of D behind GL, GR, GI
+        want = _unbiased(codes, rows, np.array([f]), mask[None], g, h, GL, GR, GI, n_node,
+                         1e-3, np.random.default_rng(trial), params, all_rows)
+        got = _unbiased_one(codes, rows, f, mask, g, h, GL, GR, GI, n_node, 1e-3,
                             np.random.default_rng(trial), params, all_rows)
         np.testing.assert_allclose(got[0], want[0], rtol=1e-9, atol=1e-12)
         np.testing.assert_array_equal(got[1], want[1])
