@@ -193,7 +193,7 @@ def fit_gbm(
         for k in range(K):
             t = it * K + k
             grown = grow_tree(codes, g[:, k], h[:, k], sets, binner, params.grower,
-                              tree_generator(seed, t), blocks, n_blocks)
+                              tree_generator(seed, t), blocks, n_blocks, weight)
             jacks.append(grown.jackknife)
             sums.append(grown.sums)
             tree = _shrunk(grown.tree, params.learning_rate)

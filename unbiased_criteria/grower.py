@@ -10,7 +10,10 @@ validation parts D1', D2'. At every node:
 ``U = G_L r_L + G_R r_R - G_I r_I`` with ``G`` from D and ratios ``r = sum(g') / (sum(h') +
 lam)`` over ``k = min(n'_L, n'_R)`` validation rows drawn without replacement from each of
 I, L and R (:mod:`unbiased_criteria.gains`); with equal hessians everywhere (squared error,
-no weights) all of a node's validation rows are used instead (unbiased, less noise).
+no weights) all of a node's validation rows are used instead (unbiased, less noise). A
+ratio whose drawn rows carry (practically) no curvature is no evidence, as in the post-hoc
+scorer (:func:`unbiased_criteria.gains.has_curvature`, ``GrowerParams.min_hessian``): such a
+candidate is unusable, in the choice on D1', the decision on D2' and the jackknife alike.
 
 With ``criterion="biased"`` the grower is an ordinary histogram GBDT: every row is in D and a
 node takes the candidate of largest B, as LightGBM does (tested against LightGBM).
@@ -31,7 +34,16 @@ from typing import Literal
 import numpy as np
 
 from .binning import BinMapper
-from .gains import NodeSums, SplitScore, leaf_weight, leave_one_out, node_score
+from .gains import (
+    MIN_HESSIAN,
+    NodeSums,
+    SplitScore,
+    has_curvature,
+    leaf_weight,
+    leave_one_out,
+    node_score,
+    weight_scale,
+)
 from .trees import MISSING_NAN, DecisionRules, Tree, make_tree
 
 __all__ = ["RULES", "GrowerParams", "RowSets", "GrownTree", "grow_tree", "feature_major"]
@@ -53,6 +65,11 @@ class GrowerParams:
     as the post-hoc estimator; with all rows used the three ratios have different row counts,
     so ``lam > 0`` would shrink them differently and bias U).
     ``stop_threshold``: split iff U on D2' exceeds it (the paper: 0).
+    ``min_hessian``: the curvature floor of the ratios, as the post-hoc scorer's
+    (:func:`unbiased_criteria.gains.has_curvature`): a ratio is evidence only where its
+    drawn hessian sum, scaled to the node's rows of D, reaches ``min_hessian`` times the mean
+    weight of the validation rows it is drawn from (D1' or D2'); else the candidate is
+    unusable (0 keeps only the ``0/0`` rule).
     ``max_cat_to_onehot``, ``max_cat_threshold``, ``cat_smooth``: the categorical search
     (LightGBM's defaults and meaning; see ``_best_categorical``).
     """
@@ -67,6 +84,7 @@ class GrowerParams:
     min_k: int = 5
     lam: float = 0.0
     stop_threshold: float = 0.0
+    min_hessian: float = MIN_HESSIAN
     max_cat_to_onehot: int = 4
     max_cat_threshold: int = 32
     cat_smooth: float = 10.0
@@ -276,28 +294,39 @@ def _goes_left(codes, rows, feats, masks) -> np.ndarray:
     return left
 
 
-def _combine(sL, sR, sI, k, GL, GR, GI, params: GrowerParams, blocks=None):
-    """U = GL rL + GR rR - GI rI from the validation sums (3, q) of g, h and rows with a
-    non-zero hessian over L, R, I; (U, usable, jackknife).
+def _combine(sL, sR, sI, k, GL, GR, GI, n_node, floor: float, params: GrowerParams,
+             blocks=None):
+    """U = GL rL + GR rR - GI rI from the validation sums (4, q) over L, R, I of g, h, the
+    rows with a non-zero hessian and the rows drawn; (U, usable, jackknife).
 
-    ``blocks``: the same sums per block, ``(bL, bR, bI)`` each (3, q, B); the jackknife
+    A ratio is evidence only where its drawn rows carry curvature, the post-hoc scorer's rule
+    (:func:`unbiased_criteria.gains.has_curvature`): their hessian sum, scaled to the node's
+    rows of D (``n_node``, ``(nL, nR, nI)``: the rows behind ``GL``, ``GR``, ``GI``), must
+    reach ``floor`` (``min_hessian`` times the mean weight of the rows drawn from). Below it
+    the ratio is of the order of ``1 / sum(h')``, unbounded (rows a classifier is
+    confidently wrong about have hessians near 0): the candidate is unusable and U is 0.
+
+    ``blocks``: the same sums per block, ``(bL, bR, bI)`` each (4, q, B); the jackknife
     replicate ``b`` (q, B) leaves block ``b`` out of every ratio, and is 0 where a ratio
-    loses every row with a non-zero hessian (as :func:`unbiased_criteria.gains.unbiased_gain`
-    does), and for unusable candidates.
+    loses its curvature so (as :func:`unbiased_criteria.gains.unbiased_gain` does), and for
+    unusable candidates.
     """
     q = sL.shape[1]
+    nL, nR, nI = (np.asarray(n, dtype=np.float64) for n in n_node)
 
-    def ratio(s):
-        ok = s[2] > 0.5
+    def ratio(s, n):
+        ok = has_curvature(s[1], s[3], s[2], n, floor)
         return np.divide(s[0], s[1] + params.lam, out=np.zeros(s[0].shape), where=ok), ok
 
-    (rL, okL), (rR, okR), (rI, okI) = ratio(sL), ratio(sR), ratio(sI)
+    (rL, okL), (rR, okR), (rI, okI) = ratio(sL, nL), ratio(sR, nR), ratio(sI, nI)
     usable = (k >= max(params.min_k, 1)) & okL & okR & okI
     U = np.where(usable, GL * rL + GR * rR - GI * rI, 0.0)
     if blocks is None:
         return U, usable, None
     # the other blocks' sums, not a total minus a block (cancellation: gains.leave_one_out)
-    (oL, okL), (oR, okR), (oI, okI) = (ratio(leave_one_out(b)) for b in blocks)
+    (oL, okL), (oR, okR), (oI, okI) = (
+        ratio(leave_one_out(b), n[..., None] if n.ndim else n)
+        for b, n in zip(blocks, (nL, nR, nI)))
     ok = usable[:, None] & okL & okR & okI
     jack = GL[:, None] * oL + GR[:, None] * oR - GI * oI
     return U, usable, np.where(ok, jack, 0.0).reshape(q, -1)
@@ -316,16 +345,19 @@ def _first_k(left: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return takeL, takeR
 
 
-def _first_k_sums(left: np.ndarray, k: np.ndarray, vals: np.ndarray, cum: np.ndarray,
+def _first_k_sums(left: np.ndarray, k: np.ndarray, vals: np.ndarray,
                   nL: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Sums (v, q) of ``vals`` (v, m) over the first ``k`` rows (in order) that go left, and right.
 
     The smaller side (``k`` rows) is taken whole. The larger side's first ``k`` rows are the
-    rows up to its k-th, at position ``t``: their sum is the prefix sum of every row up to
-    ``t`` (``cum``) minus the smaller side's rows before ``t``. With the smaller side's
-    positions ``pos_0 < pos_1 < ...``, ``pos_r - r`` larger-side rows come before ``pos_r``,
-    so ``r* = #{r: pos_r - r <= k - 1}`` of them come before ``t``, and ``t = k - 1 + r*``.
-    One ``flatnonzero`` over every candidate; the rest costs the smaller sides' rows.
+    rows up to its k-th, at position ``t``, except the smaller side's rows before ``t``. With
+    the smaller side's positions ``pos_0 < pos_1 < ...``, ``pos_r - r`` larger-side rows come
+    before ``pos_r``, so ``r* = #{r: pos_r - r <= k - 1}`` of them come before ``t``, and
+    ``t = k - 1 + r*``. Both sides are summed over their own rows, gathered: the larger
+    side's sum as a prefix sum up to ``t`` minus the smaller side's rows before it lost a
+    tiny hessian sum beside large ones to cancellation (0, or a negative sum of rounding
+    noise, made the ratio unbounded). One ``flatnonzero`` over every candidate; the rest
+    costs about twice the smaller sides' rows.
     """
     q, m = left.shape
     small_left = (np.count_nonzero(left, axis=1) if nL is None else nL) * 2 <= m
@@ -339,28 +371,38 @@ def _first_k_sums(left: np.ndarray, k: np.ndarray, vals: np.ndarray, cum: np.nda
     key += first
     r_star = np.searchsorted(key, np.arange(q) * m + k - 1, side="right") - start[:-1]
     pos = flat - np.repeat(np.arange(q, dtype=np.int64) * m, k)
+    # the larger side's first k rows: positions 0..t of each candidate (k + r* of them)
+    # without the smaller side's r* rows before t
+    span = k + r_star
+    span_start = np.zeros(q + 1, dtype=np.int64)
+    np.cumsum(span, out=span_start[1:])
+    at = np.arange(span_start[-1]) - np.repeat(span_start[:-1], span)
+    rank = np.arange(flat.size) - first  # each smaller-side entry's rank in its candidate
+    before_t = rank < np.repeat(r_star, k)
+    keep = np.ones(at.size, dtype=bool)
+    keep[np.repeat(span_start[:-1], k)[before_t] + pos[before_t]] = False
+    large_pos = at[keep]  # k[j] per candidate, candidates in order (as ``pos``)
     v = vals.shape[0]
-    gathered = np.zeros((v, flat.size + 1))  # a zero column ends the last segment
-    vals.take(pos, axis=1, out=gathered[:, :-1])
-    # sums over [start, start + r*) and [start + r*, next start): reduceat gives a lone
-    # element for an empty range, zeroed below
-    cuts = np.empty(2 * q, dtype=np.int64)
-    cuts[0::2], cuts[1::2] = start[:-1], start[:-1] + r_star
-    red = np.add.reduceat(gathered, cuts, axis=1)
-    before = np.where(r_star > 0, red[:, 0::2], 0.0)  # smaller side's rows before t
-    small = before + np.where(k > r_star, red[:, 1::2], 0.0)
-    large = cum[:, k + r_star] - before
+
+    def segment_sums(positions):  # sums over each candidate's k[j] gathered rows
+        gathered = np.zeros((v, positions.size + 1))  # a zero column ends the last segment
+        vals.take(positions, axis=1, out=gathered[:, :-1])
+        # reduceat gives a lone element for an empty segment (k = 0): zeroed
+        return np.where(k > 0, np.add.reduceat(gathered, start[:-1], axis=1), 0.0)
+
+    small, large = segment_sums(pos), segment_sums(large_pos)
     return np.where(small_left, small, large), np.where(small_left, large, small)
 
 
-def _unbiased(codes, rows, feats, masks, g, h, GL, GR, GI,
+def _unbiased(codes, rows, feats, masks, g, h, GL, GR, GI, n_node, floor: float,
               rng, params: GrowerParams, all_rows: bool, blocks=None, n_blocks: int = 0):
     """U of each candidate on the validation ``rows`` of a node; (U, k, usable, jackknife).
 
     One shuffle of the node's rows serves every candidate: I's draw is the first k rows in
     that order, L's (R's) the first k rows that go left (right). Each draw alone is uniform
     without replacement, which is all E[U] = 0 needs (as in :mod:`unbiased_criteria.gains`).
-    ``blocks`` (block of every training row) adds the jackknife replicates.
+    ``n_node`` and ``floor``: the curvature floor (:func:`_combine`). ``blocks`` (block of
+    every training row) adds the jackknife replicates.
     """
     q = len(feats)
     m = rows.size
@@ -375,18 +417,20 @@ def _unbiased(codes, rows, feats, masks, g, h, GL, GR, GI,
     k = np.minimum(nL, m - nL)
     kI = np.full(q, m) if all_rows else k
     if not all_rows and blocks is None and hv.all():
-        # every row has a non-zero hessian: the third sum is the row count, k everywhere
+        # every row has a non-zero hessian: the last two sums are the row count, k
         vals = np.stack([gv, hv])
-        cum = np.zeros((2, m + 1))
+        cum = np.zeros((2, m + 1))  # I's sums are prefix sums (from 0: no cancellation)
         np.cumsum(vals, axis=1, out=cum[:, 1:])
-        sums = np.empty((3, 3, q))  # L, R, I
-        sums[0, :2], sums[1, :2] = _first_k_sums(left, k, vals, cum, nL)
+        sums = np.empty((3, 4, q))  # L, R, I
+        sums[0, :2], sums[1, :2] = _first_k_sums(left, k, vals, nL)
         sums[2, :2] = cum[:, k]
-        sums[:, 2] = k
-        U, usable, _ = _combine(sums[0], sums[1], sums[2], k, GL, GR, GI, params)
+        sums[:, 2:] = k
+        U, usable, _ = _combine(sums[0], sums[1], sums[2], k, GL, GR, GI, n_node, floor,
+                                params)
         return U, k, usable, None
-    vals = np.stack([gv, hv, (hv != 0).astype(np.float64)])  # (3, m)
-    cum = np.concatenate([np.zeros((3, 1)), np.cumsum(vals, axis=1)], axis=1)
+    # g, h, rows with a non-zero hessian, rows drawn
+    vals = np.stack([gv, hv, (hv != 0).astype(np.float64), np.ones(m)])  # (4, m)
+    cum = np.concatenate([np.zeros((4, 1)), np.cumsum(vals, axis=1)], axis=1)
     by_block = None
     if all_rows or blocks is not None:
         takeL, takeR = (left, ~left) if all_rows else _first_k(left, k)
@@ -395,21 +439,21 @@ def _unbiased(codes, rows, feats, masks, g, h, GL, GR, GI,
         sL, sR = vals @ fL.T, vals @ fR.T
         if blocks is not None:
             onehot = (blocks[order][:, None] == np.arange(n_blocks)).astype(np.float64)
-            weighted = vals[:, :, None] * onehot[None]  # (3, m, B)
+            weighted = vals[:, :, None] * onehot[None]  # (4, m, B)
             bL = np.einsum("vmb,qm->vqb", weighted, fL)
             bR = np.einsum("vmb,qm->vqb", weighted, fR)
-            cumb = np.concatenate([np.zeros((3, 1, n_blocks)), np.cumsum(weighted, axis=1)],
+            cumb = np.concatenate([np.zeros((4, 1, n_blocks)), np.cumsum(weighted, axis=1)],
                                   axis=1)
             by_block = (bL, bR, cumb[:, kI, :])
     else:
-        sL, sR = _first_k_sums(left, k, vals, cum, nL)
+        sL, sR = _first_k_sums(left, k, vals, nL)
     sI = cum[:, kI]
-    U, usable, jack = _combine(sL, sR, sI, k, GL, GR, GI, params, by_block)
+    U, usable, jack = _combine(sL, sR, sI, k, GL, GR, GI, n_node, floor, params, by_block)
     return U, k, usable, jack
 
 
-def _unbiased_one(codes, rows, f: int, mask, g, h, GL, GR, GI, rng, params: GrowerParams,
-                  all_rows: bool):
+def _unbiased_one(codes, rows, f: int, mask, g, h, GL, GR, GI, n_node, floor: float, rng,
+                  params: GrowerParams, all_rows: bool):
     """:func:`_unbiased` of one candidate (the decision on D2'), with a few array calls:
     the same shuffle and the same first-k draws. With every row used (``all_rows``) the order
     is irrelevant and the rows are not shuffled."""
@@ -426,13 +470,14 @@ def _unbiased_one(codes, rows, f: int, mask, g, h, GL, GR, GI, rng, params: Grow
     head = slice(None) if all_rows else slice(0, k)
 
     def sums(gs, hs):
-        return [gs.sum(dtype=np.float64), hs.sum(dtype=np.float64), np.count_nonzero(hs)]
+        return [gs.sum(dtype=np.float64), hs.sum(dtype=np.float64), np.count_nonzero(hs),
+                hs.size]
 
     sL = np.array(sums(gv.take(on_left), hv.take(on_left)), dtype=np.float64)[:, None]
     sR = np.array(sums(gv.take(on_right), hv.take(on_right)), dtype=np.float64)[:, None]
     sI = np.array(sums(gv[head], hv[head]), dtype=np.float64)[:, None]
     kk = np.array([k])
-    U, usable, _ = _combine(sL, sR, sI, kk, GL, GR, GI, params)
+    U, usable, _ = _combine(sL, sR, sI, kk, GL, GR, GI, n_node, floor, params)
     return U, kk, usable, None
 
 
@@ -453,25 +498,34 @@ def _block_histogram(codes, rows, g, h, width, blocks, n_blocks) -> np.ndarray:
     return out.transpose(0, 2, 1, 3)
 
 
-def _unbiased_from_hist(hist_b, feats, masks, GL, GR, GI, params: GrowerParams,
-                        jackknife: bool):
+def _unbiased_from_hist(hist_b, feats, masks, GL, GR, GI, n_node, floor: float,
+                        params: GrowerParams, jackknife: bool):
     """U of each candidate from the block histograms (3, B, p, width) of a node's validation
-    rows, every row used (equal hessians: no ratio bias to cancel); (U, k, usable, jack)."""
+    rows, every row used (equal hessians: no ratio bias to cancel); (U, k, usable, jack).
+
+    The histograms' third sum counts the rows with a non-zero hessian; with equal hessians
+    those are every row drawn, or none (then no ratio is usable whatever the rows drawn), so
+    it serves as the rows drawn too (:func:`_combine`).
+    """
     hb = hist_b[:, :, feats, :]  # (3, B, q, width)
     bL = (hb * masks[None, None]).sum(axis=3).transpose(0, 2, 1)  # (3, q, B)
-    bI = np.broadcast_to(hb[:, :, :1, :].sum(axis=3).transpose(0, 2, 1), bL.shape)
-    bR = bI - bL
+    bI = hb[:, :, :1, :].sum(axis=3).transpose(0, 2, 1)
+    # g, h, rows with a non-zero hessian, rows drawn: (4, q, B)
+    bL = np.concatenate([bL, bL[2:3]])
+    bI = np.broadcast_to(np.concatenate([bI, bI[2:3]]), bL.shape)
+    bR = bI - bL  # equal hessians: no small sum beside large ones to lose
     sL, sR, sI = bL.sum(axis=2), bR.sum(axis=2), bI.sum(axis=2)
     nL = sL[2]
     k = np.rint(np.minimum(nL, sI[2] - nL)).astype(np.int64)
-    U, usable, jack = _combine(sL, sR, sI, k, GL, GR, GI, params,
+    U, usable, jack = _combine(sL, sR, sI, k, GL, GR, GI, n_node, floor, params,
                                (bL, bR, bI) if jackknife else None)
     return U, k, usable, jack
 
 
 def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
               binner: BinMapper, params: GrowerParams, rng: np.random.Generator,
-              blocks: np.ndarray | None = None, n_blocks: int = 0) -> GrownTree:
+              blocks: np.ndarray | None = None, n_blocks: int = 0,
+              weight: np.ndarray | None = None) -> GrownTree:
     """Grow one tree on the binned training rows.
 
     Parameters
@@ -489,6 +543,11 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
     blocks, n_blocks : int array (n,), int
         Optional jackknife block (0..n_blocks-1) of every training row: each candidate's U
         on D1' is also computed with each block's rows left out (``GrownTree.jackknife``).
+    weight : float array (n,), optional
+        The rows' weights (already in ``g`` and ``h``; None: unweighted): the unit of the
+        curvature floor (``params.min_hessian``) is the mean weight of D1' for the scores on
+        D1', of D2' for the decisions on D2' (:func:`unbiased_criteria.gains.weight_scale`),
+        so that scaling every weight changes no candidate's usability.
     """
     p, n = codes.shape
     width = binner.width
@@ -554,13 +613,16 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
             return
         GL = best.GL[feats]
         GR = G - GL
+        nL = best.nL[feats]
+        n_node = (nL, nD - nL, nD)  # the rows of D behind GL, GR, G
         if all_rows:
             U1, k1, ok1, jack = _unbiased_from_hist(hist1_of[node], feats, best.mask[feats],
-                                                    GL, GR, G, params, jackknife)
+                                                    GL, GR, G, n_node, floor_select, params,
+                                                    jackknife)
         else:
             U1, k1, ok1, jack = _unbiased(codes, rows_of[node][1], feats, best.mask[feats],
-                                          g, h, GL, GR, G, rng, params, all_rows,
-                                          blocks, n_blocks)
+                                          g, h, GL, GR, G, n_node, floor_select, rng, params,
+                                          all_rows, blocks, n_blocks)
         if jackknife:
             jack_parts.append(jack)
         chosen = np.zeros(feats.size, dtype=bool)
@@ -570,7 +632,9 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
             chosen[j] = True
             f = int(feats[j])
             U2, _, ok2, _ = _unbiased_one(codes, rows_of[node][2], f, best.mask[f], g, h,
-                                          GL[j:j + 1], GR[j:j + 1], G, rng, params, all_rows)
+                                          GL[j:j + 1], GR[j:j + 1], G,
+                                          (nL[j:j + 1], nD - nL[j:j + 1], nD), floor_decide,
+                                          rng, params, all_rows)
             decision[j] = U2[0] if ok2[0] else np.nan
             if ok2[0] and U2[0] > params.stop_threshold:
                 split_of[node] = (U1[j], f, int(best.bin[f]), best.mask[f], best.gain[f])
@@ -584,6 +648,11 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
     empty = np.zeros(0, dtype=np.int64)
     select = empty if sets.select is None else sets.select
     root_rows = (sets.build, select, select if shared or sets.decide is None else sets.decide)
+    # the curvature floor in the units of the weights of the rows each ratio draws from
+    floor_select, floor_decide = (
+        params.min_hessian * weight_scale(None if weight is None
+                                          else np.asarray(weight, dtype=np.float64)[rows])
+        for rows in root_rows[1:])
     add_node(root_rows, 0, _histogram(codes, sets.build, g64, h64, width),
              _block_histogram(codes, select, g64, h64, width, blocks, n_blocks)
              if all_rows else None)

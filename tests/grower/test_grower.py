@@ -217,16 +217,41 @@ def test_k_draw_sums_are_the_first_k_rows_of_each_side():
     left[7] = np.arange(m) % 2 == 0  # a tie: n_L = n_R = 20
     left[8] = np.arange(m) == 17  # k = 1, the single left row late in the order
     vals = rng.normal(size=(2, m))
-    cum = np.concatenate([np.zeros((2, 1)), np.cumsum(vals, axis=1)], axis=1)
     nL = left.sum(axis=1)
     k = np.minimum(nL, m - nL)
-    sL, sR = _first_k_sums(left, k, vals, cum)
+    sL, sR = _first_k_sums(left, k, vals)
     for j in range(left.shape[0]):
         want_L = vals[:, np.flatnonzero(left[j])[: k[j]]].sum(axis=1)
         want_R = vals[:, np.flatnonzero(~left[j])[: k[j]]].sum(axis=1)
         np.testing.assert_allclose(sL[:, j], want_L, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(sR[:, j], want_R, rtol=1e-12, atol=1e-12)
     assert k[5] == 0 and k[6] == 0 and k[7] == 20 and k[8] == 1
+
+
+def test_k_draw_sums_keep_a_tiny_larger_side_beside_large_ones():
+    """Smaller sides of hessian about 1, larger sides of about 1e-18: the larger side's first
+    k rows sum to their own 1e-18s. (As the prefix sum up to its k-th row minus the smaller
+    side's rows before it they came out 0 or rounding noise of 1e-15, and the ratio over
+    them inf or 1e3 times too small.)"""
+    from unbiased_criteria.grower import _first_k_sums
+
+    rng = np.random.default_rng(21)
+    q, m = 12, 400
+    left = rng.uniform(size=(q, m)) < rng.uniform(0.05, 0.95, size=q)[:, None]
+    nL = left.sum(axis=1)
+    k = np.minimum(nL, m - nL)
+    small_left = nL * 2 <= m
+    small = left == small_left[:, None]
+    for j in range(q):  # the values depend on candidate j's sides: one call per candidate
+        vals = np.stack([np.where(small[j], 1.0, -1e-18), np.where(small[j], 1.0, 1e-18)])
+        vals *= rng.uniform(0.5, 1.5, size=m)
+        sL, sR = _first_k_sums(left, k, vals, nL)
+        want_L = vals[:, np.flatnonzero(left[j])[: k[j]]].sum(axis=1)
+        want_R = vals[:, np.flatnonzero(~left[j])[: k[j]]].sum(axis=1)
+        np.testing.assert_allclose(sL[:, j], want_L, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(sR[:, j], want_R, rtol=1e-12, atol=0)
+        large = sR[:, j] if small_left[j] else sL[:, j]
+        assert 0 < large[1] < 1e-15 and large[0] < 0
 
 
 def test_unbiased_gain_on_d1_by_hand_with_unequal_hessians():
@@ -318,9 +343,10 @@ def test_decision_on_one_candidate_matches_the_general_k_draw(all_rows):
             mask[-1] = bool(trial % 4)  # NaN left in half the numeric ones
         f = trial % 2
         GL, GR, GI = np.array([1.5]), np.array([-0.5]), 1.0
-        want = _unbiased(codes, rows, np.array([f]), mask[None], g, h, GL, GR, GI,
-                         np.random.default_rng(trial), params, all_rows)
-        got = _unbiased_one(codes, rows, f, mask, g, h, GL, GR, GI,
+        n_node = (np.array([30.0]), np.array([50.0]), 80.0)  # rows of D behind GL, GR, GI
+        want = _unbiased(codes, rows, np.array([f]), mask[None], g, h, GL, GR, GI, n_node,
+                         1e-3, np.random.default_rng(trial), params, all_rows)
+        got = _unbiased_one(codes, rows, f, mask, g, h, GL, GR, GI, n_node, 1e-3,
                             np.random.default_rng(trial), params, all_rows)
         np.testing.assert_allclose(got[0], want[0], rtol=1e-9, atol=1e-12)
         np.testing.assert_array_equal(got[1], want[1])
