@@ -283,6 +283,8 @@ def _data_free_bias(arrays: dict[str, Any], l2: float) -> float:
     return float(np.sum(weight * arrays["value"][leaf]) / np.sum(weight))
 
 
+#: objectives whose init score is a percentile of the labels by a version-dependent rule
+_PERCENTILE_INIT = ("regression_l1", "quantile")
 #: a first-iteration tree's splits must agree on its learning rate to this relative
 #: tolerance (on the rate squared): its gains are float32 printed to 6 significant digits
 _RATE_AGREEMENT = 1e-3
@@ -543,6 +545,17 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
             "gains and unbiased gains are not those of its training (pruning keeps its trees "
             "as they are)"
         )
+    before = source.written_before()
+    if before is not None and (before == "4.0" or objective_name in _PERCENTILE_INIT):
+        written = ("LightGBM 3 or older (version=v3, or its parameters lack "
+                   "data_sample_strategy, which 4.0 added)" if before == "4.0" else
+                   "LightGBM 4.0 (its parameters lack lambdarank_position_bias_regularization, "
+                   "which 4.1 added)")
+        notes.append(
+            f"the model was written by {written}: it is read as LightGBM 4 reads it"
+            + (", and its init score is replayed by that version's percentile of the labels "
+               "(the unweighted one changed in 4.1, LightGBM PR #5848), not 4.1's"
+               if objective_name in _PERCENTILE_INIT else ""))
     n_iterations = len(trees) // max(K, 1)
     if 0 < best_iteration < n_iterations:
         notes.append(
