@@ -119,18 +119,31 @@ def _weighted_mean(y, w):
     return float(np.average(np.asarray(y, dtype=np.float64), weights=w))
 
 
-def _weighted_percentile(y, w, q):
+#: LightGBM's rules for an unweighted percentile (``percentile_rule`` of the L1 and quantile
+#: objectives): from 4.1 on; 4.0's; 3.x's (and older), whose position is a float32 product
+PERCENTILE_RULES = ("lightgbm", "lightgbm4.0", "lightgbm3")
+
+
+def _weighted_percentile(y, w, q, rule: str = "lightgbm"):
     """LightGBM's percentile of labels ``y`` (the init score of its L1, quantile and MAPE
     objectives), rule for rule, in its precisions (labels, weights and alpha in float32).
 
     Checked against LightGBM 4.7's own init scores (``tests/core/test_objectives.py``), not
-    its source, whose formula differs. Unweighted: linear interpolation between order
-    statistics, counted from the largest. Weighted: the values sorted (stably), the running
-    sum ``cdf`` of their weights, ``t = alpha * cdf[-1]`` and ``pos`` the first index whose
+    its source, whose formula differs. Unweighted (``rule``, one of
+    :data:`PERCENTILE_RULES`): from LightGBM 4.1 on (``"lightgbm"``), linear interpolation
+    between order statistics, counted from the largest, at position ``(n - 1) * (1 - q)``;
+    before 4.1 (``"lightgbm4.0"``, ``"lightgbm3"``), at position ``(1 - q) * n`` from the
+    largest, between the values ``floor(pos) - 1`` and ``floor(pos)`` (0-based; LightGBM
+    PR #5848), ``(1 - q) * n`` in float32 before 4.0 (``"lightgbm3"``: quantile's alpha is
+    a float32 there; L1's median uses a double 0.5, as 4.0 does). Weighted (the same in
+    every version): the values sorted (stably), the running sum ``cdf`` of their weights,
+    ``t = alpha * cdf[-1]`` and ``pos`` the first index whose
     ``cdf`` exceeds ``t`` (at most ``n - 1``); the value at ``pos`` at either end; else, where
     the weight at ``pos`` is at least 1, ``v[pos-1] + (t - cdf[pos-1]) / w[pos] * (v[pos] -
     v[pos-1])`` (the difference in float32), and ``v[pos-1]`` where it is below 1.
     """
+    if rule not in PERCENTILE_RULES:
+        raise ValueError(f"percentile_rule must be one of {PERCENTILE_RULES}, got {rule!r}")
     y = np.asarray(y, dtype=np.float32)
     q = float(np.float32(q))
     n = y.size
@@ -138,13 +151,22 @@ def _weighted_percentile(y, w, q):
         return float(y[0])
     if w is None:
         values = np.sort(y)[::-1].astype(np.float64)  # LightGBM counts from the largest
-        float_pos = (n - 1) * (1.0 - q)
-        pos = int(float_pos) + 1
+        if rule == "lightgbm":
+            float_pos = (n - 1) * (1.0 - q)
+            pos = int(float_pos) + 1
+            bias = float_pos - (pos - 1)
+        else:  # before 4.1
+            if rule == "lightgbm3":  # (1.0f - alpha) * cnt_data, all float32
+                float_pos = float(np.float32(np.float32(1.0) - np.float32(q))
+                                  * np.float32(n))
+            else:
+                float_pos = (1.0 - q) * n
+            pos = int(float_pos)
+            bias = float_pos - pos
         if pos < 1:
             return float(values[0])
         if pos >= n:
             return float(values[-1])
-        bias = float_pos - (pos - 1)
         v1, v2 = values[pos - 1], values[pos]
         return float(np.float32(v1 - (v1 - v2) * bias))
     order = np.argsort(y, kind="stable")
@@ -576,14 +598,23 @@ class AbsoluteError(Objective):
     """L1 loss: gradient sign(F - y), unit hessian (LightGBM regression_l1, XGBoost
     reg:absoluteerror). The hosts renew leaf values with a weighted median."""
 
+    #: LightGBM's rule for the unweighted median (:data:`PERCENTILE_RULES`): it changed in 4.1
+    percentile_rule: str = "lightgbm"
     name = "absolute_error"
     renews_leaves = True
+
+    def __post_init__(self):
+        if self.percentile_rule not in PERCENTILE_RULES:
+            raise ValueError(f"percentile_rule must be one of {PERCENTILE_RULES}, "
+                             f"got {self.percentile_rule!r}")
 
     def _grad_hess(self, y, raw, w):
         return self._w(np.sign(raw - y), w), self._w(np.ones_like(raw), w)
 
     def init_score(self, y, weight=None):
-        return np.array([_weighted_percentile(np.float32(y), weight, 0.5)])
+        # LightGBM 3's L1 takes its median at a double 0.5, by 4.0's arithmetic
+        rule = "lightgbm4.0" if self.percentile_rule == "lightgbm3" else self.percentile_rule
+        return np.array([_weighted_percentile(np.float32(y), weight, 0.5, rule)])
 
     def loss(self, y, raw):
         return np.abs(raw - y)
@@ -597,15 +628,23 @@ class Quantile(Objective):
     """
 
     alpha: float = 0.5
+    #: LightGBM's rule for the unweighted percentile (:data:`PERCENTILE_RULES`)
+    percentile_rule: str = "lightgbm"
     name = "quantile"
     renews_leaves = True
+
+    def __post_init__(self):
+        if self.percentile_rule not in PERCENTILE_RULES:
+            raise ValueError(f"percentile_rule must be one of {PERCENTILE_RULES}, "
+                             f"got {self.percentile_rule!r}")
 
     def _grad_hess(self, y, raw, w):
         g = np.where(raw - y >= 0, 1 - self.alpha, -self.alpha).astype(raw.dtype)
         return self._w(g, w), self._w(np.ones_like(raw), w)
 
     def init_score(self, y, weight=None):
-        return np.array([_weighted_percentile(np.float32(y), weight, self.alpha)])
+        return np.array([_weighted_percentile(np.float32(y), weight, self.alpha,
+                                              self.percentile_rule)])
 
     def loss(self, y, raw):
         d = y - raw

@@ -57,6 +57,14 @@ _NOT_TRAINABLE = {
     "cross_entropy_lambda": "its gradients are not implemented in the core",
 }
 
+def percentile_rule(source: LightGBMSource) -> str:
+    """The core's rule for the unweighted percentile of the labels that the LightGBM version
+    that wrote the model took as the L1 and quantile init score (it changed in 4.0 and 4.1:
+    :data:`unbiased_criteria.objectives.PERCENTILE_RULES`)."""
+    return {"4.0": "lightgbm3", "4.1": "lightgbm4.0"}.get(source.written_before() or "",
+                                                           "lightgbm")
+
+
 #: LightGBM canonical objective -> (core objective name, its parameters from the model's)
 _CORE_OBJECTIVES: dict[str, tuple[str, Callable[[LightGBMSource, int], dict]]] = {
     "regression": ("squared_error", lambda s, K: {}),
@@ -75,8 +83,10 @@ _CORE_OBJECTIVES: dict[str, tuple[str, Callable[[LightGBMSource, int], dict]]] =
     "huber": ("huber", lambda s, K: {"alpha": s.float_param("alpha")}),
     "fair": ("fair", lambda s, K: {"c": s.float_param("fair_c")}),
     "cross_entropy": ("cross_entropy", lambda s, K: {}),
-    "regression_l1": ("absolute_error", lambda s, K: {}),
-    "quantile": ("quantile", lambda s, K: {"alpha": s.float_param("alpha")}),
+    "regression_l1": ("absolute_error", lambda s, K: {
+        "percentile_rule": percentile_rule(s)}),
+    "quantile": ("quantile", lambda s, K: {
+        "alpha": s.float_param("alpha"), "percentile_rule": percentile_rule(s)}),
     "mape": ("mape", lambda s, K: {}),
 }
 

@@ -283,6 +283,70 @@ def _data_free_bias(arrays: dict[str, Any], l2: float) -> float:
     return float(np.sum(weight * arrays["value"][leaf]) / np.sum(weight))
 
 
+#: objectives whose init score is a percentile of the labels by a version-dependent rule
+_PERCENTILE_INIT = ("regression_l1", "quantile")
+#: a first-iteration tree's splits must agree on its learning rate to this relative
+#: tolerance (on the rate squared): its gains are float32 printed to 6 significant digits
+_RATE_AGREEMENT = 1e-3
+#: splits whose gain is below this share of the tree's largest are too imprecise to count
+_RATE_MIN_GAIN_SHARE = 1e-2
+
+
+def _first_iteration_rate(arrays: dict[str, Any], bias: float, l2: float) -> float:
+    """The learning rate a first-iteration tree that holds the init score ``bias`` was grown
+    at, from its own leaf values and split gains; NaN where they do not tell.
+
+    LightGBM resets such a tree's ``shrinkage`` to 1 when it folds the init score in, and its
+    parameters show the last rate only. Where every leaf holds ``bias + rate * (-G/(H +
+    l2))`` (the cases :func:`_data_free_bias` is exact for), each leaf gives ``rate * G``, the
+    sums of those give every node's, and each split's stored gain ``B`` of the unshrunk sums
+    (``min_gain_to_split`` not subtracted: checked on LightGBM 4.7's) then gives ``rate**2``:
+    the values scale with the rate, the gains do not. The splits must agree
+    (:data:`_RATE_AGREEMENT`); the rate is returned to 6 significant digits, what the printed
+    gains carry.
+    """
+    left, right = arrays["left"], arrays["right"]
+    leaf = left < 0
+    if leaf.all() or not math.isfinite(bias):
+        return math.nan
+    inner = np.flatnonzero(~leaf)
+    parent = np.full(leaf.size, -1)
+    parent[left[inner]] = inner
+    parent[right[inner]] = inner
+    lam = l2 + arrays["l2_extra"]  # children of many-vs-many splits: l2 + cat_l2
+    H = np.where(leaf, arrays["host_hessian"], 0.0)
+    G = np.zeros(leaf.size)  # rate * G, from the leaves
+    G[leaf] = -(arrays["value"][leaf] - bias) * (H[leaf] + lam[parent[leaf]])
+    # children before parents (post-order), whatever the numbering
+    order, stack = [], [0]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        if not leaf[node]:
+            stack += [int(left[node]), int(right[node])]
+    for node in reversed(order):
+        if not leaf[node]:
+            G[node] = G[left[node]] + G[right[node]]
+            H[node] = H[left[node]] + H[right[node]]
+
+    def score(g: np.ndarray, h: np.ndarray, extra: np.ndarray) -> np.ndarray:
+        return g * g / (h + extra)
+
+    children_l2 = lam[inner]
+    scaled = (score(G[left[inner]], H[left[inner]], children_l2)
+              + score(G[right[inner]], H[right[inner]], children_l2)
+              - score(G[inner], H[inner], np.full(inner.size, l2)))
+    gain = arrays["host_gain"][inner].astype(np.float64)
+    if not (np.all(np.isfinite(scaled)) and np.all(np.isfinite(gain)) and gain.max() > 0):
+        return math.nan
+    use = gain >= _RATE_MIN_GAIN_SHARE * gain.max()
+    squared = float(scaled[use].sum() / gain[use].sum())
+    if not squared > 0 or np.any(
+            np.abs(scaled[use] - squared * gain[use]) > _RATE_AGREEMENT * squared * gain[use]):
+        return math.nan
+    return float(f"{math.sqrt(squared):.6g}")
+
+
 def read_model(model: lightgbm.Booster | lightgbm.LGBMModel) -> Model:
     """Read a LightGBM model into the IR; no data needed.
 
@@ -417,6 +481,7 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
     parse = parse_tree if tree_fields is None else parse_tree_text
     trees = []
     any_bias = False
+    first_rates = []  # the first iteration's rates, where read from their gains
     for t, info in enumerate(infos):
         arrays = parse(info, **categorical)
         shrinkage = sizes[t][1]
@@ -428,16 +493,46 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
             any_bias = True
             if not forest_mode:  # AddBias reset the first iteration's shrinkage to 1
                 shrinkage = math.nan if scheduled else lr if lr > 0 else shrinkage
+                if exact_bias and arrays["left"][0] >= 0:
+                    # the rate is not stored (a schedule may have changed the first round's
+                    # alone): where the tree's gains tell it, they decide
+                    rate = _first_iteration_rate(arrays, bias, score.l2)
+                    if math.isfinite(rate) and math.isclose(rate, lr, rel_tol=_RATE_AGREEMENT):
+                        rate = lr  # the model's own rate, to its digits
+                    first_rates.append(rate)
+                    # untold: kept as grown under a schedule, else the later trees' rate
+                    # (a note says it was not confirmed)
+                    shrinkage = rate if math.isfinite(rate) else shrinkage
         trees.append(make_tree(**arrays, shrinkage=shrinkage, bias=bias, rules=RULES))
 
     forest = make_forest(trees, K, int(dump["max_feature_idx"]) + 1, dump["feature_names"],
                          one_iteration=forest_mode)
-    if scheduled and any_bias:
+    read_rates = [r for r in first_rates if math.isfinite(r)]
+    if any(r != lr for r in read_rates):
+        notes.append(
+            "the first iteration's trees were grown at learning rate "
+            f"{', '.join(sorted({f'{r:g}' for r in read_rates}))}, not the model's "
+            f"learning_rate={lr:g} (the learning rate changed during training, as "
+            "lightgbm.reset_parameter does): LightGBM does not store that rate (those trees "
+            "hold the init score at shrinkage 1), so it was read from their split gains and "
+            "leaf values; pruning and refit_leaves use it for them"
+        )
+    untold = len(read_rates) < len(first_rates)
+    if any_bias and (scheduled and (untold or not first_rates)):
         notes.append(
             "the learning rate changed during training (its trees' shrinkage differ from "
             f"learning_rate={lr:g}, as lightgbm.reset_parameter leaves them): the first "
-            "iteration's rate is not stored (its trees hold the init score at shrinkage 1), "
-            "so pruning and refit_leaves keep the first iteration's trees as they are"
+            "iteration's rate is not stored (its trees hold the init score at shrinkage 1)"
+            + (" and their split gains and leaf values do not tell it" if untold else "")
+            + ", so pruning and refit_leaves keep the first iteration's trees as they are"
+        )
+    elif untold:
+        notes.append(
+            "the first iteration's learning rate is not stored (its trees hold the init score "
+            "at shrinkage 1) and their split gains and leaf values do not tell it (trees "
+            "pruned or edited after training?): it is taken as the later trees' "
+            f"learning_rate={lr:g}; if a schedule (lightgbm.reset_parameter) changed the "
+            "first round's alone, pruning and refit_leaves give those trees wrong values"
         )
     if bias_in_trees and scheduled:
         notes.append(
@@ -450,6 +545,17 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
             "gains and unbiased gains are not those of its training (pruning keeps its trees "
             "as they are)"
         )
+    before = source.written_before()
+    if before is not None and (before == "4.0" or objective_name in _PERCENTILE_INIT):
+        written = ("LightGBM 3 or older (version=v3, or its parameters lack "
+                   "data_sample_strategy, which 4.0 added)" if before == "4.0" else
+                   "LightGBM 4.0 (its parameters lack lambdarank_position_bias_regularization, "
+                   "which 4.1 added)")
+        notes.append(
+            f"the model was written by {written}: it is read as LightGBM 4 reads it"
+            + (", and its init score is replayed by that version's percentile of the labels "
+               "(the unweighted one changed in 4.1, LightGBM PR #5848), not 4.1's"
+               if objective_name in _PERCENTILE_INIT else ""))
     n_iterations = len(trees) // max(K, 1)
     if 0 < best_iteration < n_iterations:
         notes.append(

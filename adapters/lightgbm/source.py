@@ -87,6 +87,25 @@ class LightGBMSource:
         """A boolean parameter (LightGBM prints them as ``1`` / ``0``)."""
         return self.param(key) in ("1", "true")
 
+    def written_before(self) -> str | None:
+        """``"4.0"`` where the model was written by LightGBM 3 or older, ``"4.1"`` where by
+        4.0, else None (4.1 or later, or unknown: no ``parameters:`` block as LightGBM
+        prints it, a dump). Told by the header's ``version=v3`` or by the parameters each
+        version added to the block it prints, ``data_sample_strategy`` in 4.0,
+        ``lambdarank_position_bias_regularization`` in 4.1: the block survives a load and
+        save by a later LightGBM, which rewrites the header's version."""
+        if self.text.startswith("tree\nversion=v3\n"):
+            return "4.0"
+        # LightGBM prints every parameter, its seeds too: a shorter block (the native
+        # grower's export, a hand-made file) tells no version
+        if not {"bagging_seed", "drop_seed"} <= self.params.keys():
+            return None
+        if "data_sample_strategy" not in self.params:
+            return "4.0"
+        if "lambdarank_position_bias_regularization" not in self.params:
+            return "4.1"
+        return None
+
     def split_score(self) -> SplitScore:
         """The split gain's regularisation: ``lambda_l1``, ``lambda_l2``, ``max_delta_step``,
         the ``monotone_constraints`` leaf values must keep and ``path_smooth``."""

@@ -588,17 +588,42 @@ def test_feature_names_with_spaces_match_lightgbms_underscores():
         adapter.make_router(booster, read, frame.rename(columns={"x2": "x 2"}), "X_valid")
 
 
-def test_learning_rate_schedule_keeps_the_first_iteration_as_grown():
+@pytest.mark.parametrize("rates", [[0.6] * 3 + [0.05] * 9, [0.5] + [0.02] * 11],
+                         ids=["schedule", "first_round_only"])
+def test_learning_rate_schedule_reads_the_first_iterations_rate_from_its_gains(rates):
     """``lightgbm.reset_parameter`` changes the rate between rounds; each tree prints its own
     shrinkage, but the first iteration's (the init score folded in, shrinkage reset to 1) is
-    not stored and the parameters show the last rate. Refit leaves took that last rate for the
-    first trees: predictions off by 0.5 with no warning. Now those trees stay as grown."""
+    not stored and the parameters show the last rate. Where only the first round's rate
+    differed the reader took that last rate for tree 0 without a word (refit with nothing
+    pruned: predictions off by 0.2 on rmse 1.19); with a schedule it kept tree 0 as grown. The
+    tree's own split gains against its leaf values tell its rate: read at the schedule's."""
+    import unbiased_criteria as uc
+
+    X, signal, rng = make_data()
+    y = labels("regression", signal, rng)
+    booster = lightgbm.train({**BASE, "objective": "regression"},
+                             lightgbm.Dataset(X[:400], y[:400]), 12,
+                             callbacks=[lightgbm.reset_parameter(learning_rate=rates)])
+    read = adapter.read_model(booster)
+    assert [t.shrinkage for t in read.forest.trees] == pytest.approx(rates, rel=1e-12)
+    assert any(f"grown at learning rate {rates[0]:g}, not the model's learning_rate="
+               f"{rates[-1]:g}" in w for w in read.notes)
+    with pytest.warns(UserWarning, match="read from their split gains"):
+        refit = uc.prune(booster, X[:400], y[:400], X[400:], y[400:], threshold=-np.inf,
+                         refit_leaves=True, random_state=0)
+    np.testing.assert_allclose(refit.predict(X), booster.predict(X), rtol=0, atol=1e-9)
+
+
+def test_learning_rate_schedule_without_readable_gains_keeps_the_first_iteration_as_grown():
+    """Where the first trees' values are not ``bias + rate * (-G/(H + l2))`` (here L1
+    regularisation soft-thresholds G) their gains cannot tell the rate: with a schedule the
+    first iteration stays as grown, and a note says why."""
     import unbiased_criteria as uc
 
     X, signal, rng = make_data()
     y = labels("regression", signal, rng)
     rates = [0.6] * 3 + [0.05] * 9
-    booster = lightgbm.train({**BASE, "objective": "regression"},
+    booster = lightgbm.train({**BASE, "objective": "regression", "lambda_l1": 1.0},
                              lightgbm.Dataset(X[:400], y[:400]), 12,
                              callbacks=[lightgbm.reset_parameter(learning_rate=rates)])
     read = adapter.read_model(booster)
@@ -614,6 +639,21 @@ def test_learning_rate_schedule_keeps_the_first_iteration_as_grown():
     first = [t["tree_structure"] for t in (booster.dump_model()["tree_info"][0],
                                           pruned.dump_model()["tree_info"][0])]
     assert first[0] == first[1]
+
+
+@pytest.mark.parametrize("kind", ["regression", "binary", "multiclass", "poisson"])
+@pytest.mark.parametrize("params", [{}, {"lambda_l2": 3.0, "min_gain_to_split": 0.5},
+                                    {"max_cat_to_onehot": 2, "cat_l2": 5.0}],
+                         ids=["plain", "l2_min_gain", "categorical"])
+def test_first_iterations_rate_read_from_its_gains_is_the_learning_rate(kind, params):
+    """Without a schedule the first trees' gains give back the model's own learning rate
+    (every class's tree, L2, min_gain_to_split, many-vs-many categorical splits), without a
+    note."""
+    booster, _, _ = train(kind, rounds=3, learning_rate=0.3, **params)
+    read = adapter.read_model(booster)
+    K = read.forest.n_outputs
+    assert [t.shrinkage for t in read.forest.trees[:K]] == [0.3] * K
+    assert not any("learning rate" in w for w in read.notes)
 
 
 def test_single_leaf_trees_do_not_look_like_a_learning_rate_schedule():
