@@ -75,7 +75,9 @@ class BoosterParams:
     (``env.params``) need not say so. The Booster's model text reports the parameters it
     uses, but to 6 significant digits; ``Booster.params``, which ``reset_parameter`` updates,
     holds what was passed in full. A value is the one passed where it prints as the Booster
-    reports, else the reported one.
+    reports, else the reported one. The text is read again only when ``Booster.params``
+    changed (``reset_parameter``, however called, updates it; a change through LightGBM's C
+    API alone goes unseen): a round without one costs a dictionary comparison.
 
     Parameters
     ----------
@@ -98,6 +100,10 @@ class BoosterParams:
         # value the Booster reports
         given = {k: v for k, v in record.items()
                  if k not in self._record or not _same(self._record[k], v)}
+        if not given and record.keys() == self._record.keys():
+            # nothing passed through reset_parameter: the model text (whose cost grows with
+            # the model's features and categories) is not read again
+            return self.values
         self._record = dict(record)
         self.values = self._read(given, self.values)
         return self.values
