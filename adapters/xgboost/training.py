@@ -260,8 +260,9 @@ def _host_intercept(params: Mapping[str, Any], dtrain: xgboost.DMatrix,
     """``base_score`` (model JSON text) that ``xgb.train`` would give the model.
 
     XGBoost estimates it in its first ``update`` only (not when boosting with given gradients,
-    so neither for ``obj=`` nor with 0 rounds): one throwaway round of depth 1 with the same
-    parameters and data gives it exactly, whatever the objective and XGBoost version.
+    so neither for ``obj=``, nor with 0 rounds, nor when a callback stops training before
+    round 0): one throwaway round of depth 1 with the same parameters and data gives it
+    exactly, whatever the objective and XGBoost version.
     """
     if estimate:
         scratch = xgboost.Booster({**params, "max_depth": 1}, [dtrain])
@@ -362,7 +363,8 @@ def train(
         which gets (and may replace) the returned model: ``EarlyStopping(save_best=True)``
         works as in ``xgboost.train``, and the training record and the model's attributes
         (each tree's eta, the leaves' parameters) then describe the returned trees only.
-        ``before_iteration`` or ``after_iteration`` returning True stops training. They
+        ``before_iteration`` or ``after_iteration`` returning True stops training (before
+        round 0: no tree, and ``base_score`` not estimated, as in ``xgboost.train``). They
         may set the learning rate between rounds (``LearningRateScheduler``): nodes
         collapsed in a round get that round's eta; a change of ``lambda``, ``alpha`` or
         ``max_delta_step`` is an error.
@@ -564,6 +566,9 @@ def run_training(
     _before_training(callbacks, grower.booster)
     if n_rounds and any(cb.before_iteration(grower.booster, 0, history) for cb in callbacks):
         n_rounds = 0
+        if estimate:  # xgb.train estimates it in round 0's update, which never ran
+            base_score = str(template["learner"]["learner_model_param"]["base_score"])
+            init = parse_base_score(base_score, name, K)
     follow()
     result = boost(
         grower, objective, y, weight,
