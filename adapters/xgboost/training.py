@@ -21,7 +21,7 @@ from unbiased_criteria.adapters._record import attach_record
 from unbiased_criteria.adapters.xgboost import compat
 from unbiased_criteria.adapters.xgboost.compat import stored_categories
 from unbiased_criteria.adapters.xgboost.grower import XGBGrower
-from unbiased_criteria.adapters.xgboost.layout import _SHRINKAGE_ATTR, _gbtree, _outputs
+from unbiased_criteria.adapters.xgboost.layout import _gbtree, _outputs
 from unbiased_criteria.adapters.xgboost.metrics import (
     _DEFAULT_METRIC,
     _maximize,
@@ -31,12 +31,17 @@ from unbiased_criteria.adapters.xgboost.metrics import (
 from unbiased_criteria.adapters.xgboost.objectives import _custom_objective, parse_base_score
 from unbiased_criteria.adapters.xgboost.reader import parse_model
 from unbiased_criteria.adapters.xgboost.record import trees_stamp
-from unbiased_criteria.adapters.xgboost.writer import _load_with_config, model_json
+from unbiased_criteria.adapters.xgboost.writer import (
+    _load_with_config,
+    leaf_attributes,
+    model_json,
+)
 
 from unbiased_criteria.boosting import BoostResult, EvalSet, boost
 from unbiased_criteria.importance import GainOptions
 from unbiased_criteria.model import UnsupportedModelError
 from unbiased_criteria.training_record import TrainingRecord
+from unbiased_criteria.trees import Forest
 from unbiased_criteria.validation import check_labels, check_unique_names
 
 #: objectives the training hook drives (the core has their gradients, XGBoost keeps its leaves)
@@ -255,8 +260,9 @@ def _host_intercept(params: Mapping[str, Any], dtrain: xgboost.DMatrix,
     """``base_score`` (model JSON text) that ``xgb.train`` would give the model.
 
     XGBoost estimates it in its first ``update`` only (not when boosting with given gradients,
-    so neither for ``obj=`` nor with 0 rounds): one throwaway round of depth 1 with the same
-    parameters and data gives it exactly, whatever the objective and XGBoost version.
+    so neither for ``obj=``, nor with 0 rounds, nor when a callback stops training before
+    round 0): one throwaway round of depth 1 with the same parameters and data gives it
+    exactly, whatever the objective and XGBoost version.
     """
     if estimate:
         scratch = xgboost.Booster({**params, "max_depth": 1}, [dtrain])
@@ -351,14 +357,17 @@ def train(
         ``after_iteration`` with the evaluation log, ``after_training``; no call for a round
         that is not grown). ``before_training`` must return the model it was given (another
         Booster is an error: ``xgboost.train`` would train that one), ``after_training`` a
-        Booster. ``model`` is the
+        Booster holding the first rounds of the model it was given (that model, a copy or a
+        slice ``model[:n]``; other trees are an error). ``model`` is the
         Booster growing the trees, which holds them unpruned, except in ``after_training``,
         which gets (and may replace) the returned model: ``EarlyStopping(save_best=True)``
-        works as in ``xgboost.train``, and the training record then covers the returned
-        trees only. ``before_iteration`` or ``after_iteration`` returning True stops
-        training. They may set the learning rate between rounds
-        (``LearningRateScheduler``): nodes collapsed in a round get that round's eta; a
-        change of ``lambda``, ``alpha`` or ``max_delta_step`` is an error.
+        works as in ``xgboost.train``, and the training record and the model's attributes
+        (each tree's eta, the leaves' parameters) then describe the returned trees only.
+        ``before_iteration`` or ``after_iteration`` returning True stops training (before
+        round 0: no tree, and ``base_score`` not estimated, as in ``xgboost.train``). They
+        may set the learning rate between rounds (``LearningRateScheduler``): nodes
+        collapsed in a round get that round's eta; a change of ``lambda``, ``alpha`` or
+        ``max_delta_step`` is an error.
     holdout_fraction : float in [0, 1)
         Share of training rows held out each round to score the new splits.
         The default, 0.5 re-drawn every round, did best in the accuracy suite
@@ -397,7 +406,8 @@ def train(
         [0, 1), a NaN ``prune_threshold``), ``dtrain``
         without labels or with weights summing to zero, labels outside the objective's range,
         early stopping without evals, an ``xgb_model``, an eval ``QuantileDMatrix`` not built
-        with ``ref=dtrain``, a callback's ``before_training`` returning another Booster.
+        with ``ref=dtrain``, a callback's ``before_training`` returning another Booster, its
+        ``after_training`` returning (or leaving) trees other than the first rounds grown.
     TypeError
         A callback's ``before_training`` or ``after_training`` returning no Booster.
     UnsupportedModelError
@@ -556,6 +566,9 @@ def run_training(
     _before_training(callbacks, grower.booster)
     if n_rounds and any(cb.before_iteration(grower.booster, 0, history) for cb in callbacks):
         n_rounds = 0
+        if estimate:  # xgb.train estimates it in round 0's update, which never ran
+            base_score = str(template["learner"]["learner_model_param"]["base_score"])
+            init = parse_base_score(base_score, name, K)
     follow()
     result = boost(
         grower, objective, y, weight,
@@ -586,11 +599,21 @@ def run_training(
         else np.tile(init.astype(np.float32), (e.y.size, 1))
         for r, e in zip(latest, eval_sets)
     )
-    for i, cb in enumerate(callbacks):
-        booster = _returned_model(cb.after_training(booster), i, "after_training")
-    # the record covers the returned trees only (EarlyStopping(save_best=True) slices them)
-    n_returned = min(n_trees, booster.num_boosted_rounds() * K)
-    _cut_shrinkages(booster, n_returned)
+    n_returned = n_trees
+    if callbacks:
+        grown = _tree_texts(booster)  # the hook's trees, as written
+        for i, cb in enumerate(callbacks):
+            returned = _returned_model(cb.after_training(booster), i, "after_training")
+            if returned is not booster:  # a slice (EarlyStopping(save_best=True)), a copy
+                _rounds_held(returned, grown, K, f"callbacks[{i}].after_training returned")
+            booster = returned
+        # (or changed in place.) The attributes and the record must describe the trees
+        # returned only: the stored etas and parameters were the whole run's, which a slice
+        # keeps (its trees were read at the scheduler's last eta)
+        n_returned = _rounds_held(booster, grown, K, "a callback's after_training left") * K
+        kept = _first_trees(forest, n_returned)
+        for key, value in leaf_attributes(kept, model_ir.split_score).items():
+            booster.set_attr(**{key: value})
     record = TrainingRecord.from_result(result, n_returned, K, forest.feature_names,
                                         options.n_blocks)
     attach_record(booster, record, trees_stamp)
@@ -626,13 +649,39 @@ def _before_training(callbacks: list, booster: xgboost.Booster) -> None:
             )
 
 
-def _cut_shrinkages(booster: xgboost.Booster, n_trees: int) -> None:
-    """Keep the trees' etas the writer stored (a schedule's) for the first ``n_trees`` only:
-    a slice of the model (``EarlyStopping(save_best=True)``) kept them all, and the reader
-    then could not tell which tree had which (pruned leaves off by up to 0.75)."""
-    text = booster.attr(_SHRINKAGE_ATTR)
-    if text is None:
-        return
-    etas = json.loads(text)[:n_trees]
-    kept = json.dumps(etas, ensure_ascii=False) if np.ptp(etas or [0]) > 0 else None
-    booster.set_attr(**{_SHRINKAGE_ATTR: kept})
+def _tree_texts(booster: xgboost.Booster) -> list[str]:
+    """Each tree of ``booster`` as its model JSON holds it, without its position (``id``:
+    a slice renumbers the trees)."""
+    trees = _gbtree(json.loads(booster.save_raw("json"))["learner"])[0]["trees"]
+    return [json.dumps({k: v for k, v in t.items() if k != "id"}, sort_keys=True)
+            for t in trees]
+
+
+def _rounds_held(booster: xgboost.Booster, grown: list[str], n_outputs: int,
+                 who: str) -> int:
+    """How many of the first boosting rounds the hook grew ``booster`` holds: its trees must
+    be the first ones of ``grown`` (:func:`_tree_texts`), whole rounds of ``n_outputs``.
+
+    Raises
+    ------
+    ValueError
+        ``booster`` holds other trees (``who`` says which callback gave them): the hook could
+        not say which learning rate and penalties they have, nor give their record.
+    """
+    held = _tree_texts(booster)
+    if held != grown[: len(held)] or len(held) % n_outputs:
+        raise ValueError(
+            f"{who} a model whose trees are not the first boosting rounds the training hook "
+            f"grew ({len(held)} trees, {len(grown)} grown): the hook's model attributes (each "
+            "tree's learning rate and penalties) and training record can describe only those; "
+            "return the model given, or a slice of its first rounds (model[:n], as "
+            "EarlyStopping(save_best=True) does)"
+        )
+    return len(held) // n_outputs
+
+
+def _first_trees(forest: Forest, n_trees: int) -> Forest:
+    """``forest`` with its first ``n_trees`` trees only."""
+    return replace(forest, trees=forest.trees[:n_trees],
+                   tree_class=forest.tree_class[:n_trees],
+                   tree_iteration=forest.tree_iteration[:n_trees])

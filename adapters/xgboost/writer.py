@@ -118,6 +118,37 @@ def leaf_params(forest: Forest, split_score: SplitScore, n_parallel: int = 1) ->
     return out
 
 
+def leaf_attributes(forest: Forest, split_score: SplitScore | None = None,
+                    n_parallel: int = 1) -> dict[str, str | None]:
+    """The model attributes that tell the reader the learning rates and penalties of
+    ``forest``'s trees, which their written leaves cannot.
+
+    Parameters
+    ----------
+    forest : Forest
+        Exactly the trees the model holds.
+    split_score : SplitScore, optional
+        The penalties the leaves were fit with; None: no parameters attribute.
+    n_parallel : int
+        The model's ``num_parallel_tree`` (see :func:`leaf_params`).
+
+    Returns
+    -------
+    dict
+        ``{attribute: JSON text}``: each tree's eta where they differ (a
+        ``LearningRateScheduler``'s), else None (the attribute must be absent); with
+        ``split_score``, :func:`leaf_params`.
+    """
+    shrinkage = np.array([t.shrinkage for t in forest.trees])
+    out: dict[str, str | None] = {_SHRINKAGE_ATTR: None}
+    if shrinkage.size and np.ptp(shrinkage) > 0:
+        out[_SHRINKAGE_ATTR] = json.dumps(shrinkage.tolist(), ensure_ascii=False)
+    if split_score is not None:
+        out[_PARAMS_ATTR] = json.dumps(leaf_params(forest, split_score, n_parallel),
+                                       ensure_ascii=False)
+    return out
+
+
 def model_json(js: Mapping, forest: Forest, split_score: SplitScore | None = None,
                pruned_on: tuple[str, ...] = ()) -> dict:
     """A copy of model JSON ``js`` holding ``forest``'s trees and base score; with
@@ -146,17 +177,14 @@ def model_json(js: Mapping, forest: Forest, split_score: SplitScore | None = Non
     attributes = learner.setdefault("attributes", {})
     attributes[_WRITTEN_ATTR] = "1"
     # nor to read eta from them: each tree's, where they differ (a LearningRateScheduler's)
-    shrinkage = np.array([t.shrinkage for t in forest.trees])
-    if shrinkage.size and np.ptp(shrinkage) > 0:
-        attributes[_SHRINKAGE_ATTR] = json.dumps(shrinkage.tolist(), ensure_ascii=False)
-    else:
-        attributes.pop(_SHRINKAGE_ATTR, None)
+    n_parallel = int(model.get("gbtree_model_param", {}).get("num_parallel_tree", 1))
+    for key, value in leaf_attributes(forest, split_score, n_parallel).items():
+        if value is None:
+            attributes.pop(key, None)
+        else:
+            attributes[key] = value
     if pruned_on:
         attributes[_PRUNED_ON_ATTR] = json.dumps(list(pruned_on), ensure_ascii=False)
-    if split_score is not None:
-        n_parallel = int(model.get("gbtree_model_param", {}).get("num_parallel_tree", 1))
-        attributes[_PARAMS_ATTR] = json.dumps(leaf_params(forest, split_score, n_parallel),
-                                              ensure_ascii=False)
     # keep the original base_score text unless the forest's margin changed
     name = learner.get("objective", {}).get("name", "reg:squarederror")
     text = str(lmp["base_score"])

@@ -163,6 +163,135 @@ def test_save_best_with_a_schedule_keeps_the_returned_trees_etas():
     np.testing.assert_allclose(kept.predict(d), bst.predict(d), atol=1e-6)
 
 
+def _switching_data():
+    """Few noisy rows and deep trees: the validation error is best within a few rounds."""
+    rng = np.random.default_rng(5)
+    X, Xv = rng.normal(size=(600, 4)), rng.normal(size=(600, 4))
+    return X, X[:, 0] + 2 * rng.normal(size=600), Xv, Xv[:, 0] + 2 * rng.normal(size=600)
+
+
+#: eta 0.2 for the first rounds, then 0.01 (the configuration ends at 0.01)
+SWITCH = 8
+SWITCH_PARAMS = {"max_depth": 5, "eta": 0.2, "nthread": 1, "seed": 0}
+
+
+def _switching_callbacks():
+    return [xgb.callback.LearningRateScheduler(lambda epoch: 0.2 if epoch < SWITCH - 1
+                                               else 0.01),
+            xgb.callback.EarlyStopping(rounds=10, save_best=True)]
+
+
+def _etas(model):
+    return [t.shrinkage for t in ax.read_model(model).forest.trees]
+
+
+def _saved_and_loaded(bst, path):
+    bst.save_model(path)
+    return xgb.Booster(model_file=path)
+
+
+@pytest.mark.parametrize("api", ["train", "estimator"])
+def test_save_best_keeping_rounds_of_one_eta_reads_them_at_that_eta(api, tmp_path):
+    """A LearningRateScheduler that moved from 0.2 to 0.01 after the best round, and
+    EarlyStopping(save_best=True): every returned tree was grown at 0.2. The hook's model
+    (pruning off: xgb.train's model) was read at the scheduler's last eta, 0.01, so
+    refitting its leaves made them 20x too small; it is read at 0.2, as xgb.train's own model
+    is read from its weights, also sliced and saved and loaded, and refitting every leaf with
+    nothing pruned gives XGBoost's predictions back."""
+    import unbiased_criteria as uc
+
+    X, y, Xv, yv = _switching_data()
+    if api == "train":
+        log = {}
+        host = xgb.train(SWITCH_PARAMS, xgb.DMatrix(X, y), 100,
+                         evals=[(xgb.DMatrix(Xv, yv), "v")], callbacks=_switching_callbacks(),
+                         verbose_eval=False)
+        ours = ax.train(SWITCH_PARAMS, xgb.DMatrix(X, y), 100,
+                        evals=[(xgb.DMatrix(Xv, yv), "v")], callbacks=_switching_callbacks(),
+                        evals_result=log, verbose_eval=False, **OFF)
+        assert len(log["v"]["rmse"]) > SWITCH  # rounds at 0.01 were grown, then cut
+    else:
+        kw = {"n_estimators": 100, "max_depth": 5, "learning_rate": 0.2, "n_jobs": 1,
+              "random_state": 0}
+        fit = {"eval_set": [(Xv, yv)], "verbose": False}
+        host = xgb.XGBRegressor(**kw, callbacks=_switching_callbacks()).fit(X, y, **fit)
+        ours = ax.UnbiasedXGBRegressor(**kw, callbacks=_switching_callbacks(),
+                                       **OFF).fit(X, y, **fit)
+        ours, host = ours.get_booster(), host.get_booster()
+    assert ours.num_boosted_rounds() == host.num_boosted_rounds() < SWITCH
+    assert ours.best_iteration == host.best_iteration
+    dv = xgb.DMatrix(Xv)
+    np.testing.assert_allclose(ours.predict(dv), host.predict(dv), atol=1e-6)
+    expected = _etas(host)  # read from XGBoost's own weights: 0.2
+    np.testing.assert_allclose(expected, np.float32(0.2), rtol=1e-6)
+    assert _etas(ours) == expected
+    assert _etas(ours[: ours.best_iteration + 1]) == expected
+    assert _etas(ours[:2]) == expected[:2]
+    for name in ("m.json", "m.ubj"):  # a loaded Booster's configuration says eta 0.3
+        assert _etas(_saved_and_loaded(ours, str(tmp_path / name))) == expected
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        refit = uc.prune(ours, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True)
+    np.testing.assert_allclose(refit.predict(dv), host.predict(dv), atol=1e-5)
+
+
+class _FirstRounds(xgb.callback.TrainingCallback):
+    """Returns the first ``n`` rounds of the model, or what ``how`` says."""
+
+    def __init__(self, n, how="slice"):
+        super().__init__()
+        self.n, self.how = n, how
+
+    def after_training(self, model):
+        if self.how == "copy":
+            return model.copy()
+        if self.how == "later":
+            return model[1 : self.n + 1]
+        return model[: self.n]
+
+
+@pytest.mark.parametrize("objective", ["reg:squarederror", "multi:softprob"])
+def test_any_slice_of_first_rounds_keeps_attributes_of_its_trees(objective, tmp_path):
+    """Pruning on: a callback returning the first rounds of a run whose learning rate changed
+    later. The attributes the hook left were the whole run's (the trees' etas differ, so no
+    single eta was stored) less the list of etas: its trees were read at the configuration's
+    eta, 0.01 (0.3 saved and loaded). They describe the trees returned: the eta of their
+    rounds, the number of trees."""
+    X, y, Xv, yv = _switching_data()
+    params = {**SWITCH_PARAMS, "objective": objective}
+    if objective.startswith("multi"):
+        params["num_class"] = 3
+        y = np.digitize(y, [-1.0, 1.0]).astype(float)
+    schedule = xgb.callback.LearningRateScheduler(lambda epoch: 0.2 if epoch < SWITCH - 1
+                                                  else 0.01)
+    bst = ax.train(params, xgb.DMatrix(X, y), SWITCH + 4,
+                   callbacks=[schedule, _FirstRounds(5)], verbose_eval=False, random_state=0)
+    K = 3 if objective.startswith("multi") else 1
+    assert bst.num_boosted_rounds() == 5
+    stored = json.loads(bst.attr("unbiased_criteria_params"))
+    assert stored["n_trees"] == 5 * K and stored["eta"] == pytest.approx(0.2)
+    assert bst.attr("unbiased_criteria_shrinkage") is None  # one eta: none per tree
+    for model in (bst, bst[:3], _saved_and_loaded(bst, str(tmp_path / "m.json"))):
+        np.testing.assert_allclose(_etas(model), np.float32(0.2), rtol=1e-6)
+    assert ax.training_splits(bst)["iteration"].max() <= 4
+
+
+def test_after_training_returning_other_trees_is_refused():
+    """A callback's ``after_training`` may return the model, a copy or a slice of its first
+    rounds (what the hook's attributes and record can describe); other trees are one error
+    naming the callback, not a model read with another tree's learning rate."""
+    X, y, _, _ = _switching_data()
+    dtrain = xgb.DMatrix(X, y)
+    copied = ax.train(SWITCH_PARAMS, dtrain, 4, callbacks=[_FirstRounds(4, "copy")],
+                      verbose_eval=False)
+    assert copied.num_boosted_rounds() == 4 and len(ax.training_splits(copied))
+    with pytest.raises(ValueError, match=r"callbacks\[1\]\.after_training returned a model "
+                                         "whose trees are not the first boosting rounds"):
+        ax.train(SWITCH_PARAMS, dtrain, 4,
+                 callbacks=[_FirstRounds(4, "copy"), _FirstRounds(2, "later")],
+                 verbose_eval=False)
+
+
 def test_before_iteration_is_called_and_stops_as_in_xgb_train():
     """``before_iteration`` runs before each round and returning True stops before it, as in
     ``xgb.train``; the hook never called it."""

@@ -5,6 +5,8 @@ built with ``ref=dtrain``)."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -97,6 +99,9 @@ def test_callbacks_get_xgboost_trains_calls(name, capsys):
         assert float(ours.attr("best_score")) == pytest.approx(float(host.attr("best_score")),
                                                                rel=1e-5)
     assert len(capsys.readouterr().out.splitlines()) == len(host_out.splitlines())
+    # and the model is xgb.train's (stopped at round 0: its intercept, never estimated)
+    dvalid = xgb.DMatrix(_data()[2])
+    np.testing.assert_allclose(ours.predict(dvalid), host.predict(dvalid), rtol=0, atol=1e-6)
 
 
 def test_with_pruning_no_round_is_announced_that_is_not_grown():
@@ -152,6 +157,40 @@ def test_after_training_must_return_a_booster():
 
     with pytest.raises(TypeError, match=r"callbacks\[0\]\.after_training must return"):
         ax.train(PARAMS, xgb.DMatrix(X, y), 2, callbacks=[Bad()], verbose_eval=False)
+
+
+class _StopBefore(xgb.callback.TrainingCallback):
+    def before_iteration(self, model, epoch, evals_log):
+        return True
+
+
+@pytest.mark.parametrize("objective", ["reg:squarederror", "binary:logistic", "count:poisson",
+                                       "multi:softprob"])
+@pytest.mark.parametrize("options", [OFF, {"random_state": 0}])
+def test_stopped_before_round_0_the_intercept_is_xgboost_trains(objective, options):
+    """A callback stopping before round 0: ``xgboost.train`` grows nothing, so never
+    estimates base_score, and returns 0 trees predicting from the parameter's (0.5). The hook
+    estimated it before the callbacks could stop (the labels' mean: 3.0, not 0.5)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1000, 4))
+    y = X[:, 0] + 3 + rng.normal(size=1000)
+    y = {"binary:logistic": (y > 3.5).astype(float), "count:poisson": np.abs(y),
+         "multi:softprob": np.digitize(y, [2.0, 3.5]).astype(float)}.get(objective, y)
+    params = {**PARAMS, "objective": objective,
+              **({"num_class": 3} if objective.startswith("multi") else {})}
+
+    def base_score(bst):
+        return json.loads(bst.save_raw("json"))["learner"]["learner_model_param"]["base_score"]
+
+    host = xgb.train(params, xgb.DMatrix(X, y), 10, callbacks=[_StopBefore()])
+    ours = ax.train(params, xgb.DMatrix(X, y), 10, callbacks=[_StopBefore()],
+                    verbose_eval=False, **options)
+    assert ours.num_boosted_rounds() == host.num_boosted_rounds() == 0
+    assert base_score(ours) == base_score(host)
+    d = xgb.DMatrix(X[:50])
+    np.testing.assert_array_equal(ours.predict(d), host.predict(d))
+    np.testing.assert_array_equal(ours.predict(d, output_margin=True),
+                                  host.predict(d, output_margin=True))
 
 
 # -------------------------------------------------------------------- QuantileDMatrix
