@@ -5,6 +5,7 @@ were trained with; where labels are scaled, the same model at scale 1."""
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -15,8 +16,11 @@ xgb = pytest.importorskip("xgboost")
 pytest.importorskip("sklearn")
 
 from sklearn.ensemble import HistGradientBoostingRegressor  # noqa: E402
+from unbiased_criteria.adapters import xgboost as ax  # noqa: E402
+from unbiased_criteria.adapters.xgboost.reader import parse_model  # noqa: E402
 
 import unbiased_criteria as uc  # noqa: E402
+from unbiased_criteria.api import _prepare  # noqa: E402
 
 N = 3000
 
@@ -30,6 +34,55 @@ def make(seed: int, n: int = N):
 X, y = make(0)
 Xv, yv = make(1)
 LGB = dict(objective="regression", learning_rate=0.1, num_leaves=8, verbose=-1, num_threads=1)
+
+
+# XGBoost: eta and lambda of a loaded model whose leaves are small
+
+@pytest.mark.parametrize("scale", [1e-3, 1e-6])
+def test_a_loaded_xgboost_model_of_small_leaves_infers_eta_and_lambda(scale):
+    """Labels of ``scale`` with weights of ``1 / scale`` (XGBoost splits only on a loss
+    change above its absolute 1e-6) give leaves of about ``scale``: the check of a loaded
+    model's defaults (eta 0.3, lambda 1) against its trees left out every node below an
+    absolute 1e-6, so the defaults "fit" and a refit that pruned nothing moved predictions
+    by 1.5 times their range, without a word. Oracles: the live Booster's predictions and
+    the parameters it was trained with (lambda ``5 / scale`` is lambda 5 in these hessians'
+    units)."""
+    w = np.full(N, 1 / scale)
+    live = xgb.train({"objective": "reg:squarederror", "eta": 0.05, "lambda": 5 / scale,
+                      "max_depth": 3, "nthread": 1}, xgb.DMatrix(X, y * scale, weight=w), 30)
+    model = xgb.Booster(model_file=live.save_raw("json"))
+    assert ax.read_model(model).leaf_params_unknown  # the defaults do not fit
+    prep = _prepare(model, X, y * scale, Xv, yv * scale, w, w, None, 2**20)
+    assert prep.model.forest.trees[0].shrinkage == pytest.approx(0.05, rel=1e-4)
+    assert prep.model.split_score.l2 == pytest.approx(5 / scale, rel=1e-3)
+    d = xgb.DMatrix(Xv)
+    before = live.predict(d, output_margin=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kept = uc.prune(model, X, y * scale, Xv, yv * scale, train_weight=w, valid_weight=w,
+                        threshold=-np.inf, refit_leaves=True, random_state=0, n_jobs=1)
+    np.testing.assert_allclose(kept.predict(d, output_margin=True), before,
+                               atol=1e-5 * np.ptp(before))
+
+
+def test_each_xgboost_trees_eta_is_read_from_weights_of_any_scale():
+    """The per-tree reading of eta left out parents whose ``w (H + lambda)`` was below an
+    absolute 1e-12: a model of small gradients (its leaves and weights scaled by 2**-50, as
+    labels scaled so would give) lost every reading, and the configured eta served every
+    tree. Oracle: the two etas the model was trained with (0.3, then 0.05 continued)."""
+    params = {"objective": "reg:squarederror", "nthread": 1, "max_depth": 3}
+    first = xgb.train({**params, "eta": 0.3}, xgb.DMatrix(X, y), 10)
+    model = xgb.train({**params, "eta": 0.05}, xgb.DMatrix(X, y), 10, xgb_model=first)
+    js = json.loads(model.save_raw("json"))
+    for tree in js["learner"]["gradient_booster"]["model"]["trees"]:
+        leaf = np.asarray(tree["left_children"]) < 0
+        cond = np.asarray(tree["split_conditions"], dtype=np.float64)
+        tree["split_conditions"] = np.where(leaf, cond * 2.0**-50, cond).tolist()
+        tree["base_weights"] = (np.asarray(tree["base_weights"]) * 2.0**-50).tolist()
+    read = parse_model(js, {"eta": 0.05, "lambda": 1.0})
+    etas = np.array([t.shrinkage for t in read.forest.trees])
+    np.testing.assert_allclose(etas, np.repeat([0.3, 0.05], 10), rtol=1e-6)
+    assert not any("do not reproduce" in m for m in read.warnings)
 
 
 # the later trees' check while pruning: a pruning move at a small scale is a move
