@@ -107,3 +107,60 @@ def test_a_pruning_move_of_small_labels_is_a_change(host):
         pruned = uc.prune(fit(1e-12), X, y * 1e-12, Xv, yv * 1e-12, random_state=0, n_jobs=1)
     np.testing.assert_allclose(pruned.predict(Xv) / 1e-12, expected, rtol=1e-6,
                                atol=1e-6 * np.ptp(expected))
+
+
+# LightGBM's kEpsilon: hessian sums as small as it
+
+@pytest.mark.parametrize("weight", [1e-12, 1e-16])
+def test_lightgbm_gains_and_leaves_of_tiny_hessian_sums_are_its_own(weight):
+    """LightGBM adds kEpsilon (1e-15) to each child's hessian sum and twice it to the
+    parent's in its split gains and leaf outputs. Not replayed, a model of hessian sums
+    that small (min_sum_hessian_in_leaf=0, every weight 1e-16) had biased_gain off its
+    split_gain by 2.3 times, a warning blaming the parameters read from the model, and a
+    refit that pruned nothing moved its predictions by 0.21 (1e-4 and 1.5e-5 at weights
+    1e-12). Oracles: LightGBM's split_gain (kept training Booster: exact gains) and its
+    predictions."""
+    w = np.full(N, weight)
+    model = lgb.train({**LGB, "min_sum_hessian_in_leaf": 0.0},
+                      lgb.Dataset(X, y, weight=w), 30, keep_training_booster=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = uc.unbiased_importance(model, X, y, Xv, yv, train_weight=w, valid_weight=w,
+                                   random_state=0, n_jobs=1).splits
+        kept = uc.prune(model, X, y, Xv, yv, train_weight=w, valid_weight=w,
+                        threshold=-np.inf, refit_leaves=True, random_state=0, n_jobs=1)
+    np.testing.assert_allclose(s.biased_gain, s.host_gain, rtol=1e-6)
+    before = model.predict(Xv)
+    np.testing.assert_allclose(kept.predict(Xv), before, rtol=0, atol=1e-12 * np.ptp(before))
+
+
+def test_a_lightgbm_dump_of_tiny_hessian_sums_infers_its_l2_without_kepsilon():
+    """A dump stores no lambda_l2, so it is inferred from the leaves: with LightGBM's
+    kEpsilon in the replay but not in the leaves' hessian sums the fit took it for an L2 of
+    1e-15, which the replay then added to kEpsilon once more: a refit that pruned nothing
+    moved the leaves by 5% of their range, with a warning. Oracle: the dump's own leaves."""
+
+    def leaves(dump):
+        out = []
+
+        def walk(node):
+            if "leaf_value" in node:
+                out.append(node["leaf_value"])
+            else:
+                walk(node["left_child"])
+                walk(node["right_child"])
+
+        for tree in dump["tree_info"]:
+            walk(tree["tree_structure"])
+        return np.array(out)
+
+    w = np.full(N, 1e-16)
+    model = lgb.train({**LGB, "min_sum_hessian_in_leaf": 0.0}, lgb.Dataset(X, y, weight=w), 30,
+                      keep_training_booster=True)
+    dump = model.dump_model()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kept = uc.prune(dump, X, y, Xv, yv, train_weight=w, valid_weight=w,
+                        threshold=-np.inf, refit_leaves=True, random_state=0, n_jobs=1)
+    before = leaves(dump)
+    np.testing.assert_allclose(leaves(kept), before, rtol=0, atol=1e-12 * np.ptp(before))
