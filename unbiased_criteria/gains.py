@@ -144,6 +144,12 @@ class SplitScore:
     path_smooth : float
         LightGBM's ``path_smooth``: every node's value as a leaf is pulled towards its
         parent's (:func:`unbiased_criteria.pruning.leaf_values`); 0 = none.
+    hessian_epsilon : float
+        What the host adds to a node's hessian sum where it values the node as a leaf and
+        scores it as a split's child (LightGBM's ``kEpsilon``, ``1e-15f``); a split's parent
+        it scores at the sum of its children's, its own sum plus twice this. It matters where
+        hessian sums are that small (LightGBM with ``min_sum_hessian_in_leaf`` near 0 and tiny
+        weights); 0 = none.
     """
 
     l1: float = 0.0
@@ -153,6 +159,7 @@ class SplitScore:
     raw_gradient_score: bool = False
     monotone: tuple[int, ...] = ()
     path_smooth: float = 0.0
+    hessian_epsilon: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -216,8 +223,10 @@ def soft_threshold(G: np.ndarray, l1: float) -> np.ndarray:
 
 
 def leaf_weight(G, H, score: SplitScore, l2_extra=0.0) -> np.ndarray:
-    """Unshrunk leaf output ``-T(G)/(H + l2)``, clipped to ``+-max_delta_step``."""
-    G, H = np.asarray(G, dtype=np.float64), np.asarray(H, dtype=np.float64)
+    """Unshrunk leaf output ``-T(G)/(H + eps + l2)``, clipped to ``+-max_delta_step``
+    (``eps``: ``score.hessian_epsilon``)."""
+    G = np.asarray(G, dtype=np.float64)
+    H = np.asarray(H, dtype=np.float64) + score.hessian_epsilon
     with np.errstate(divide="ignore", invalid="ignore"):
         w = -soft_threshold(G, score.l1) / (H + score.l2 + l2_extra)
     w = np.where(H + score.l2 + l2_extra > 0, w, 0.0)
@@ -229,13 +238,16 @@ def leaf_weight(G, H, score: SplitScore, l2_extra=0.0) -> np.ndarray:
 
 
 def node_score(G, H, score: SplitScore, l2_extra=0.0, weight_form: bool = False) -> np.ndarray:
-    """Score ``S(G, H)`` of a node on the hosts' scale (twice the loss reduction)."""
+    """Score ``S(G, H)`` of a node as a leaf (a split's child) on the hosts' scale (twice the
+    loss reduction), its hessian sum padded by ``score.hessian_epsilon``."""
     G, H = np.asarray(G, dtype=np.float64), np.asarray(H, dtype=np.float64)
     lam = score.l2 + l2_extra
     TG = soft_threshold(G, score.l1)
     if weight_form or score.max_delta_step > 0:
-        w = leaf_weight(G, H, score, l2_extra)
+        w = leaf_weight(G, H, score, l2_extra)  # pads H itself
+        H = H + score.hessian_epsilon
         return -(2.0 * (G if score.raw_gradient_score else TG) * w + (H + lam) * w * w)
+    H = H + score.hessian_epsilon
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(H + lam > 0, TG * TG / (H + lam), 0.0)
 
@@ -245,7 +257,8 @@ def biased_gain(tree: Tree, sums: NodeSums, score: SplitScore) -> np.ndarray:
 
     Children are scored with ``l2 + tree.l2_extra[I]`` (LightGBM's cat_l2), the parent with
     ``l2``; every node from its (clipped) weight when ``max_delta_step > 0``, else with the
-    plain ``T(G)^2 / (H + l2)``.
+    plain ``T(G)^2 / (H + l2)``. With ``score.hessian_epsilon`` each child's ``H`` is padded
+    by it and the parent's by twice it, the sum of its children's (LightGBM's kEpsilon).
     """
     inner = tree.internal_nodes
     L, R = tree.left[inner], tree.right[inner]
@@ -254,7 +267,8 @@ def biased_gain(tree: Tree, sums: NodeSums, score: SplitScore) -> np.ndarray:
     B[inner] = (
         node_score(sums.G[L], sums.H[L], score, extra)
         + node_score(sums.G[R], sums.H[R], score, extra)
-        - node_score(sums.G[inner], sums.H[inner], score)
+        # node_score pads once more: the parent's H + 2 eps
+        - node_score(sums.G[inner], sums.H[inner] + score.hessian_epsilon, score)
     )
     return B
 

@@ -588,7 +588,12 @@ def leaves_unchanged(tree, out) -> bool:
     The rounding of a refit is a part of the leaves' spread, not of their size: a first tree
     that holds the init score (labels around 1000 with a spread of 1) has leaves near 1000
     whose pruning moves them by 0.08, which a bound of 1e-4 of their size took for rounding
-    (and the later trees were held to the model's gains at the pruned scores)."""
+    (and the later trees were held to the model's gains at the pruned scores). Nor of a
+    fixed size: every bound is in the leaves' own units, so that labels (or gradients) of
+    any scale are told alike (an absolute 1e-12 took every pruning move of a model of labels
+    near 1e-12 for rounding, and prune refused it as DART). A tree of one leaf value has no
+    spread: its refit's rounding is a part of that value (without the folded ``bias``).
+    """
     if out is None:
         return True
     new, old_to_new = out
@@ -597,8 +602,11 @@ def leaves_unchanged(tree, out) -> bool:
     now = np.asarray(new.value[old_to_new[leaves]], dtype=np.float64)
     if not old.size:
         return True
-    # float64 rounding of the size (1e-6 of it took 0.08 at 1e5 for rounding)
-    tolerance = 1e-4 * (old.max() - old.min()) + 1e-12 * np.abs(old).max() + 1e-12
+    spread = float(old.max() - old.min())
+    if spread == 0:  # one value: a refit moves it by a part of its own size
+        spread = float(np.abs(old[0] - tree.bias)) if np.isfinite(tree.bias) else 0.0
+    # plus float64 rounding of the size (1e-6 of it took 0.08 at 1e5 for rounding)
+    tolerance = 1e-4 * spread + 1e-12 * np.abs(old).max()
     return bool(np.all(np.abs(now - old) <= tolerance))
 
 

@@ -149,7 +149,9 @@ def infer_leaf_params(model: Model, objective: Objective, train: RowSet) -> Leaf
         parent = tree.parent
         extra = np.where(parent >= 0, tree.l2_extra[np.maximum(parent, 0)], 0.0)
         leaf = tree.is_leaf & (extra == 0)
-        parts.append((tree.value[leaf] - tree.bias, sums.G[leaf], sums.H[leaf]))
+        # every leaf is a split's child: its H as the host padded it (LightGBM's kEpsilon)
+        parts.append((tree.value[leaf] - tree.bias, sums.G[leaf],
+                      sums.H[leaf] + model.split_score.hessian_epsilon))
         return None
 
     replay(replace(model, forest=head), objective, train=train, visit=visit)

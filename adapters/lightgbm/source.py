@@ -108,14 +108,17 @@ class LightGBMSource:
 
     def split_score(self) -> SplitScore:
         """The split gain's regularisation: ``lambda_l1``, ``lambda_l2``, ``max_delta_step``,
-        the ``monotone_constraints`` leaf values must keep and ``path_smooth``."""
+        the ``monotone_constraints`` leaf values must keep and ``path_smooth``; and the
+        ``kEpsilon`` LightGBM adds to every child's hessian sum (twice to the parent's) in
+        its gains and leaf values (``feature_histogram.hpp``), which decides them where the
+        sums are as small (``min_sum_hessian_in_leaf=0`` with tiny weights)."""
         fp = self.float_param
         monotone = tuple(int(float(v)) for v in re.findall(
             r"-?\d+(?:\.\d*)?", self.param("monotone_constraints")))
         return SplitScore(l1=fp("lambda_l1"), l2=fp("lambda_l2"),
                           max_delta_step=fp("max_delta_step"),
                           monotone=monotone if any(monotone) else (),
-                          path_smooth=fp("path_smooth"))
+                          path_smooth=fp("path_smooth"), hessian_epsilon=K_EPSILON)
 
 
 def dump_model(booster: lightgbm.Booster, **kwargs: Any) -> dict:

@@ -148,6 +148,13 @@ def train_param(key: str, value: Any) -> float:
     return number
 
 
+def _normal32(values: np.ndarray) -> np.ndarray:
+    """Which of the float32 ``values`` keep float32's relative precision: 0 and the normal
+    numbers, not the subnormals below ``finfo(float32).tiny`` (about 1.2e-38)."""
+    size = np.abs(values)
+    return (size == 0) | (size >= np.finfo(np.float32).tiny)
+
+
 def _params_mismatch(trees: list, eta: float, lam: float, max_delta_step: float = 0.0,
                      alpha: float = 0.0) -> float:
     """Largest relative misfit of ``eta`` and ``lambda`` to the trees' own weights.
@@ -185,7 +192,11 @@ def _params_mismatch(trees: list, eta: float, lam: float, max_delta_step: float 
             np.maximum(np.abs(a["cond"][L]), np.abs(a["cond"][R])) < eta * edge)
         den = np.where(ok, den, 1.0)
         scale = (np.abs(term_l) + np.abs(term_r)) / den
-        ok &= scale > 1e-6
+        # the misfit is relative, so a parent counts at any scale of the leaves (labels of
+        # 1e-6: leaves of 1e-7); an absolute cut-off (1e-6) left out every parent of such a
+        # model, which then "fit" any eta and lambda. Left out: leaves of 0 (nothing to
+        # compare) and float32 subnormals, which have lost their relative precision
+        ok &= (scale > 0) & _normal32(a["cond"][L]) & _normal32(a["cond"][R])
         if alpha > 0:
             vl, vr = a["cond"][L], a["cond"][R]
             ok &= (vl != 0) & (vr != 0)
@@ -223,7 +234,11 @@ def _tree_shrinkages(trees: Sequence[Mapping], lam: float) -> np.ndarray | None:
         term_r = a["cond"][right[both]] * (a["hess"][right[both]] + lam)
         terms = term_l + term_r
         den = a["weight"][both] * (a["hess"][both] + lam)
-        ok = (np.abs(den) > 1e-12) & (np.abs(terms) * 10 > np.abs(term_l) + np.abs(term_r))
+        # any scale of the weights (no absolute cut-off): a weight of 0 or a float32 subnormal
+        # tells nothing; cancelling terms are inexact
+        ok = ((den != 0) & _normal32(a["weight"][both]) & _normal32(a["cond"][left[both]])
+              & _normal32(a["cond"][right[both]])
+              & (np.abs(terms) * 10 > np.abs(term_l) + np.abs(term_r)))
         if not ok.any():
             return None
         eta = terms[ok] / den[ok]

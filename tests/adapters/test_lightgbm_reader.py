@@ -215,7 +215,9 @@ def test_forest_metadata_and_shrinkage():
     # tree 0 shows shrinkage 1 after AddBias; the IR keeps the learning rate
     assert [t.shrinkage for t in forest.trees] == [0.2] * 4
     assert booster.dump_model()["tree_info"][0]["shrinkage"] == 1
-    assert read.split_score == gains.SplitScore(l1=0.5, l2=2.0, max_delta_step=0.7)
+    # and LightGBM's kEpsilon (1e-15f), which it adds to every child's hessian sum
+    assert read.split_score == gains.SplitScore(l1=0.5, l2=2.0, max_delta_step=0.7,
+                                                hessian_epsilon=float(np.float32(1e-15)))
     for tree in forest.trees:
         assert tree.rules == adapter.RULES
         inner = tree.internal_nodes
