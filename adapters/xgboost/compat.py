@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import struct
 from typing import Any
 
 import numpy as np
@@ -43,7 +44,7 @@ from unbiased_criteria.adapters._compat import HostVersionError, private
 
 __all__ = [
     "KNOWN_VERSIONS", "HostVersionError", "SMOOTH_L1_FROM", "model_version", "file_version",
-    "FILE_VERSION_ATTR",
+    "FILE_VERSION_ATTR", "BINARY_MAGIC", "BINARY_READ_UNTIL",
     "scores_with_raw_gradient", "BOOST_TAKES_ITERATION", "boost_one_iteration",
     "check_estimator_layout", "host_more_tags", "stored_categories",
 ]
@@ -63,6 +64,10 @@ def _version_tuple(text: str) -> tuple[int, int]:
 #: model attribute: the version a model file recorded, where the installed XGBoost that
 #: loaded it records its own (:func:`file_version`)
 FILE_VERSION_ATTR = "unbiased_criteria_xgboost_version"
+#: the first bytes of XGBoost's old binary model format (``save_model("m.model")``, and
+#: ``save_raw()`` up to 1.7); XGBoost reads it up to (not including) :data:`BINARY_READ_UNTIL`
+BINARY_MAGIC = b"binf"
+BINARY_READ_UNTIL = (3, 1)
 
 
 def model_version(js: dict | None = None) -> tuple[int, int]:
@@ -84,7 +89,15 @@ def model_version(js: dict | None = None) -> tuple[int, int]:
 
 def file_version(data: bytes) -> tuple[int, ...] | None:
     """The XGBoost version a JSON or UBJ model file records (its top-level ``version``, the
-    last key XGBoost writes), or None where it cannot be read."""
+    last key XGBoost writes), or an old binary one (``binf``: the major and minor version in
+    its header, from 1.0), or None where it cannot be read."""
+    if data.startswith(BINARY_MAGIC):
+        # LearnerModelParamLegacy: base_score, num_feature, num_class, contain_extra_attrs,
+        # contain_eval_metrics, major_version, minor_version (little-endian 32-bit fields)
+        if len(data) < 32:
+            return None
+        major, minor = struct.unpack("<II", data[24:32])
+        return (major, minor) if 0 < major < 100 and minor < 100 else None
     at = data.rfind(b"version")
     if at < 0:
         return None

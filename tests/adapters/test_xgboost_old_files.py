@@ -1,0 +1,61 @@
+"""XGBoost model files written by older XGBoost, read under the installed one (3.2 and 3.4
+in CI): the committed files in ``data/`` were made by ``data/make_old_xgboost_models.py``
+with XGBoost 1.7.6 and 2.1.4, whose rows :func:`rows` and :func:`category_rows` draw again.
+
+The oracles are XGBoost's own: the gains and hessian sums the file stores, its predictions,
+its message for the old binary format.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+xgb = pytest.importorskip("xgboost")
+
+from unbiased_criteria.adapters.xgboost import compat  # noqa: E402
+
+import unbiased_criteria as uc  # noqa: E402
+from unbiased_criteria.cli import load_model, main  # noqa: E402
+from unbiased_criteria.errors import InputError  # noqa: E402
+
+DATA = pathlib.Path(__file__).parent / "data"
+_spec = importlib.util.spec_from_file_location("make_old_xgboost_models",
+                                               DATA / "make_old_xgboost_models.py")
+_gen = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_gen)
+rows, category_rows = _gen.rows, _gen.category_rows
+
+
+def _margin(model, X) -> np.ndarray:
+    return model.predict(xgb.DMatrix(X), output_margin=True)
+
+
+# -- 4. the old binary format ---------------------------------------------------------------
+
+
+def test_an_old_binary_model_says_what_it_is_and_how_to_convert_it(capsys):
+    """A 1.7 ``save_model("m.model")`` file ('binf'): called "not a model file" listing the
+    formats accepted; XGBoost 3.1+ cannot read it, and the message now says so with the
+    remedy (XGBoost's own reason is lost for bytes handed to it)."""
+    path = DATA / "xgboost_1.7_squarederror.model"
+    assert path.read_bytes()[:4] == b"binf"
+    assert compat.file_version(path.read_bytes()) == (1, 7)
+    if compat._version_tuple(compat.VERSION) < compat.BINARY_READ_UNTIL:
+        # this XGBoost still reads it: the same trees as the JSON file
+        a, b = load_model(path).model, load_model(DATA / "xgboost_1.7_squarederror.json").model
+        np.testing.assert_array_equal(_margin(a, rows(1)[0]), _margin(b, rows(1)[0]))
+        return
+    # XGBoost itself refuses it, for the format
+    with pytest.raises(xgb.core.XGBoostError, match="binary format"):
+        xgb.Booster(model_file=str(path))
+    X, y = rows(0)
+    with pytest.raises(InputError, match=r"old binary format .*written by XGBoost 1\.7.*"
+                                         r"removed in 3\.1.*re-save it as JSON or UBJ"):
+        uc.unbiased_importance(path, X, y, X, y)
+    assert main(["importance", str(path), "--valid", str(path), "--label", "y"]) == 2
+    err = capsys.readouterr().err
+    assert "old binary format" in err and "not a model file" not in err
