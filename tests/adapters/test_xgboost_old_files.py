@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import importlib.util
 import pathlib
+import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 xgb = pytest.importorskip("xgboost")
@@ -32,6 +34,42 @@ rows, category_rows = _gen.rows, _gen.category_rows
 
 def _margin(model, X) -> np.ndarray:
     return model.predict(xgb.DMatrix(X), output_margin=True)
+
+
+# -- 3. base_score 0.5 before XGBoost 2.0 -------------------------------------------------
+
+
+def test_a_1_7_squarederror_file_is_not_taken_for_a_custom_objective(capsys):
+    """Before XGBoost 2.0, 0.5 was every model's base_score: a 1.7 ``reg:squarederror`` file
+    was warned to look like a custom-objective model, on the command line too (with the
+    API's ``objective=``)."""
+    path = DATA / "xgboost_1.7_squarederror.json"
+    X, y = rows(0)
+    Xv, yv = rows(1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = uc.unbiased_importance(path, X, y, Xv, yv, random_state=0, n_jobs=1)
+    assert not [w for w in caught if "custom objective" in str(w.message)]
+    s = report.splits
+    np.testing.assert_allclose(s["biased_gain"], s["host_gain"], rtol=1e-3, atol=1e-5)
+
+
+def test_the_custom_objective_note_names_the_command_line_flag(tmp_path, capsys):
+    """A 2.0+ model trained with ``obj=`` (base_score 0.5, reg:squarederror) is still noted,
+    and on the command line the note names ``--objective``, not only the API's keyword."""
+    X, y = rows(3)
+    bst = xgb.train({"nthread": 1, "max_depth": 2}, xgb.DMatrix(X, y), 3,
+                    obj=lambda p, d: (p - d.get_label(), np.ones_like(p)))
+    model = tmp_path / "m.json"
+    bst.save_model(model)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(4)]).assign(y=y)
+    frame.iloc[:200].to_csv(tmp_path / "t.csv", index=False)
+    frame.iloc[200:].to_csv(tmp_path / "v.csv", index=False)
+    code = main(["importance", str(model), "--train", str(tmp_path / "t.csv"), "--valid",
+                 str(tmp_path / "v.csv"), "--label", "y"])
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "custom objective" in err and "--objective" in err
 
 
 # -- 4. the old binary format ---------------------------------------------------------------
