@@ -16,9 +16,12 @@ import xgboost
 from unbiased_criteria.adapters.xgboost.compat import (
     BINARY_MAGIC,
     BINARY_READ_UNTIL,
+    FILE_OBJECTIVE_ATTR,
     FILE_VERSION_ATTR,
     VERSION,
     _version_tuple,
+    dropped_objective_params,
+    file_objective,
     file_version,
     stored_categories,
 )
@@ -79,7 +82,10 @@ def _binary_unreadable(source: str, written: tuple[int, ...] | None) -> InputErr
 def load_model_file(file: ModelBytes) -> ModelFile:
     """An ``xgboost.Booster`` from a JSON or UBJ model (or the old binary format, which
     XGBoost reads before 3.1), whatever the file's suffix; a
-    :class:`~unbiased_criteria.dumps.Dump` from a JSON dump (format ``"dump"``)."""
+    :class:`~unbiased_criteria.dumps.Dump` from a JSON dump (format ``"dump"``). The version
+    the file records and the objective parameters the installed XGBoost drops on loading
+    it are kept as Booster attributes (:data:`FILE_VERSION_ATTR`,
+    :data:`FILE_OBJECTIVE_ATTR`), which the reader follows."""
     if recognise_dump_text(file.data) == "xgboost":
         return ModelFile(parse_dump_bytes(file.data, file.source), "xgboost", "dump",
                          file.source)
@@ -101,6 +107,14 @@ def load_model_file(file: ModelBytes) -> ModelFile:
     # the Booster records the installed version: keep the one whose rules built the trees
     if written is not None and written[:2] != _version_tuple(VERSION):
         booster.set_attr(**{FILE_VERSION_ATTR: ".".join(str(v) for v in written)})
+    # and the objective parameters the installed XGBoost dropped (3.0.3+ drops
+    # reg:squaredlogerror's scale_pos_weight): the trees were grown with them
+    recorded = file_objective(file.data) if fmt != "binary" else None
+    if recorded is not None:
+        loaded = json.loads(booster.save_config())["learner"].get("objective", {})
+        dropped = dropped_objective_params(recorded, loaded)
+        if dropped is not None:
+            booster.set_attr(**{FILE_OBJECTIVE_ATTR: json.dumps(dropped, sort_keys=True)})
     # a file an UnbiasedXGBClassifier saved: its trees were fit on the indices of the labels
     # it stores, which the scoring then takes as its loaded estimator does (classes_)
     try:

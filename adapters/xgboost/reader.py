@@ -37,7 +37,7 @@ from unbiased_criteria.adapters.xgboost.layout import (
 )
 from unbiased_criteria.adapters.xgboost.objectives import (
     _core_objective,
-    _objective_params,
+    model_objective_params,
     multi_target,
     parse_base_score,
 )
@@ -449,7 +449,7 @@ def parse_model(
     n_outputs, n_target = _outputs(learner)
     obj_json = learner.get("objective", {"name": "reg:squarederror"})
     obj_name = obj_json["name"]
-    obj_params = _objective_params(obj_json)
+    obj_params = model_objective_params(learner)
     version = compat.model_version(js)
     objective = _core_objective(obj_name, obj_params, max(n_class, 1), version)
     if n_target > 1:

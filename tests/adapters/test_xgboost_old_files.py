@@ -9,6 +9,7 @@ its message for the old binary format.
 from __future__ import annotations
 
 import importlib.util
+import json
 import pathlib
 import warnings
 
@@ -34,6 +35,67 @@ rows, category_rows = _gen.rows, _gen.category_rows
 
 def _margin(model, X) -> np.ndarray:
     return model.predict(xgb.DMatrix(X), output_margin=True)
+
+
+# -- 1. objective parameters the installed XGBoost drops ---------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["json", "ubj"])
+def test_a_2_1_squaredlogerror_file_keeps_its_scale_pos_weight(fmt):
+    """XGBoost 2.1 ``reg:squaredlogerror`` with ``scale_pos_weight=3``: the file stores the
+    weight (``reg_loss_param``) and XGBoost 3.0.3+ drops it when it loads the file, so the
+    replay ran another loss than the trees were grown with (``biased_gain`` off XGBoost's
+    own gains by a median 86%, up to 53x; a refit with nothing pruned moved margins by 0.57;
+    a warning blamed the rows). The file's parameters now reach the reader."""
+    path = DATA / f"xgboost_2.1_squaredlogerror_spw.{fmt}"
+    X, y = rows(0)
+    Xv, yv = rows(1)
+    loaded = load_model(path).model
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = uc.unbiased_importance(path, X, y, Xv, yv, random_state=0, n_jobs=1)
+    assert not [w for w in caught if "hessian sums differ" in str(w.message)]
+    s = report.splits
+    np.testing.assert_allclose(s["biased_gain"], s["host_gain"], rtol=1e-3, atol=1e-5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pruned = uc.prune(path, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True,
+                          random_state=0)
+    np.testing.assert_allclose(_margin(pruned, Xv), _margin(loaded, Xv), atol=1e-5)
+    # the written model keeps what the file recorded: read again, it scores the same
+    assert json.loads(pruned.attributes()[compat.FILE_OBJECTIVE_ATTR]) == {
+        "name": "reg:squaredlogerror", "reg_loss_param": {"scale_pos_weight": "3"}}
+
+
+def test_the_kept_parameters_follow_the_objective():
+    """The file's parameters serve its own objective only: a Booster whose objective was
+    changed since (``set_param``) takes that one's."""
+    from unbiased_criteria.adapters.xgboost.objectives import model_objective_params
+
+    learner = {"objective": {"name": "reg:squaredlogerror"},
+               "attributes": {compat.FILE_OBJECTIVE_ATTR: json.dumps(
+                   {"name": "reg:squaredlogerror",
+                    "reg_loss_param": {"scale_pos_weight": "3"}})}}
+    assert model_objective_params(learner) == {"scale_pos_weight": "3"}
+    learner["objective"] = {"name": "reg:squarederror",
+                            "reg_loss_param": {"scale_pos_weight": "1"}}
+    assert model_objective_params(learner) == {"scale_pos_weight": "1"}
+    # a parameter the Booster holds wins over the file's (set since)
+    learner["objective"] = {"name": "reg:squaredlogerror",
+                            "reg_loss_param": {"scale_pos_weight": "2"}}
+    assert model_objective_params(learner) == {"scale_pos_weight": "2"}
+
+
+@pytest.mark.parametrize("fmt", ["json", "ubj"])
+def test_file_objective_reads_json_and_ubj(fmt):
+    """The objective block of both formats, as the file records it (oracle: the JSON)."""
+    data = (DATA / f"xgboost_2.1_squaredlogerror_spw.{fmt}").read_bytes()
+    expected = json.loads((DATA / "xgboost_2.1_squaredlogerror_spw.json").read_bytes())
+    assert compat.file_objective(data) == expected["learner"]["objective"]
+    bst = xgb.train({"objective": "reg:quantileerror", "quantile_alpha": [0.2, 0.7],
+                     "nthread": 1}, xgb.DMatrix(*rows(2)), 1)
+    raw = bytes(bst.save_raw(fmt))
+    assert compat.file_objective(raw) == json.loads(bst.save_raw("json"))["learner"]["objective"]
 
 
 # -- 3. base_score 0.5 before XGBoost 2.0 -------------------------------------------------
