@@ -159,3 +159,80 @@ def test_an_old_binary_model_says_what_it_is_and_how_to_convert_it(capsys):
     assert main(["importance", str(path), "--valid", str(path), "--label", "y"]) == 2
     err = capsys.readouterr().err
     assert "old binary format" in err and "not a model file" not in err
+
+
+# -- 2. categories of a model that stores none ----------------------------------------------
+
+
+def _frames(categories_valid=None, keep=None):
+    X, y = category_rows(1)
+    Xv, yv = category_rows(2)
+    if keep is not None:
+        Xv, yv = Xv[keep(Xv)], yv[keep(Xv)]
+
+    def frame(A, cats):
+        F = pd.DataFrame(A, columns=list("abcd"))
+        F["b"] = pd.Categorical(F["b"].astype(int), categories=cats)
+        return F
+
+    return frame(X, range(6)), y, frame(Xv, categories_valid), yv
+
+
+@pytest.mark.parametrize("listed", ["subset", "reordered"])
+def test_held_out_categories_match_by_value_for_a_model_that_stores_none(listed):
+    """A 2.1 categorical model stores no categories: its trees split on codes, and each
+    frame's codes are the positions of its own categories. A held-out frame listing a subset
+    of them (inferred from rows without category 0) or another order was routed by other
+    codes than the training frame's (U of the categorical feature +172 -> -280 in a probe).
+    The oracle: the same rows with the training frame's category list."""
+    path = DATA / "xgboost_2.1_categorical.json"
+    keep = (lambda A: A[:, 1] != 0) if listed == "subset" else None
+    cats = None if listed == "subset" else [5, 3, 1, 0, 2, 4]
+    X, y, Xv_full, yv = _frames(range(6), keep)
+    Xv_other = _frames(cats, keep)[2]
+    assert list(Xv_other["b"].cat.categories) != list(range(6))
+    before = Xv_other.copy()
+    a = uc.unbiased_importance(path, X, y, Xv_full, yv, random_state=0, n_jobs=1)
+    b = uc.unbiased_importance(path, X, y, Xv_other, yv, random_state=0, n_jobs=1)
+    pd.testing.assert_frame_equal(a.to_frame(), b.to_frame())
+    pd.testing.assert_frame_equal(Xv_other, before)  # not modified
+
+
+def test_a_held_out_category_the_training_frame_lacks_is_one_error():
+    """No code for it under the training frame's coding: one error naming the column."""
+    X, y, Xv, yv = _frames(range(6))
+    X = X[X["b"] != 5]
+    y = y[: len(X)]
+    X = X.assign(b=X["b"].cat.remove_unused_categories())
+    with pytest.raises(ValueError, match=r"X_valid's column 'b' holds categories X_train's "
+                                         r"does not list: 5"):
+        uc.unbiased_importance(DATA / "xgboost_2.1_categorical.json", X, y, Xv, yv)
+
+
+def test_a_column_category_in_one_frame_only_is_one_error():
+    X, y, Xv, yv = _frames(range(6))
+    Xv = Xv.assign(b=Xv["b"].astype(float))
+    with pytest.raises(ValueError, match=r"X_valid's column 'b' is not a pandas category and "
+                                         r"X_train's is a category"):
+        uc.unbiased_importance(DATA / "xgboost_2.1_categorical.json", X, y, Xv, yv)
+
+
+def test_a_dump_of_such_a_model_matches_held_out_categories_too():
+    """A JSON dump stores no categories either (it is routed by the library's own copy of
+    the rules, on the codes): the same held-out rows with a subset of the categories listed
+    give the U of the training frame's list, which is the Booster's."""
+    booster = load_model(DATA / "xgboost_2.1_categorical.json").model
+    dump = booster.get_dump(dump_format="json", with_stats=True)
+    base = json.loads(booster.save_config())["learner"]["learner_model_param"]["base_score"]
+    params = {"eta": 0.1, "objective": "reg:squarederror", "feature_names": list("abcd"),
+              "base_score": base}
+    keep = lambda A: A[:, 1] != 0  # noqa: E731
+    X, y, Xv_full, yv = _frames(range(6), keep)
+    Xv_subset = _frames(None, keep)[2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the dump's printed thresholds
+        a = uc.unbiased_importance(dump, X, y, Xv_subset, yv, random_state=0,
+                                   host_params=params)
+        b = uc.unbiased_importance(booster, X, y, Xv_full, yv, random_state=0)
+    np.testing.assert_allclose(a.to_frame().unbiased_gain, b.to_frame().unbiased_gain,
+                               rtol=1e-6)
