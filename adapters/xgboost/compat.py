@@ -237,7 +237,8 @@ def dropped_objective_params(recorded: dict, loaded: dict) -> dict | None:
     for block, params in recorded.items():
         if block == "name" or not isinstance(params, dict):
             continue
-        have = loaded.get(block) if isinstance(loaded.get(block), dict) else {}
+        held = loaded.get(block)
+        have = held if isinstance(held, dict) else {}
         missing = {str(k): str(v) for k, v in params.items() if k not in have}
         if missing:
             dropped[block] = missing
