@@ -368,6 +368,11 @@ def _prepare(
             weight = by_class if weight is None else weight * by_class
         return RowSet(router, labels, weight)
 
+    # a model that stores no categories routes each frame's category codes: the adapter
+    # codes the held-out frame's as the training frame's (by value), or refuses
+    match = getattr(adapter, "match_categories", None)
+    if match is not None and X_train is not None:
+        X_valid = match(model, read, X_train, X_valid, "X_valid")
     valid = rows(X_valid, y_valid, valid_weight, "X_valid", "y_valid", "valid_weight")
     train = (
         rows(X_train, y_train, train_weight, "X_train", "y_train", "train_weight")

@@ -7,6 +7,10 @@ An adapter module (``unbiased_criteria.adapters.<host>``) provides
 * ``make_router(model, read, X, argument, memory_budget=...) -> Router``: check ``X`` against
   the model (feature count, names) and route its rows through the host's own ``pred_leaf``,
   in chunks of trees.
+* ``match_categories(model, read, X_train, X_valid, argument) -> X_valid`` (optional): for a
+  model that routes a frame's category codes (it stores no categories), ``X_valid`` with its
+  category columns coded as ``X_train``'s, matched by value, or a ``ValueError``; the core
+  calls it when both frames are given.
 * ``make_objective(spec, read) -> Objective``: a host objective name (``"regression"``,
   ``"binary:logistic"``...), a canonical name or a callable, as the core's objective.
 * ``write_model(model, forest, split_score=None) -> model``: a new host model of the same

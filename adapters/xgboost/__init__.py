@@ -41,7 +41,8 @@ Modules (one idea each):
 * ``objectives``: XGBoost objective names -> core objectives and links
   (:func:`make_objective`, :func:`parse_base_score`);
 * ``reader``: model JSON and config -> IR (:func:`read_model`, :func:`parse_model`);
-* ``router``: :func:`make_router`;
+* ``router``: :func:`make_router`, :func:`match_categories` (a held-out frame's categories
+  coded as the training frame's, for a model that stores none);
 * ``writer``: IR -> model JSON and Booster (:func:`model_json`, :func:`write_model`);
 * ``metrics``: XGBoost's metrics by the names it reports, with its conventions;
 * ``grower``: :class:`XGBGrower`;
@@ -65,7 +66,7 @@ from unbiased_criteria.adapters.xgboost.record import (
     training_report,
     training_splits,
 )
-from unbiased_criteria.adapters.xgboost.router import make_router
+from unbiased_criteria.adapters.xgboost.router import make_router, match_categories
 from unbiased_criteria.adapters.xgboost.training import train
 from unbiased_criteria.adapters.xgboost.writer import model_json, write_model
 
@@ -76,6 +77,7 @@ __all__ = [
     "parse_base_score",
     "make_objective",
     "make_router",
+    "match_categories",
     "write_model",
     "model_json",
     "train",

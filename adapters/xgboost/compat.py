@@ -34,7 +34,9 @@ A missing name raises :class:`~unbiased_criteria.adapters._compat.HostVersionErr
 from __future__ import annotations
 
 import inspect
+import json
 import re
+import struct
 from typing import Any
 
 import numpy as np
@@ -43,7 +45,8 @@ from unbiased_criteria.adapters._compat import HostVersionError, private
 
 __all__ = [
     "KNOWN_VERSIONS", "HostVersionError", "SMOOTH_L1_FROM", "model_version", "file_version",
-    "FILE_VERSION_ATTR",
+    "FILE_VERSION_ATTR", "FILE_OBJECTIVE_ATTR", "BINARY_MAGIC", "BINARY_READ_UNTIL",
+    "file_objective", "dropped_objective_params",
     "scores_with_raw_gradient", "BOOST_TAKES_ITERATION", "boost_one_iteration",
     "check_estimator_layout", "host_more_tags", "stored_categories",
 ]
@@ -63,6 +66,13 @@ def _version_tuple(text: str) -> tuple[int, int]:
 #: model attribute: the version a model file recorded, where the installed XGBoost that
 #: loaded it records its own (:func:`file_version`)
 FILE_VERSION_ATTR = "unbiased_criteria_xgboost_version"
+#: model attribute: the objective parameters a model file recorded that the installed XGBoost
+#: dropped when it loaded the file (:func:`dropped_objective_params`), as JSON
+FILE_OBJECTIVE_ATTR = "unbiased_criteria_xgboost_objective"
+#: the first bytes of XGBoost's old binary model format (``save_model("m.model")``, and
+#: ``save_raw()`` up to 1.7); XGBoost reads it up to (not including) :data:`BINARY_READ_UNTIL`
+BINARY_MAGIC = b"binf"
+BINARY_READ_UNTIL = (3, 1)
 
 
 def model_version(js: dict | None = None) -> tuple[int, int]:
@@ -84,7 +94,15 @@ def model_version(js: dict | None = None) -> tuple[int, int]:
 
 def file_version(data: bytes) -> tuple[int, ...] | None:
     """The XGBoost version a JSON or UBJ model file records (its top-level ``version``, the
-    last key XGBoost writes), or None where it cannot be read."""
+    last key XGBoost writes), or an old binary one (``binf``: the major and minor version in
+    its header, from 1.0), or None where it cannot be read."""
+    if data.startswith(BINARY_MAGIC):
+        # LearnerModelParamLegacy: base_score, num_feature, num_class, contain_extra_attrs,
+        # contain_eval_metrics, major_version, minor_version (little-endian 32-bit fields)
+        if len(data) < 32:
+            return None
+        major, minor = struct.unpack("<II", data[24:32])
+        return (major, minor) if 0 < major < 100 and minor < 100 else None
     at = data.rfind(b"version")
     if at < 0:
         return None
@@ -132,6 +150,99 @@ def _ubj_ints(tail: bytes) -> tuple[int, ...] | None:
         value, pos = got
         values.append(value)
     return tuple(values) if len(values) >= 2 else None
+
+
+def file_objective(data: bytes) -> dict | None:
+    """The objective a JSON or UBJ model file records (``learner.objective``: its ``name``
+    and ``<x>_param`` blocks of strings), or None where it cannot be read.
+
+    It is the file's last ``"objective"`` key whose value is an object: XGBoost writes the
+    learner's keys in order, ``objective`` after the trees, and its attributes and feature
+    names are strings."""
+    if re.match(rb"\s*\{\s*[\"}]", data):  # JSON
+        end = len(data)
+        while (at := data.rfind(b'"objective"', 0, end)) >= 0:
+            end = at
+            found = re.compile(rb'"objective"\s*:\s*\{').match(data, at)
+            if found is None:
+                continue
+            try:
+                value, _ = json.JSONDecoder().raw_decode(
+                    data[found.end() - 1:].decode("utf-8"))
+            except ValueError:  # UnicodeDecodeError too
+                return None
+            return value if isinstance(value, dict) and "name" in value else None
+        return None
+    at = data.rfind(b"\x09objective{")  # UBJ: the key's length 9, then the object
+    if at < 0:
+        return None
+    try:
+        value, _ = _ubj_value(data, at + len(b"\x09objective"))
+    except (IndexError, ValueError, UnicodeDecodeError, struct.error):
+        return None
+    return value if isinstance(value, dict) and "name" in value else None
+
+
+_UBJ_SCALAR = {b"i": ">b", b"U": ">B", b"I": ">h", b"l": ">i", b"L": ">q", b"d": ">f",
+               b"D": ">d"}
+
+
+def _ubj_value(data: bytes, pos: int, marker: bytes | None = None) -> tuple[Any, int]:
+    """The UBJSON value at ``pos`` (its type marker there unless given) and the position after
+    it: the scalars, strings, objects and arrays XGBoost writes (typed arrays included)."""
+    if marker is None:
+        marker, pos = data[pos:pos + 1], pos + 1
+    if marker in _UBJ_SCALAR:
+        fmt = _UBJ_SCALAR[marker]
+        size = struct.calcsize(fmt)
+        return struct.unpack(fmt, data[pos:pos + size])[0], pos + size
+    if marker in (b"T", b"F", b"Z"):
+        return {b"T": True, b"F": False, b"Z": None}[marker], pos
+    if marker in (b"S", b"C", b"H"):
+        if marker == b"C":
+            return data[pos:pos + 1].decode("ascii"), pos + 1
+        size, pos = _ubj_value(data, pos)
+        return data[pos:pos + size].decode("utf-8"), pos + size
+    if marker not in (b"{", b"["):
+        raise ValueError(f"UBJSON marker {marker!r} at {pos - 1}")
+    typed = count = None
+    if data[pos:pos + 1] == b"$":
+        typed, pos = data[pos + 1:pos + 2], pos + 2
+    if data[pos:pos + 1] == b"#":
+        count, pos = _ubj_value(data, pos + 1)
+    obj = marker == b"{"
+    items: list = []
+    while count is None or len(items) < count:
+        if count is None and data[pos:pos + 1] in (b"}", b"]"):
+            pos += 1
+            break
+        if pos >= len(data):
+            raise ValueError("UBJSON container not closed")
+        if obj:
+            size, pos = _ubj_value(data, pos)
+            key, pos = data[pos:pos + size].decode("utf-8"), pos + size
+        value, pos = _ubj_value(data, pos, typed)
+        items.append((key, value) if obj else value)
+    return (dict(items) if obj else items), pos
+
+
+def dropped_objective_params(recorded: dict, loaded: dict) -> dict | None:
+    """The parameters of objective ``recorded`` (a file's) that ``loaded`` (the Booster
+    XGBoost made of the file) does not hold, in their blocks with the name, or None: XGBoost
+    3.0.3+ drops ``reg:squaredlogerror``'s ``scale_pos_weight`` from an older file, whose
+    trees were grown with it."""
+    if recorded.get("name") != loaded.get("name"):
+        return None
+    dropped = {}
+    for block, params in recorded.items():
+        if block == "name" or not isinstance(params, dict):
+            continue
+        held = loaded.get(block)
+        have = held if isinstance(held, dict) else {}
+        missing = {str(k): str(v) for k, v in params.items() if k not in have}
+        if missing:
+            dropped[block] = missing
+    return {"name": recorded["name"], **dropped} if dropped else None
 
 
 def scores_with_raw_gradient(version: tuple[int, int]) -> bool:

@@ -14,9 +14,14 @@ import numpy as np
 import pandas as pd
 import xgboost
 from unbiased_criteria.adapters.xgboost.compat import (
+    BINARY_MAGIC,
+    BINARY_READ_UNTIL,
+    FILE_OBJECTIVE_ATTR,
     FILE_VERSION_ATTR,
     VERSION,
     _version_tuple,
+    dropped_objective_params,
+    file_objective,
     file_version,
     stored_categories,
 )
@@ -38,8 +43,9 @@ __all__ = [
     "make_estimator",
 ]
 
-MODEL_FILE_KINDS = ("an XGBoost JSON or UBJ model, which starts with '{', or a JSON dump "
-                    "(dump_format='json': a list of trees with 'nodeid')")
+MODEL_FILE_KINDS = ("an XGBoost JSON or UBJ model, which starts with '{' (or an old binary "
+                    "one, 'binf', up to XGBoost 3.0), or a JSON dump (dump_format='json': a "
+                    "list of trees with 'nodeid')")
 #: output suffix -> format written (any other suffix: the input's format)
 SUFFIX_FORMATS = {".json": "json", ".ubj": "ubj"}
 
@@ -55,18 +61,41 @@ def error_reason(err: BaseException) -> str:
 
 
 def recognise_model_file(data: bytes) -> bool:
-    """JSON and UBJ models both start with ``{`` (JSON then a quote, UBJ binary markers); a
-    JSON dump is a list of trees with ``nodeid``."""
-    return data.lstrip().startswith(b"{") or recognise_dump_text(data) == "xgboost"
+    """JSON and UBJ models both start with ``{`` (JSON then a quote, UBJ binary markers);
+    the old binary format with ``binf``; a JSON dump is a list of trees with ``nodeid``."""
+    return (data.lstrip().startswith(b"{") or data.startswith(BINARY_MAGIC)
+            or recognise_dump_text(data) == "xgboost")
+
+
+def _binary_unreadable(source: str, written: tuple[int, ...] | None) -> InputError:
+    """The old binary format under an XGBoost that no longer reads it (3.1+), with the remedy
+    (XGBoost's own reason, given for a path, is lost for the bytes we hand it)."""
+    by = "" if written is None else f", written by XGBoost {'.'.join(map(str, written))}"
+    return InputError(
+        f"{source}: an XGBoost model in the old binary format ('binf'{by}: save_model() to "
+        "a .model or .bin file, or save_raw(), with an older XGBoost), which XGBoost removed in "
+        f"{'.'.join(map(str, BINARY_READ_UNTIL))}: the installed {VERSION} cannot read it. "
+        "Load it with XGBoost 3.0 or older and re-save it as JSON or UBJ "
+        "(xgboost.Booster(model_file=path).save_model('model.json')), then pass that file")
 
 
 def load_model_file(file: ModelBytes) -> ModelFile:
-    """An ``xgboost.Booster`` from a JSON or UBJ model, whatever the file's suffix; a
-    :class:`~unbiased_criteria.dumps.Dump` from a JSON dump (format ``"dump"``)."""
+    """An ``xgboost.Booster`` from a JSON or UBJ model (or the old binary format, which
+    XGBoost reads before 3.1), whatever the file's suffix; a
+    :class:`~unbiased_criteria.dumps.Dump` from a JSON dump (format ``"dump"``). The version
+    the file records and the objective parameters the installed XGBoost drops on loading
+    it are kept as Booster attributes (:data:`FILE_VERSION_ATTR`,
+    :data:`FILE_OBJECTIVE_ATTR`), which the reader follows."""
     if recognise_dump_text(file.data) == "xgboost":
         return ModelFile(parse_dump_bytes(file.data, file.source), "xgboost", "dump",
                          file.source)
-    fmt = "json" if re.match(rb"\s*\{\s*[\"}]", file.data) else "ubj"
+    written = file_version(file.data)
+    if file.data.startswith(BINARY_MAGIC):
+        fmt = "binary"
+        if _version_tuple(VERSION) >= BINARY_READ_UNTIL:
+            raise _binary_unreadable(file.source, written)
+    else:
+        fmt = "json" if re.match(rb"\s*\{\s*[\"}]", file.data) else "ubj"
     # XGBoost's log of old formats, silenced for this thread only (its configuration is
     # thread-local; catch_warnings would swap the process's filters under other threads)
     with xgboost.config_context(verbosity=0):
@@ -76,9 +105,16 @@ def load_model_file(file: ModelBytes) -> ModelFile:
             raise InputError(f"{file.source}: not a model file: XGBoost rejects it as "
                              f"{fmt.upper()}: {error_reason(err)}") from None
     # the Booster records the installed version: keep the one whose rules built the trees
-    written = file_version(file.data)
     if written is not None and written[:2] != _version_tuple(VERSION):
         booster.set_attr(**{FILE_VERSION_ATTR: ".".join(str(v) for v in written)})
+    # and the objective parameters the installed XGBoost dropped (3.0.3+ drops
+    # reg:squaredlogerror's scale_pos_weight): the trees were grown with them
+    recorded = file_objective(file.data) if fmt != "binary" else None
+    if recorded is not None:
+        loaded = json.loads(booster.save_config())["learner"].get("objective", {})
+        dropped = dropped_objective_params(recorded, loaded)
+        if dropped is not None:
+            booster.set_attr(**{FILE_OBJECTIVE_ATTR: json.dumps(dropped, sort_keys=True)})
     # a file an UnbiasedXGBClassifier saved: its trees were fit on the indices of the labels
     # it stores, which the scoring then takes as its loaded estimator does (classes_)
     try:
@@ -156,7 +192,10 @@ def set_training_params(model: xgboost.Booster | Dump, params: dict[str, str]) -
 
 
 def output_format(suffix: str, input_format: str) -> str:
-    """``json`` or ``ubj`` by the suffix, else the input's format; a dump gives a dump."""
+    """``json`` or ``ubj`` by the suffix, else the input's format (UBJ for the old binary
+    one, which XGBoost no longer writes); a dump gives a dump."""
+    if input_format == "binary":
+        input_format = "ubj"
     if input_format == "dump":
         if suffix == ".ubj":
             warnings.warn("a pruned XGBoost dump is written as a JSON dump, not as UBJ",

@@ -102,6 +102,22 @@ def _objective_params(obj: Mapping) -> dict[str, str]:
     return params
 
 
+def model_objective_params(learner: Mapping) -> dict[str, str]:
+    """The objective parameters of a model JSON's ``learner``: its ``objective`` block's,
+    and those the model file recorded where the installed XGBoost dropped them on loading it
+    (the Booster attribute :data:`~.compat.FILE_OBJECTIVE_ATTR`, for the same objective; a
+    parameter the Booster holds, set since, wins)."""
+    obj_json = learner.get("objective", {"name": "reg:squarederror"})
+    params = _objective_params(obj_json)
+    text = (learner.get("attributes") or {}).get(compat.FILE_OBJECTIVE_ATTR)
+    if text is None:
+        return params
+    recorded = json.loads(text)
+    if not isinstance(recorded, Mapping) or recorded.get("name") != obj_json.get("name"):
+        return params  # the objective was changed since (set_param): the file's do not apply
+    return {**_objective_params(recorded), **params}
+
+
 def takes_scale_pos_weight(name: str, version: tuple[int, int] | None = None) -> bool:
     """Whether XGBoost ``version`` (None: the installed one) applies ``scale_pos_weight`` to
     objective ``name``: its ``RegLossObj`` losses do (squared error, the logistic ones, gamma
@@ -214,8 +230,9 @@ def make_objective(spec: str | Callable | Objective, model_ir: Model) -> Objecti
 def _single_objective(spec: str, model_ir: Model, n_outputs: int) -> Objective:
     """:func:`make_objective` of a name, for ``n_outputs`` outputs."""
     if ":" in spec:
-        obj_json = (model_ir.source or {}).get("learner", {}).get("objective", {})
-        params = _objective_params(obj_json) if obj_json.get("name") == spec else {}
+        learner = (model_ir.source or {}).get("learner", {})
+        same = learner.get("objective", {}).get("name") == spec
+        params = model_objective_params(learner) if same else {}
         objective = _core_objective(spec, params, n_outputs,
                                     compat.model_version(model_ir.source))
         if objective is None:

@@ -37,7 +37,7 @@ from unbiased_criteria.adapters.xgboost.layout import (
 )
 from unbiased_criteria.adapters.xgboost.objectives import (
     _core_objective,
-    _objective_params,
+    model_objective_params,
     multi_target,
     parse_base_score,
 )
@@ -382,11 +382,11 @@ def _continued(learner: Mapping, trees_json: Sequence[Mapping], n_written: int,
 
 
 def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
-              base_score: np.ndarray, params_fit: bool
+              base_score: np.ndarray, params_fit: bool, version: tuple[int, int]
               ) -> tuple[list[str], list[str], list[str]]:
     """Why recomputed gains will not match the model's own (``Model.warnings``), those of
     them that concern the training rows' gains alone (``Model.gain_only``), and what else to
-    say (``Model.notes``)."""
+    say (``Model.notes``); ``version``: the XGBoost that wrote the model."""
     out, notes = [], []
     if params["subsample"] < 1.0:
         out.append(
@@ -409,11 +409,13 @@ def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
             "(model.get_booster() for an estimator)"
         )
     lmp = learner["learner_model_param"]
+    # before XGBoost 2.0, 0.5 was every model's default base_score: it tells nothing there
     if (objective == "reg:squarederror" and np.all(base_score == 0.5)
-            and str(lmp.get("boost_from_average", "1")) == "1"):
+            and str(lmp.get("boost_from_average", "1")) == "1" and version >= (2, 0)):
         notes.append(
             "base_score is 0.5 with reg:squarederror, what a custom objective (obj=) leaves: "
-            "if the model was trained with one, pass objective="
+            "if the model was trained with one, pass objective= (on the command line "
+            "--objective, an objective name)"
         )
     gain_only = list(out)  # subsample, monotone clipping, GPU: the training rows' gains
     if not params_fit:
@@ -462,7 +464,7 @@ def parse_model(
     n_outputs, n_target = _outputs(learner)
     obj_json = learner.get("objective", {"name": "reg:squarederror"})
     obj_name = obj_json["name"]
-    obj_params = _objective_params(obj_json)
+    obj_params = model_objective_params(learner)
     version = compat.model_version(js)
     objective = _core_objective(obj_name, obj_params, max(n_class, 1), version)
     if n_target > 1:
@@ -541,7 +543,7 @@ def parse_model(
     unknown = (not params_fit or (_WRITTEN_ATTR in attributes
                                   and _PARAMS_ATTR not in attributes)) and not params_given
     warnings, gain_only, notes = _warnings(learner, model, params, obj_name, base,
-                                           params_fit or unknown)
+                                           params_fit or unknown, version)
     warnings += continued_warnings
     if slice_note is not None:  # the leaves' eta: pruned and refit leaves, not the gains
         notes.append(slice_note)

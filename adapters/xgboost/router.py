@@ -117,6 +117,75 @@ def _recode_categories(X: pd.DataFrame, bst: xgboost.Booster, argument: str) -> 
     return (X.assign(**{str(c): v for c, v in recoded.items()}) if recoded else X), True
 
 
+def match_categories(model: Any, model_ir: Model, X_train: Any, X_valid: Any,
+                     argument: str = "X_valid") -> Any:
+    """``X_valid`` with its category columns coded as ``X_train``'s, for a model that stores
+    no categories (trained before XGBoost 3.1, or loaded under it): such a model's trees
+    split on category codes, and each frame's are the positions of its own categories, so a
+    held-out frame listing them in another order, or a subset of them, was routed by other
+    codes than the training rows in the same call. The training frame's coding is taken as
+    the model's (the check of its first iteration's hessian sums against the model's own
+    tells where it is not). A model that stores its categories matches each frame to them
+    by value (:func:`make_router`): ``X_valid`` is returned as it is. Not modified.
+
+    Raises
+    ------
+    ValueError
+        A held-out category the training frame does not list (it has no code there), or a
+        column that is a pandas category in one frame and not in the other (codes on one
+        side, values read as codes on the other).
+    """
+    if not (isinstance(X_train, pd.DataFrame) and isinstance(X_valid, pd.DataFrame)):
+        return X_valid
+    known = True  # whether the model is known to store no categories
+    if not isinstance(model_ir.source, Mapping) or "learner" not in model_ir.source:
+        pass  # a dump: it stores none
+    else:
+        try:
+            pairs = stored_categories(_booster(model))
+        except ImportError:  # 3.1+ without pyarrow: it may store them (then XGBoost matches)
+            pairs, known = [], False
+        if pairs is not None and any(cats is not None for _, cats in pairs):
+            return X_valid
+    recoded = {}
+    for c in X_valid.columns:
+        if c not in X_train.columns or not X_train.columns.is_unique:
+            continue
+        train_cat = isinstance(X_train[c].dtype, pd.CategoricalDtype)
+        valid_cat = isinstance(X_valid[c].dtype, pd.CategoricalDtype)
+        if not (train_cat or valid_cat):
+            continue
+        if train_cat != valid_cat:
+            if not known:
+                continue
+            raise ValueError(
+                f"{argument}'s column {c!r} is {'a' if valid_cat else 'not a'} pandas category "
+                f"and X_train's is {'a' if train_cat else 'not a'} category: the model stores "
+                "no categories (trained before XGBoost 3.1), so it reads category codes, and "
+                "the two frames would give it different ones; pass the column the same way "
+                "in both (.astype('category') with the same categories)")
+        cats = X_train[c].cat.categories
+        if X_valid[c].cat.categories.equals(cats):
+            continue
+        values = X_valid[c].dropna()
+        unseen = pd.unique(values[~values.isin(cats)])
+        if len(unseen):
+            if not known:
+                continue
+            raise ValueError(
+                f"{argument}'s column {c!r} holds categories X_train's does not list: "
+                f"{', '.join(repr(v) for v in unseen[:5])}; the model stores no categories "
+                "(trained before XGBoost 3.1), so its trees split on X_train's category codes, "
+                "which these values have none of")
+        recoded[c] = X_valid[c].cat.set_categories(cats)
+    if not recoded:
+        return X_valid
+    out = X_valid.copy(deep=False)
+    for c, v in recoded.items():
+        out[c] = v
+    return out
+
+
 _CAST_BLOCK = 1 << 14  # values cast per step (a 64 KB temporary at most)
 
 
