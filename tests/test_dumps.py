@@ -414,3 +414,79 @@ def test_cli_reads_and_prunes_dumps(tmp_path, capsys):
     capsys.readouterr()
     assert main(["importance", str(tmp_path / "xgb.json"), *rows, *xgb_params[:2]]) == 2
     assert "does not store its objective and base_score" in capsys.readouterr().err
+
+
+def _one_leaf_tree_model(kind):
+    """A LightGBM model holding trees of one leaf beside trees with splits, and its data:
+    ``"multiclass"``, a class of 3 rows whose trees stay one leaf (LightGBM stores 0 there,
+    with shrinkage 1); ``"regression"``, a first iteration without a split (one leaf holding
+    the initial score)."""
+    def data(seed, n=3000):
+        rng = np.random.default_rng(seed)
+        X = np.column_stack([rng.integers(0, 2, n), rng.integers(0, 6, n),
+                             rng.normal(size=n)]).astype(float)
+        if kind == "regression":
+            return X, 0.5 * X[:, 0] + rng.normal(size=n)
+        y = np.where(rng.random(n) < 0.3 + 0.3 * X[:, 0], 1, 0)
+        y[rng.random(n) < 0.3] = 2
+        y[rng.choice(n, 3, replace=False)] = 3
+        return X, y
+    (X, y), (Xv, yv) = data(0), data(1)
+    params = {"objective": kind, "learning_rate": 0.3, "lambda_l2": 2.0, "num_leaves": 8,
+              "min_sum_hessian_in_leaf": 5.0, "verbose": -1, "num_threads": 1}
+    callbacks = []
+    if kind == "multiclass":
+        params["num_class"] = 4
+    else:  # no split can pay 1e9 in the first iteration
+        callbacks = [lgb.reset_parameter(min_gain_to_split=[1e9] + [0.0] * 7)]
+    b = lgb.train(params, lgb.Dataset(X, y), 8, callbacks=callbacks)
+    return b, (X, y, Xv, yv)
+
+
+def _leaf_values(node):
+    return [n["leaf_value"] for n in _walk(node) if "leaf_value" in n]
+
+
+@pytest.mark.parametrize("kind", ["multiclass", "regression"])
+@pytest.mark.parametrize("threshold", [0.0, -np.inf])
+def test_prune_lightgbm_dump_with_one_leaf_trees_infers_l2(kind, threshold):
+    """Oracle: the pruned Booster (which stores lambda_l2). A dump holding trees of one leaf
+    beside trees with splits was refused ("the trees have different learning rates", "likely
+    trained with L1"): the inference of lambda_l2 took the one-leaf trees' constants and
+    shrinkage 1 for Newton steps."""
+    b, args = _one_leaf_tree_model(kind)
+    d = b.dump_model()
+    sizes = [t["num_leaves"] for t in d["tree_info"]]
+    assert 1 in sizes and max(sizes) > 1  # the case
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # splits without usable evidence
+        host = uc.prune(b, *args, threshold=threshold, refit_leaves=True,
+                        random_state=0).dump_model()["tree_info"]
+        ours = uc.prune(d, *args, threshold=threshold, refit_leaves=True,
+                        random_state=0)["tree_info"]
+    assert [t["num_leaves"] for t in ours] == [t["num_leaves"] for t in host]
+    for a, h in zip(ours, host, strict=True):
+        np.testing.assert_allclose(_leaf_values(a["tree_structure"]),
+                                   _leaf_values(h["tree_structure"]), rtol=0, atol=1e-9)
+    if threshold == 0.0:
+        assert sum(t["num_leaves"] for t in ours) < sum(sizes)
+
+
+def test_lightgbm_dump_without_a_split_needs_no_l2():
+    """A dump whose trees are all one leaf has no gain to score and no leaf to refit, so it
+    needs no lambda_l2: it is scored without a warning and pruned to itself (the inference
+    was tried and failed: importance warned, prune raised)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 2))
+    y = X[:, 0] + rng.normal(size=600)
+    b = lgb.train({"objective": "regression", "min_gain_to_split": 1e9, "verbose": -1,
+                   "num_threads": 1}, lgb.Dataset(X[:300], y[:300]), 3)
+    d = b.dump_model()
+    assert {t["num_leaves"] for t in d["tree_info"]} == {1}  # the case
+    args = (X[:300], y[:300], X[300:], y[300:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = uc.unbiased_importance(d, *args, random_state=0)
+        pruned = uc.prune(d, *args, random_state=0)
+    assert len(report.splits) == 0
+    assert pruned["tree_info"] == d["tree_info"]
