@@ -236,6 +236,36 @@ def test_xgboost_dump_infers_eta_lambda():
     np.testing.assert_allclose(r2.splits["biased_gain"], r1.splits["biased_gain"], rtol=1e-5)
 
 
+@pytest.mark.parametrize("fmt", ["text", "dot"])
+@pytest.mark.parametrize("host_params", [None, {"objective": "reg:squarederror",
+                                                "base_score": 0.0, "eta": 0.3}])
+def test_xgboost_dump_in_another_format_one_clear_error(fmt, host_params):
+    """``get_dump()`` in its default text format (or dot) is refused as such, with what to
+    pass, with host_params or without; with them it was called a host model ("a host model
+    stores its parameters")."""
+    df, y = _frame(400, 6)
+    b = _xgb({"objective": "reg:squarederror"}, df[:200], y[:200], rounds=2)
+    args = (df[:200], y[:200], df[200:], y[200:])
+    with pytest.raises(TypeError, match=r"text or dot format: dumps must be JSON, "
+                                        r"get_dump\(dump_format='json'"):
+        uc.unbiased_importance(b.get_dump(dump_format=fmt, with_stats=True), *args,
+                               host_params=host_params)
+
+
+@pytest.mark.parametrize("model", [{"a": 1}, [1, 2], ["not a tree"]])
+def test_plain_data_with_host_params_is_refused_as_without(model):
+    """Data that is no dump gets the one error naming what a model may be, whether
+    host_params came along or not (with them, it was called a host model)."""
+    df, y = _frame(200, 7)
+    args = (df[:100], y[:100], df[100:], y[100:])
+    with pytest.raises(TypeError) as without:
+        uc.unbiased_importance(model, *args)
+    with pytest.raises(TypeError) as given:
+        uc.unbiased_importance(model, *args, host_params={"lambda_l2": 1.0})
+    assert str(given.value) == str(without.value)
+    assert "dumped model (dump_model() / get_dump(dump_format='json') JSON)" in str(given.value)
+
+
 def _round_thresholds(tree: dict, digits: int) -> dict:
     out = dict(tree)
     if "children" in out:
