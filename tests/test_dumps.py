@@ -236,6 +236,36 @@ def test_xgboost_dump_infers_eta_lambda():
     np.testing.assert_allclose(r2.splits["biased_gain"], r1.splits["biased_gain"], rtol=1e-5)
 
 
+@pytest.mark.parametrize("fmt", ["text", "dot"])
+@pytest.mark.parametrize("host_params", [None, {"objective": "reg:squarederror",
+                                                "base_score": 0.0, "eta": 0.3}])
+def test_xgboost_dump_in_another_format_one_clear_error(fmt, host_params):
+    """``get_dump()`` in its default text format (or dot) is refused as such, with what to
+    pass, with host_params or without; with them it was called a host model ("a host model
+    stores its parameters")."""
+    df, y = _frame(400, 6)
+    b = _xgb({"objective": "reg:squarederror"}, df[:200], y[:200], rounds=2)
+    args = (df[:200], y[:200], df[200:], y[200:])
+    with pytest.raises(TypeError, match=r"text or dot format: dumps must be JSON, "
+                                        r"get_dump\(dump_format='json'"):
+        uc.unbiased_importance(b.get_dump(dump_format=fmt, with_stats=True), *args,
+                               host_params=host_params)
+
+
+@pytest.mark.parametrize("model", [{"a": 1}, [1, 2], ["not a tree"]])
+def test_plain_data_with_host_params_is_refused_as_without(model):
+    """Data that is no dump gets the one error naming what a model may be, whether
+    host_params came along or not (with them, it was called a host model)."""
+    df, y = _frame(200, 7)
+    args = (df[:100], y[:100], df[100:], y[100:])
+    with pytest.raises(TypeError) as without:
+        uc.unbiased_importance(model, *args)
+    with pytest.raises(TypeError) as given:
+        uc.unbiased_importance(model, *args, host_params={"lambda_l2": 1.0})
+    assert str(given.value) == str(without.value)
+    assert "dumped model (dump_model() / get_dump(dump_format='json') JSON)" in str(given.value)
+
+
 def _round_thresholds(tree: dict, digits: int) -> dict:
     out = dict(tree)
     if "children" in out:
@@ -414,3 +444,79 @@ def test_cli_reads_and_prunes_dumps(tmp_path, capsys):
     capsys.readouterr()
     assert main(["importance", str(tmp_path / "xgb.json"), *rows, *xgb_params[:2]]) == 2
     assert "does not store its objective and base_score" in capsys.readouterr().err
+
+
+def _one_leaf_tree_model(kind):
+    """A LightGBM model holding trees of one leaf beside trees with splits, and its data:
+    ``"multiclass"``, a class of 3 rows whose trees stay one leaf (LightGBM stores 0 there,
+    with shrinkage 1); ``"regression"``, a first iteration without a split (one leaf holding
+    the initial score)."""
+    def data(seed, n=3000):
+        rng = np.random.default_rng(seed)
+        X = np.column_stack([rng.integers(0, 2, n), rng.integers(0, 6, n),
+                             rng.normal(size=n)]).astype(float)
+        if kind == "regression":
+            return X, 0.5 * X[:, 0] + rng.normal(size=n)
+        y = np.where(rng.random(n) < 0.3 + 0.3 * X[:, 0], 1, 0)
+        y[rng.random(n) < 0.3] = 2
+        y[rng.choice(n, 3, replace=False)] = 3
+        return X, y
+    (X, y), (Xv, yv) = data(0), data(1)
+    params = {"objective": kind, "learning_rate": 0.3, "lambda_l2": 2.0, "num_leaves": 8,
+              "min_sum_hessian_in_leaf": 5.0, "verbose": -1, "num_threads": 1}
+    callbacks = []
+    if kind == "multiclass":
+        params["num_class"] = 4
+    else:  # no split can pay 1e9 in the first iteration
+        callbacks = [lgb.reset_parameter(min_gain_to_split=[1e9] + [0.0] * 7)]
+    b = lgb.train(params, lgb.Dataset(X, y), 8, callbacks=callbacks)
+    return b, (X, y, Xv, yv)
+
+
+def _leaf_values(node):
+    return [n["leaf_value"] for n in _walk(node) if "leaf_value" in n]
+
+
+@pytest.mark.parametrize("kind", ["multiclass", "regression"])
+@pytest.mark.parametrize("threshold", [0.0, -np.inf])
+def test_prune_lightgbm_dump_with_one_leaf_trees_infers_l2(kind, threshold):
+    """Oracle: the pruned Booster (which stores lambda_l2). A dump holding trees of one leaf
+    beside trees with splits was refused ("the trees have different learning rates", "likely
+    trained with L1"): the inference of lambda_l2 took the one-leaf trees' constants and
+    shrinkage 1 for Newton steps."""
+    b, args = _one_leaf_tree_model(kind)
+    d = b.dump_model()
+    sizes = [t["num_leaves"] for t in d["tree_info"]]
+    assert 1 in sizes and max(sizes) > 1  # the case
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # splits without usable evidence
+        host = uc.prune(b, *args, threshold=threshold, refit_leaves=True,
+                        random_state=0).dump_model()["tree_info"]
+        ours = uc.prune(d, *args, threshold=threshold, refit_leaves=True,
+                        random_state=0)["tree_info"]
+    assert [t["num_leaves"] for t in ours] == [t["num_leaves"] for t in host]
+    for a, h in zip(ours, host, strict=True):
+        np.testing.assert_allclose(_leaf_values(a["tree_structure"]),
+                                   _leaf_values(h["tree_structure"]), rtol=0, atol=1e-9)
+    if threshold == 0.0:
+        assert sum(t["num_leaves"] for t in ours) < sum(sizes)
+
+
+def test_lightgbm_dump_without_a_split_needs_no_l2():
+    """A dump whose trees are all one leaf has no gain to score and no leaf to refit, so it
+    needs no lambda_l2: it is scored without a warning and pruned to itself (the inference
+    was tried and failed: importance warned, prune raised)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 2))
+    y = X[:, 0] + rng.normal(size=600)
+    b = lgb.train({"objective": "regression", "min_gain_to_split": 1e9, "verbose": -1,
+                   "num_threads": 1}, lgb.Dataset(X[:300], y[:300]), 3)
+    d = b.dump_model()
+    assert {t["num_leaves"] for t in d["tree_info"]} == {1}  # the case
+    args = (X[:300], y[:300], X[300:], y[300:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = uc.unbiased_importance(d, *args, random_state=0)
+        pruned = uc.prune(d, *args, random_state=0)
+    assert len(report.splits) == 0
+    assert pruned["tree_info"] == d["tree_info"]

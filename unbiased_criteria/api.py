@@ -134,6 +134,8 @@ def _leaf_params(read: Model, obj: Objective, train: RowSet | None, needed_for: 
     """
     if not read.leaf_params_unknown:
         return read
+    if all(tree.n_leaves == 1 for tree in read.forest.trees):
+        return read  # no split to score (B) and no leaf to refit: neither is needed
     if train is None:
         why = "without training rows (X_train, y_train) they cannot be inferred"
     else:

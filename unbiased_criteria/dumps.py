@@ -92,6 +92,28 @@ def refuse_linear_dump(obj: Any) -> None:
                                     "the bias and weights of XGBoost's linear booster)")
 
 
+#: XGBoost's ``get_dump`` in its other formats: a text tree (``0:[f0<1.5] yes=1,...`` or
+#: ``0:leaf=...``), graphviz ``dot``; ``dump_model(fname)``'s text file (``booster[0]:``)
+_OTHER_FORMAT = re.compile(r"\s*(?:0:(?:\[|leaf=)|digraph\b|booster\[0\]:)")
+
+
+def _is_other_format_dump(obj: Any) -> bool:
+    """Whether ``obj`` (a list of ``get_dump`` strings, or text) is an XGBoost dump in a
+    format other than JSON."""
+    if isinstance(obj, (list, tuple)):
+        return bool(obj) and isinstance(obj[0], str) and bool(_OTHER_FORMAT.match(obj[0]))
+    if isinstance(obj, bytes):
+        obj = obj[:4096].decode("utf-8", errors="replace")
+    return isinstance(obj, str) and bool(_OTHER_FORMAT.match(obj))
+
+
+def refuse_other_format_dump(obj: Any) -> None:
+    """``TypeError`` where ``obj`` is an XGBoost dump in its text or dot format."""
+    if _is_other_format_dump(obj):
+        raise TypeError("model is an XGBoost dump in its text or dot format: dumps must be "
+                        "JSON, get_dump(dump_format='json', with_stats=True)")
+
+
 def is_file(path: str | os.PathLike) -> bool:
     try:
         return Path(path).is_file()
@@ -168,8 +190,12 @@ def as_dump(model: Any, host_params: Mapping | None = None) -> Any:
     Raises
     ------
     ValueError
-        ``host_params`` given for a model that is not a dump (a Booster stores its own or
-        takes them with ``set_param``), or not a dict.
+        ``host_params`` given for a host model (a Booster stores its own or takes them with
+        ``set_param``), or not a dict; a string that is neither dump JSON nor a file.
+    TypeError
+        An XGBoost dump in its text or dot format (dumps must be JSON).
+    UnsupportedModelError
+        XGBoost's dump of a gblinear model.
     """
     if host_params is not None and not isinstance(host_params, Mapping):
         raise ValueError(f"host_params must be a dict, got {type(host_params).__name__}")
@@ -179,14 +205,20 @@ def as_dump(model: Any, host_params: Mapping | None = None) -> Any:
     if host is None:
         if isinstance(model, (Mapping, list, tuple, str)):
             refuse_linear_dump(model)
+            refuse_other_format_dump(model)
         if isinstance(model, (str, os.PathLike)) and is_file(model):
             with open(model, "rb") as f:
-                refuse_linear_dump(f.read(4096))
+                head = f.read(4096)
+            refuse_linear_dump(head)
+            refuse_other_format_dump(head)
         if isinstance(model, (str, os.PathLike)) and not is_file(model):
             shown = str(model) if len(str(model)) <= 100 else str(model)[:97] + "..."
             raise ValueError(f"model {shown}: no such file (a model given as a string is a "
                              "dump's JSON or the path of a dump file)")
-        if host_params:
+        # plain data that is no dump is no host model either: the caller refuses its type
+        # (saying what a model may be), with host_params or without
+        if host_params and not isinstance(model, (Mapping, list, tuple, str, bytes,
+                                                  os.PathLike)):
             raise ValueError("host_params is for dumped models (dump_model() / get_dump() "
                              "JSON); a host model stores its parameters")
         return model

@@ -254,7 +254,9 @@ def all_rows_gains(result: GBMResult, score: SplitScore) -> Forest:
     (LightGBM's ``split_gain``, XGBoost's ``loss_chg``), as a replay on the training rows
     recomputes it: an export holding these reads back like any host model (its leaves are
     already the Newton steps of all rows). ``score`` is the regularisation the host's reader
-    will take from the export (XGBoost: float32 weights and its version's L1 rule).
+    will take from the export (XGBoost: float32 weights and its version's L1 rule). The gains
+    are rounded to float32 as the hosts store them; one beyond float32's range is ``inf``, as
+    the host's own cast makes it (LightGBM writes and reads ``inf``).
 
     Raises
     ------
@@ -266,8 +268,11 @@ def all_rows_gains(result: GBMResult, score: SplitScore) -> Forest:
                          "rows (fitted by an earlier version): fit the estimator again")
     trees = []
     for tree, sums in zip(result.forest.trees, result.node_sums, strict=True):
-        # float32, as both hosts store their gains
-        gain = biased_gain(tree, sums, score).astype(np.float32).astype(np.float64)
+        # float32, as both hosts store their gains: one beyond float32's range is inf, as a
+        # host's cast makes it (not a warning; LightGBM writes inf, clipping would rank by the
+        # clip)
+        with np.errstate(over="ignore"):
+            gain = biased_gain(tree, sums, score).astype(np.float32).astype(np.float64)
         gain.setflags(write=False)
         trees.append(replace(tree, host_gain=gain))
     return result.forest.with_trees(trees)

@@ -126,16 +126,29 @@ def infer_leaf_params(model: Model, objective: Objective, train: RowSet) -> Leaf
     """Fit :func:`fit_leaf_params` on the leaves of ``model``'s first iterations.
 
     Their ``G``, ``H`` are replayed on the training rows, which are the rows that built them;
-    iterations are added until at least 40 leaves (or 10 iterations). Leaves below a split
-    with extra L2 (``Tree.l2_extra``) are left out. All trees must share one shrinkage.
+    iterations with a split are added until at least 40 leaves (or 10 of them). Leaves
+    below a split with extra L2 (``Tree.l2_extra``) are left out, and so are trees of one
+    leaf: a host may store a constant there rather than a Newton step (LightGBM: 0, or its
+    initial score in the first iteration, with shrinkage 1), so they say nothing of the two
+    parameters. All trees with a split must share one shrinkage.
+
+    Raises
+    ------
+    LeafParamsError
+        The trees with a split have different shrinkages, no tree has a split, or
+        :func:`fit_leaf_params` cannot fit their leaves.
     """
     forest = model.forest
-    if len({t.shrinkage for t in forest.trees}) > 1:
-        raise LeafParamsError("the trees have different learning rates")
-    iterations = np.unique(forest.tree_iteration)
+    split = np.array([t.n_leaves > 1 for t in forest.trees], dtype=bool)
+    if not split.any():
+        raise LeafParamsError("no tree has a split, so no leaf was fitted to the rows")
+    if len({t.shrinkage for t, s in zip(forest.trees, split, strict=True) if s}) > 1:
+        raise LeafParamsError("the trees with a split have different learning rates")
+    # the first iterations with a split (one of one-leaf trees only holds no evidence)
+    iterations = np.unique(forest.tree_iteration[split])[:_MAX_ITERATIONS]
     leaves = np.cumsum([sum(forest.trees[t].n_leaves
-                            for t in np.flatnonzero(forest.tree_iteration == it))
-                        for it in iterations[:_MAX_ITERATIONS]])
+                            for t in np.flatnonzero((forest.tree_iteration == it) & split))
+                        for it in iterations])
     last = iterations[min(int(np.searchsorted(leaves, _MIN_LEAVES)), leaves.size - 1)]
     n_trees = int(np.flatnonzero(forest.tree_iteration <= last).max()) + 1
     head = replace(forest, trees=forest.trees[:n_trees],
@@ -145,6 +158,8 @@ def infer_leaf_params(model: Model, objective: Objective, train: RowSet) -> Leaf
 
     def visit(step: TreeStep):
         tree = step.tree
+        if tree.n_leaves == 1:  # a constant, not fitted to the rows (see above)
+            return None
         sums = node_sums(tree, step.nodes_train, step.g_train, step.h_train)
         parent = tree.parent
         extra = np.where(parent >= 0, tree.l2_extra[np.maximum(parent, 0)], 0.0)

@@ -51,6 +51,16 @@ def _d(x) -> str:
     return str(int(x))
 
 
+def _stored_gain(gain) -> np.ndarray:
+    """Split gains as LightGBM stores them (C++ ``float``): a gain beyond float32's range is
+    ``inf``, as ``static_cast<float>`` makes it (LightGBM writes ``inf`` and loads it back);
+    an unknown gain (NaN) is 0."""
+    gain = np.asarray(gain, dtype=np.float64)
+    with np.errstate(over="ignore"):  # the overflow to inf is LightGBM's own
+        stored = gain.astype(np.float32)
+    return np.where(np.isnan(stored), np.float32(0.0), stored)
+
+
 def _join(fmt: Callable, values) -> str:
     # Python numbers from tolist(): formatting numpy scalars one by one cost twice as much
     return " ".join(map(fmt, np.asarray(values).tolist()))
@@ -121,7 +131,7 @@ def _tree_block(tree: Tree) -> str:
         f"num_leaves={L}",
         f"num_cat={cat_nodes.size}",
         "split_feature=" + _join(_d, tree.feature[inner]),
-        "split_gain=" + _join(_g, finite(tree.host_gain[inner]).astype(np.float32)),
+        "split_gain=" + _join(_g, _stored_gain(tree.host_gain[inner])),
         "threshold=" + _join(_g17, threshold),
         "decision_type=" + _join(_d, dtype),
         "left_child=" + _join(_d, child[tree.left[inner]]),
@@ -146,11 +156,13 @@ def _feature_importances(forest: Forest, importance_type: str) -> str:
     total = np.zeros(forest.n_features)
     for tree in forest.trees:
         inner = tree.internal_nodes
-        gain = np.nan_to_num(tree.host_gain[inner].astype(np.float32))
-        used = gain > 0  # LightGBM counts only splits with a positive gain
+        gain = _stored_gain(tree.host_gain[inner])
+        used = gain > 0  # LightGBM counts only splits with a positive gain (inf included)
         add = np.ones(inner.size) if importance_type == "0" else gain.astype(np.float64)
         np.add.at(total, tree.feature[inner][used], add[used])
-    ints = total.astype(np.int64)
+    # LightGBM prints static_cast<size_t>(importance): a total of 2**64 or more (or inf) gives
+    # 0 there (observed with LightGBM 4.7), so the feature is left out, as below
+    ints = np.where(np.isfinite(total) & (total < 2.0**64), total, 0.0).astype(np.uint64)
     pairs = [(int(v), name) for v, name in zip(ints, forest.feature_names) if v > 0]
     pairs.sort(key=lambda p: -p[0])  # stable, like std::stable_sort
     return "feature_importances:\n" + "".join(f"{name}={v}\n" for v, name in pairs)

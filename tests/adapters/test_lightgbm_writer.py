@@ -7,6 +7,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ pd = pytest.importorskip("pandas")
 
 from unbiased_criteria.adapters import lightgbm as adapter  # noqa: E402
 
+import unbiased_criteria as uc  # noqa: E402
 from unbiased_criteria.model import UnsupportedModelError  # noqa: E402
 from unbiased_criteria.trees import collapse_nodes, route_rows  # noqa: E402
 
@@ -247,3 +249,52 @@ def test_mismatched_forest_is_refused():
 
     with pytest.raises(ValueError, match="features"):
         adapter.write_model(other, replace(adapter.read_model(other).forest, n_features=5))
+
+
+def _large_label_model(scale, **params):
+    """A regression model on labels times ``scale`` (1e20: every split gain beyond float32,
+    LightGBM stores and writes it as ``inf``)."""
+    X, signal, rng = make_data()
+    y = scale * labels("regression", signal, rng)
+    ds = lightgbm.Dataset(X, y, categorical_feature=[2, 3])
+    return lightgbm.train({**BASE, "objective": "regression", **params}, ds, 5), X, y
+
+
+def test_gains_beyond_float32_are_written_as_lightgbm_writes_them():
+    """Oracle: LightGBM's own text and gain importance. Gains LightGBM stores as ``inf`` were
+    written 0: the text was no longer LightGBM's and the gain importance said no feature
+    mattered."""
+    booster, X, y = _large_label_model(1e20)
+    text = booster.model_to_string(num_iteration=-1)
+    assert "split_gain=inf" in text  # the case
+    read = adapter.read_model(booster)
+    assert adapter.model_text(read.source, read.forest) == text
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # numpy's overflow warnings
+        written = adapter.write_model(booster, read.forest)
+    assert written.model_to_string(num_iteration=-1) == text
+    np.testing.assert_array_equal(written.feature_importance("gain"),
+                                  booster.feature_importance("gain"))
+    assert np.isinf(written.feature_importance("gain")).any()
+    # prune at -inf keeps every split: the same text again (README, Oracles)
+    X_valid, signal, rng = make_data(seed=1)
+    y_valid = 1e20 * labels("regression", signal, rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # splits without usable evidence
+        warnings.simplefilter("error", RuntimeWarning)
+        pruned = uc.prune(booster, X, y, X_valid, y_valid, threshold=-np.inf, random_state=0)
+    assert pruned.model_to_string(num_iteration=-1) == text
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e8, 3e8, 1e20])
+def test_gain_importances_are_printed_as_lightgbm_prints_them(scale):
+    """Oracle: LightGBM's text with ``saved_feature_importance_type=1`` (gain), which prints
+    each total as ``size_t``: totals in [2**63, 2**64) (at 1e8 and 3e8 here) are printed,
+    larger ones and ``inf`` left out. The writer cast to int64 (dropping the first, with a
+    numpy warning)."""
+    booster, _, _ = _large_label_model(scale, saved_feature_importance_type=1)
+    read = adapter.read_model(booster)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        text = adapter.model_text(read.source, read.forest)
+    assert text == booster.model_to_string(num_iteration=-1, importance_type="gain")

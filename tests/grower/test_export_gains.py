@@ -121,3 +121,37 @@ def test_the_grower_keeps_its_own_gains_on_d():
     chosen = report[report["split"]]
     np.testing.assert_allclose(np.sort(chosen.biased_gain),
                                np.sort(np.concatenate(inner)), rtol=1e-6)
+
+
+def test_gains_beyond_float32_are_exported_as_the_hosts_store_them():
+    """Labels near 1e20 give split gains beyond float32's range. Oracle: XGBoost's own
+    ``refresh`` of the export, which stores such a gain as ``inf``. The LightGBM export writes
+    the same gains (``inf`` as LightGBM writes it; they were written 0, so LightGBM's gain
+    importance said no feature mattered) and the fit and exports warn nothing (numpy's
+    overflow warning leaked, once per tree)."""
+    X, y = _data("regression", n=1500)
+    y = 1e20 * y
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = _estimator("regression").fit(X, y)
+        booster, exported = est.to_lightgbm(), est.to_xgboost()
+    params = {"process_type": "update", "updater": "refresh", "refresh_leaf": False,
+              "lambda": 0.0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "you have manually specified the updater"
+        refreshed = xgb.train(params, xgb.DMatrix(X, y), exported.num_boosted_rounds(),
+                              xgb_model=exported)
+    host = [np.asarray(t["loss_changes"])[np.asarray(t["left_children"]) >= 0]
+            for t in _xgb_trees(refreshed)]
+    assert np.isinf(np.concatenate(host)).sum() > 10  # the case: many gains overflow
+    written = [np.array(line.split("=", 1)[1].split(), dtype=np.float64)
+               for line in booster.model_to_string().splitlines()
+               if line.startswith("split_gain=")]
+    for own, gains in zip(written, host, strict=True):
+        np.testing.assert_allclose(np.sort(own), np.sort(gains), rtol=1e-4)
+    # LightGBM's gain importance sums the gains it loaded: inf for every feature holding one
+    features = [np.asarray(t["split_indices"])[np.asarray(t["left_children"]) >= 0]
+                for t in _xgb_trees(refreshed)]
+    expected = np.zeros(X.shape[1])
+    np.add.at(expected, np.concatenate(features), np.concatenate(host))
+    np.testing.assert_allclose(booster.feature_importance("gain"), expected, rtol=1e-4)
