@@ -263,12 +263,13 @@ def parse_tree_text(
     return arrays
 
 
-def _data_free_bias(arrays: dict[str, Any], l2: float) -> float:
+def _data_free_bias(arrays: dict[str, Any], l2: float, eps: float = 0.0) -> float:
     """Init score folded into a first-iteration tree, from its leaves alone.
 
     Exact when the init score zeroes the root's gradient sum and leaf outputs are
-    ``-G/(H + l2)``: then ``sum_j (H_j + l2_j) value_j / sum_j (H_j + l2_j) = init``, with
-    ``l2_j`` including the parent's ``cat_l2`` for leaves of many-vs-many splits.
+    ``-G/(H + eps + l2)``: then ``sum_j (H_j + eps + l2_j) value_j / sum_j (H_j + eps +
+    l2_j) = init``, with ``l2_j`` including the parent's ``cat_l2`` for leaves of
+    many-vs-many splits and ``eps`` LightGBM's kEpsilon (``SplitScore.hessian_epsilon``).
     """
     leaf = arrays["left"] < 0
     if leaf.sum() == 1:
@@ -277,7 +278,7 @@ def _data_free_bias(arrays: dict[str, Any], l2: float) -> float:
     inner = np.flatnonzero(~leaf)
     parent[arrays["left"][inner]] = inner
     parent[arrays["right"][inner]] = inner
-    weight = arrays["host_hessian"][leaf] + l2 + arrays["l2_extra"][parent[leaf]]
+    weight = arrays["host_hessian"][leaf] + eps + l2 + arrays["l2_extra"][parent[leaf]]
     if not np.all(np.isfinite(weight)) or weight.sum() <= 0:
         return math.nan
     return float(np.sum(weight * arrays["value"][leaf]) / np.sum(weight))
@@ -292,7 +293,8 @@ _RATE_AGREEMENT = 1e-3
 _RATE_MIN_GAIN_SHARE = 1e-2
 
 
-def _first_iteration_rate(arrays: dict[str, Any], bias: float, l2: float) -> float:
+def _first_iteration_rate(arrays: dict[str, Any], bias: float, l2: float,
+                          eps: float = 0.0) -> float:
     """The learning rate a first-iteration tree that holds the init score ``bias`` was grown
     at, from its own leaf values and split gains; NaN where they do not tell.
 
@@ -303,7 +305,8 @@ def _first_iteration_rate(arrays: dict[str, Any], bias: float, l2: float) -> flo
     (``min_gain_to_split`` not subtracted: checked on LightGBM 4.7's) then gives ``rate**2``:
     the values scale with the rate, the gains do not. The splits must agree
     (:data:`_RATE_AGREEMENT`); the rate is returned to 6 significant digits, what the printed
-    gains carry.
+    gains carry. ``eps``: LightGBM's kEpsilon, added to each child's hessian sum and twice
+    to the parent's (``SplitScore.hessian_epsilon``).
     """
     left, right = arrays["left"], arrays["right"]
     leaf = left < 0
@@ -316,7 +319,7 @@ def _first_iteration_rate(arrays: dict[str, Any], bias: float, l2: float) -> flo
     lam = l2 + arrays["l2_extra"]  # children of many-vs-many splits: l2 + cat_l2
     H = np.where(leaf, arrays["host_hessian"], 0.0)
     G = np.zeros(leaf.size)  # rate * G, from the leaves
-    G[leaf] = -(arrays["value"][leaf] - bias) * (H[leaf] + lam[parent[leaf]])
+    G[leaf] = -(arrays["value"][leaf] - bias) * (H[leaf] + eps + lam[parent[leaf]])
     # children before parents (post-order), whatever the numbering
     order, stack = [], [0]
     while stack:
@@ -333,9 +336,9 @@ def _first_iteration_rate(arrays: dict[str, Any], bias: float, l2: float) -> flo
         return g * g / (h + extra)
 
     children_l2 = lam[inner]
-    scaled = (score(G[left[inner]], H[left[inner]], children_l2)
-              + score(G[right[inner]], H[right[inner]], children_l2)
-              - score(G[inner], H[inner], np.full(inner.size, l2)))
+    scaled = (score(G[left[inner]], H[left[inner]], children_l2 + eps)
+              + score(G[right[inner]], H[right[inner]], children_l2 + eps)
+              - score(G[inner], H[inner], np.full(inner.size, l2 + 2 * eps)))
     gain = arrays["host_gain"][inner].astype(np.float64)
     if not (np.all(np.isfinite(scaled)) and np.all(np.isfinite(gain)) and gain.max() > 0):
         return math.nan
@@ -489,14 +492,16 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
         # the trees holding the init score: every tree of a forest, else the first iteration's
         holds_init = forest_mode or (t < K and (shrinkage == 1.0 or arrays["left"][0] < 0))
         if add_bias and holds_init:
-            bias = _data_free_bias(arrays, score.l2) if exact_bias else math.nan
+            bias = (_data_free_bias(arrays, score.l2, score.hessian_epsilon) if exact_bias
+                    else math.nan)
             any_bias = True
             if not forest_mode:  # AddBias reset the first iteration's shrinkage to 1
                 shrinkage = math.nan if scheduled else lr if lr > 0 else shrinkage
                 if exact_bias and arrays["left"][0] >= 0:
                     # the rate is not stored (a schedule may have changed the first round's
                     # alone): where the tree's gains tell it, they decide
-                    rate = _first_iteration_rate(arrays, bias, score.l2)
+                    rate = _first_iteration_rate(arrays, bias, score.l2,
+                                                 score.hessian_epsilon)
                     if math.isfinite(rate) and math.isclose(rate, lr, rel_tol=_RATE_AGREEMENT):
                         rate = lr  # the model's own rate, to its digits
                     first_rates.append(rate)
