@@ -429,14 +429,14 @@ def _warn_unusable(usable: np.ndarray, k: np.ndarray, share: np.ndarray, min_k: 
         parts.append(
             f"{int(weightless.sum())} have enough held-out rows but (practically) no curvature "
             f"among a node's rows: their hessian sum, scaled to the node's rows, is below "
-            f"{MIN_HESSIAN:g} times the held-out rows' mean weight, the least the hosts "
+            f"{MIN_HESSIAN:g} times the held-out rows' typical weight, the least the hosts "
             f"make a leaf with (only rows of zero hessian, "
             f"e.g. weight 0, or rows the model is confidently wrong about: a classifier's "
             f"hessian p(1-p) vanishes where it gives the true class a probability near 0, "
             f"e.g. a multiclass model certain of another class; the floor is per row of "
-            f"the held-out rows' mean weight, so only weights near 0 against the others count as "
-            f"weight 0); give weight-0 rows a positive weight, or score a model that is less "
-            f"certain (fewer rounds, a smaller learning rate)")
+            f"the held-out rows' typical weight, so only weights near 0 against the others "
+            f"count as weight 0); give weight-0 rows a positive weight, or score a model "
+            f"that is less certain (fewer rounds, a smaller learning rate)")
     warnings.warn(
         f"{int(bad.sum())} of {usable.size} splits have no usable evidence (their "
         f"unbiased_gain is 0 and says nothing; usable is False): " + "; ".join(parts),

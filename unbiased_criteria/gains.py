@@ -19,7 +19,7 @@ the rows that built the tree (or any sample), ``n'_X`` counts held-out rows.
 
   A ratio is evidence only where its drawn rows carry curvature (:func:`has_curvature`): its
   drawn hessian sum scaled to the node, ``sum(w h') * n_X / k`` (``n_X`` the rows behind
-  ``G_X``), must reach :data:`MIN_HESSIAN` times the held-out rows' mean weight
+  ``G_X``), must reach :data:`MIN_HESSIAN` times the held-out rows' typical weight
   (:func:`weight_scale`, the unit of the sums it bounds), the least hessian sum LightGBM
   and scikit-learn's HistGradientBoosting make a leaf with by default (at unit weights).
   Below it the ratio is no evidence, as ``0/0`` is: held-out rows a classifier is
@@ -30,6 +30,7 @@ the rows that built the tree (or any sample), ``n'_X`` counts held-out rows.
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 
@@ -40,6 +41,8 @@ from .trees import Tree
 __all__ = [
     "MIN_HESSIAN",
     "weight_scale",
+    "log_weight_sums",
+    "scale_from_log_sums",
     "has_curvature",
     "flat_splits",
     "SplitScore",
@@ -75,17 +78,37 @@ __all__ = [
 MIN_HESSIAN = 1e-3
 
 
-def weight_scale(weight: np.ndarray | None) -> float:
-    """The unit of the curvature floor for rows of weights ``weight`` (None: 1): their mean,
-    so that the floor is :data:`MIN_HESSIAN` per row of mean weight, as the hosts' minimum
-    is for unit weights. Multiplying every weight by ``c`` multiplies every hessian sum and
-    the floor alike: which splits are usable does not depend on the weights' scale (an
-    absolute floor made ordinary nodes unusable under weights normalised to sum to 1, and
-    ``U`` biased under the null there: a split's usability then depends on its draws)."""
-    if weight is None or not weight.size:
+def log_weight_sums(weight: np.ndarray | None) -> tuple[float, int]:
+    """The sum of ``log(w)`` over the positive weights and their count (None: unweighted,
+    ``(0, 0)``): what :func:`weight_scale` needs, summable over parts of the rows (Dask
+    partitions)."""
+    if weight is None:
+        return 0.0, 0
+    positive = np.asarray(weight, dtype=np.float64)
+    positive = positive[positive > 0]
+    return float(np.log(positive).sum()), int(positive.size)
+
+
+def scale_from_log_sums(total: float, count: int) -> float:
+    """:func:`weight_scale` from :func:`log_weight_sums` (summed over parts): 1 without
+    positive weights."""
+    if count == 0:
         return 1.0
-    mean = float(np.mean(weight))
-    return mean if np.isfinite(mean) and mean > 0 else 1.0
+    scale = math.exp(total / count)
+    return scale if math.isfinite(scale) and scale > 0 else 1.0
+
+
+def weight_scale(weight: np.ndarray | None) -> float:
+    """The unit of the curvature floor for rows of weights ``weight`` (None: 1): the
+    geometric mean of the positive weights, so that the floor is :data:`MIN_HESSIAN` per row
+    of typical weight, as the hosts' minimum is for unit weights. Multiplying every weight by
+    ``c`` multiplies every hessian sum and the floor alike: which splits are usable does not
+    depend on the weights' scale (an absolute floor made ordinary nodes unusable under
+    weights normalised to sum to 1, and ``U`` biased under the null there: a split's
+    usability then depends on its draws). Geometric, not arithmetic: one row of weight 1e20
+    among a thousand of weight 1 raised a mean's floor above every node without that row
+    (all unusable); it moves the geometric mean by a factor ``e^(46/1000)``."""
+    return scale_from_log_sums(*log_weight_sums(weight))
 
 
 def has_curvature(sum_h: np.ndarray, n_drawn: np.ndarray, n_h: np.ndarray,

@@ -302,9 +302,10 @@ def _combine(sL, sR, sI, k, GL, GR, GI, n_node, floor: float, params: GrowerPara
     A ratio is evidence only where its drawn rows carry curvature, the post-hoc scorer's rule
     (:func:`unbiased_criteria.gains.has_curvature`): their hessian sum, scaled to the node's
     rows of D (``n_node``, ``(nL, nR, nI)``: the rows behind ``GL``, ``GR``, ``GI``), must
-    reach ``floor`` (``min_hessian`` times the mean weight of the rows drawn from). Below it
-    the ratio is of the order of ``1 / sum(h')``, unbounded (rows a classifier is
-    confidently wrong about have hessians near 0): the candidate is unusable and U is 0.
+    reach ``floor`` (``min_hessian`` times the typical weight, the geometric mean, of the
+    rows drawn from). Below it the ratio is of the order of ``1 / sum(h')``, unbounded
+    (rows a classifier is confidently wrong about have hessians near 0): the candidate is
+    unusable and U is 0.
 
     ``blocks``: the same sums per block, ``(bL, bR, bI)`` each (4, q, B); the jackknife
     replicate ``b`` (q, B) leaves block ``b`` out of every ratio, and is 0 where a ratio
@@ -545,7 +546,7 @@ def grow_tree(codes: np.ndarray, g: np.ndarray, h: np.ndarray, sets: RowSets,
         on D1' is also computed with each block's rows left out (``GrownTree.jackknife``).
     weight : float array (n,), optional
         The rows' weights (already in ``g`` and ``h``; None: unweighted): the unit of the
-        curvature floor (``params.min_hessian``) is the mean weight of D1' for the scores on
+        curvature floor (``params.min_hessian``) is the typical weight of D1' for the scores on
         D1', of D2' for the decisions on D2' (:func:`unbiased_criteria.gains.weight_scale`),
         so that scaling every weight changes no candidate's usability.
     """

@@ -132,7 +132,7 @@ class GainOptions:
     holdout_fraction: float = 0.5
     redraw_holdout: bool = True
     refit_leaves: bool = False
-    #: the held-out rows' mean weight (1: unweighted), the unit of the curvature floor
+    #: the held-out rows' typical weight (1: unweighted), the unit of the curvature floor
     #: (:func:`unbiased_criteria.gains.has_curvature`); set from the rows, not by users
     weight_scale: float = 1.0
     host_seed: InitVar[Any] = None

@@ -48,6 +48,7 @@ from unbiased_criteria.api import (
     warn_held_out_rows,
 )
 from unbiased_criteria.dumps import Dump
+from unbiased_criteria.gains import log_weight_sums, scale_from_log_sums
 from unbiased_criteria.host_gains import (
     PRUNE_CHECK_TREES,
     _first_trees,
@@ -141,14 +142,15 @@ def _n_rows(x) -> int:
     return int(x.shape[0])
 
 
-def _weight_total(y, w, classes, per_class, y_name: str) -> float:
-    """The partition's weight sum as the model weighted its rows (times the class weights:
-    the labels are checked when the partition starts)."""
+def _log_weight_sums(y, w, classes, per_class, y_name: str) -> tuple[float, int]:
+    """The partition's :func:`~unbiased_criteria.gains.log_weight_sums` of its weights as the
+    model weighted its rows (times the class weights: the labels are checked when the
+    partition starts)."""
     if per_class is None:
-        return float(np.asarray(w, dtype=np.float64).sum())
+        return log_weight_sums(None if w is None else np.asarray(w, dtype=np.float64))
     by_class = per_class[encode_classes(y, classes, y_name).astype(np.int64)]
-    return float(by_class.sum() if w is None else (np.asarray(w, dtype=np.float64)
-                                                   * by_class).sum())
+    return log_weight_sums(by_class if w is None else np.asarray(w, dtype=np.float64)
+                           * by_class)
 
 
 def _router(job: _Job, x, name: str):
@@ -212,13 +214,15 @@ class _Rows:
         #: the summary of the rows' hashes, where asked for
         self.summary: HashSummary | None = None
 
-    def weight_total(self, classes=None, per_class: np.ndarray | None = None) -> float:
-        """The sum of the rows' weights, times the classifier's class weights where it had
-        them (the curvature floor's unit: their mean)."""
+    def weight_scale(self, classes=None, per_class: np.ndarray | None = None) -> float:
+        """The curvature floor's unit (:func:`~unbiased_criteria.gains.weight_scale`) of the
+        rows' weights, times the classifier's class weights where it had them, from the
+        partitions' sums."""
         _, ys, ws = self._parts
-        totals = [self.client.submit(_weight_total, ys[i], ws[i], classes, per_class,
-                                     self.names[1], pure=False) for i in self.index]
-        return float(sum(self.client.gather(totals)))
+        parts = [self.client.submit(_log_weight_sums, ys[i], ws[i], classes, per_class,
+                                    self.names[1], pure=False) for i in self.index]
+        sums = self.client.gather(parts)
+        return scale_from_log_sums(sum(t for t, _ in sums), sum(c for _, c in sums))
 
     def start(self, job_future, held_out: bool, halves_of: GainOptions | None = None,
               hashed: bool = False) -> None:
@@ -406,10 +410,10 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
                                                ("X_train", "y_train", "train_weight"))
     if needed_for == "importance":  # as in memory: no empty jackknife block
         options = blocks_for_rows(options, valid.n_rows, extra_frames=2)
-    if valid.weighted or per_class is not None:  # the floor's unit, as in memory: the
-        # held-out rows' mean weight as the model weighted them, from the partitions' sums
+    if valid.weighted or per_class is not None:  # the floor's unit, as in memory: from
+        # the held-out rows' weights as the model weighted them
         options = options.with_weight_scale(
-            np.array([valid.weight_total(classes, per_class) / valid.n_rows]))
+            np.array([valid.weight_scale(classes, per_class)]))
     job = _Job(adapter.__name__, host_model, read, obj, classes, options, memory_budget,
                per_class)
     job_future = client.scatter(job, broadcast=True, hash=False)
