@@ -164,3 +164,42 @@ def test_a_lightgbm_dump_of_tiny_hessian_sums_infers_its_l2_without_kepsilon():
                         threshold=-np.inf, refit_leaves=True, random_state=0, n_jobs=1)
     before = leaves(dump)
     np.testing.assert_allclose(leaves(kept), before, rtol=0, atol=1e-12 * np.ptp(before))
+
+
+def test_the_native_growers_lightgbm_export_of_tiny_weights_is_read_without_kepsilon():
+    """The grower values its leaves ``-G/(H + lambda)``: its LightGBM export is read without
+    LightGBM's kEpsilon (with it, at weights 1e-16, B missed the stored gains by up to 106%
+    under a warning, and a refit that prunes nothing moved predictions by 0.135)."""
+    w = np.full(N, 1e-16)
+    model = uc.UnbiasedGBMRegressor(n_estimators=10, min_child_weight=0,
+                                    random_state=0).fit(X, y, sample_weight=w).to_lightgbm()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = uc.unbiased_importance(model, X, y, Xv, yv, train_weight=w, valid_weight=w,
+                                        random_state=0)
+        pruned = uc.prune(model, X, y, Xv, yv, train_weight=w, valid_weight=w,
+                          threshold=-np.inf, refit_leaves=True, random_state=0)
+    s = report.splits
+    np.testing.assert_allclose(s["biased_gain"], s["host_gain"], rtol=1e-5)
+    np.testing.assert_allclose(pruned.predict(Xv), model.predict(Xv), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["tiny_weights", "labels_beyond_float32_gains"])
+def test_an_ordinary_lightgbm_model_gets_no_first_rate_note(case):
+    """A model trained at one learning rate and never edited: its first iteration's rate is
+    read from its gains with kEpsilon, and gains LightGBM stores as inf (beyond float32) are
+    no evidence either way, not a sign of an edit (both gave 'their split gains and leaf
+    values do not tell it (trees pruned or edited after training?)')."""
+    if case == "tiny_weights":
+        w, scale, extra = np.full(N, 1e-14), 1.0, {"min_sum_hessian_in_leaf": 0}
+    else:
+        w, scale, extra = None, 1e20, {}
+    model = lgb.train({**LGB, **extra}, lgb.Dataset(X, y * scale, weight=w), 10)
+    if case != "tiny_weights":  # the premise: LightGBM's own gains overflow float32
+        gains = [line for line in model.model_to_string().splitlines()
+                 if line.startswith("split_gain=")]
+        assert any("inf" in line for line in gains)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        uc.unbiased_importance(model, X, y * scale, Xv, yv * scale, train_weight=w,
+                               valid_weight=w, random_state=0)

@@ -294,9 +294,11 @@ _RATE_MIN_GAIN_SHARE = 1e-2
 
 
 def _first_iteration_rate(arrays: dict[str, Any], bias: float, l2: float,
-                          eps: float = 0.0) -> float:
+                          eps: float = 0.0) -> float | None:
     """The learning rate a first-iteration tree that holds the init score ``bias`` was grown
-    at, from its own leaf values and split gains; NaN where they do not tell.
+    at, from its own leaf values and split gains; NaN where they disagree on it (a tree
+    edited after training), None where they hold no evidence (no split, gains beyond
+    float32, which LightGBM stores as ``inf``).
 
     LightGBM resets such a tree's ``shrinkage`` to 1 when it folds the init score in, and its
     parameters show the last rate only. Where every leaf holds ``bias + rate * (-G/(H +
@@ -311,7 +313,7 @@ def _first_iteration_rate(arrays: dict[str, Any], bias: float, l2: float,
     left, right = arrays["left"], arrays["right"]
     leaf = left < 0
     if leaf.all() or not math.isfinite(bias):
-        return math.nan
+        return None
     inner = np.flatnonzero(~leaf)
     parent = np.full(leaf.size, -1)
     parent[left[inner]] = inner
@@ -341,7 +343,7 @@ def _first_iteration_rate(arrays: dict[str, Any], bias: float, l2: float,
               - score(G[inner], H[inner], np.full(inner.size, l2 + 2 * eps)))
     gain = arrays["host_gain"][inner].astype(np.float64)
     if not (np.all(np.isfinite(scaled)) and np.all(np.isfinite(gain)) and gain.max() > 0):
-        return math.nan
+        return None
     use = gain >= _RATE_MIN_GAIN_SHARE * gain.max()
     squared = float(scaled[use].sum() / gain[use].sum())
     if not squared > 0 or np.any(
@@ -502,12 +504,14 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
                     # alone): where the tree's gains tell it, they decide
                     rate = _first_iteration_rate(arrays, bias, score.l2,
                                                  score.hessian_epsilon)
-                    if math.isfinite(rate) and math.isclose(rate, lr, rel_tol=_RATE_AGREEMENT):
-                        rate = lr  # the model's own rate, to its digits
-                    first_rates.append(rate)
-                    # untold: kept as grown under a schedule, else the later trees' rate
-                    # (a note says it was not confirmed)
-                    shrinkage = rate if math.isfinite(rate) else shrinkage
+                    if rate is not None:  # None: no evidence either way, nothing to say
+                        if math.isfinite(rate) and math.isclose(rate, lr,
+                                                                rel_tol=_RATE_AGREEMENT):
+                            rate = lr  # the model's own rate, to its digits
+                        first_rates.append(rate)
+                        # untold: kept as grown under a schedule, else the later trees'
+                        # rate (a note says it was not confirmed)
+                        shrinkage = rate if math.isfinite(rate) else shrinkage
         trees.append(make_tree(**arrays, shrinkage=shrinkage, bias=bias, rules=RULES))
 
     forest = make_forest(trees, K, int(dump["max_feature_idx"]) + 1, dump["feature_names"],

@@ -87,6 +87,12 @@ class LightGBMSource:
         """A boolean parameter (LightGBM prints them as ``1`` / ``0``)."""
         return self.param(key) in ("1", "true")
 
+    def printed_by_lightgbm(self) -> bool:
+        """Whether the parameters come from LightGBM itself: none (a dump, whose trees
+        LightGBM wrote) or the whole block LightGBM prints, its seeds included; not the
+        shorter block of the native grower's export or a hand-made file."""
+        return not self.params or {"bagging_seed", "drop_seed"} <= self.params.keys()
+
     def written_before(self) -> str | None:
         """``"4.0"`` where the model was written by LightGBM 3 or older, ``"4.1"`` where by
         4.0, else None (4.1 or later, or unknown: no ``parameters:`` block as LightGBM
@@ -98,7 +104,7 @@ class LightGBMSource:
             return "4.0"
         # LightGBM prints every parameter, its seeds too: a shorter block (the native
         # grower's export, a hand-made file) tells no version
-        if not {"bagging_seed", "drop_seed"} <= self.params.keys():
+        if not self.params or not self.printed_by_lightgbm():
             return None
         if "data_sample_strategy" not in self.params:
             return "4.0"
@@ -111,14 +117,17 @@ class LightGBMSource:
         the ``monotone_constraints`` leaf values must keep and ``path_smooth``; and the
         ``kEpsilon`` LightGBM adds to every child's hessian sum (twice to the parent's) in
         its gains and leaf values (``feature_histogram.hpp``), which decides them where the
-        sums are as small (``min_sum_hessian_in_leaf=0`` with tiny weights)."""
+        sums are as small (``min_sum_hessian_in_leaf=0`` with tiny weights); none for trees
+        LightGBM did not grow (:meth:`printed_by_lightgbm`: the native grower's export
+        values its leaves ``-G/(H + lambda)``)."""
         fp = self.float_param
         monotone = tuple(int(float(v)) for v in re.findall(
             r"-?\d+(?:\.\d*)?", self.param("monotone_constraints")))
         return SplitScore(l1=fp("lambda_l1"), l2=fp("lambda_l2"),
                           max_delta_step=fp("max_delta_step"),
                           monotone=monotone if any(monotone) else (),
-                          path_smooth=fp("path_smooth"), hessian_epsilon=K_EPSILON)
+                          path_smooth=fp("path_smooth"),
+                          hessian_epsilon=K_EPSILON if self.printed_by_lightgbm() else 0.0)
 
 
 def dump_model(booster: lightgbm.Booster, **kwargs: Any) -> dict:
