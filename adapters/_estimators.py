@@ -51,7 +51,7 @@ def with_train(func: Callable, replacement: Callable) -> Callable:
     threads are unaffected).
 
     This relies on the hosts' layout, known to hold for ``LGBMModel.fit`` in LightGBM 4.0 to
-    4.7 and ``XGBModel.fit`` (and its subclasses') in XGBoost 2.0 to 3.2 (see each adapter's
+    4.7 and ``XGBModel.fit`` (and its subclasses') in XGBoost 3.2 to 3.4 (see each adapter's
     ``compat`` module): ``fit`` is a plain Python function (possibly decorated with
     ``functools.wraps``) whose code names the global ``train``. Where it does not,
     :class:`~unbiased_criteria.adapters._compat.HostVersionError` says so.

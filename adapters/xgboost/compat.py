@@ -1,7 +1,12 @@
 """Every private or version-dependent XGBoost API the adapter uses, in one place.
 
-Known to work with XGBoost 2.0 to 3.4 (``pyproject.toml``: ``xgboost>=2.0``; the tests run on
-the installed version: 3.2 on Python 3.11, 3.4 on Python 3.12). What is used, and why:
+Known to work with XGBoost 3.2 to 3.4 (``pyproject.toml``: ``xgboost>=3.2``; the tests run on
+the installed version: 3.2 on Python 3.11, 3.4 on Python 3.12). Older versions are refused at
+import (:func:`check_version`): measured by hand on Python 3.11 with numpy 1.26, the adapter
+tests fail on 3.1.3 (multi-target labels, which ``DMatrix.get_label`` flattens before 3.2;
+category matching of models that store none; ``check_estimator``), on 3.0.5 and 2.1.4 also
+dumps (a scalar ``base_score``), callbacks with early stopping and ``QuantileDMatrix`` eval
+sets, and 2.x lacks ``XGBModel._wrapper_params``. What is used, and why:
 
 * ``Booster.boost``: one iteration from given gradients and hessians. Its signature changed
   across versions: ``boost(dtrain, grad, hess)`` in older ones, ``boost(dtrain, iteration, grad,
@@ -44,15 +49,18 @@ import xgboost
 from unbiased_criteria.adapters._compat import HostVersionError, private
 
 __all__ = [
-    "KNOWN_VERSIONS", "HostVersionError", "SMOOTH_L1_FROM", "model_version", "file_version",
+    "KNOWN_VERSIONS", "MIN_VERSION", "check_version", "HostVersionError", "SMOOTH_L1_FROM",
+    "model_version", "file_version",
     "FILE_VERSION_ATTR", "FILE_OBJECTIVE_ATTR", "BINARY_MAGIC", "BINARY_READ_UNTIL",
     "file_objective", "dropped_objective_params",
     "scores_with_raw_gradient", "BOOST_TAKES_ITERATION", "boost_one_iteration",
     "check_estimator_layout", "host_more_tags", "stored_categories",
 ]
 
+#: the oldest XGBoost the adapter works with (``pyproject.toml`` requires it too)
+MIN_VERSION = (3, 2)
 #: XGBoost versions the adapter is known to work with
-KNOWN_VERSIONS = "2.0 to 3.4"
+KNOWN_VERSIONS = "3.2 to 3.4"
 VERSION = xgboost.__version__
 #: the first XGBoost whose L1 objectives are smoothed surrogates with a per-iteration scale
 SMOOTH_L1_FROM = (3, 4)
@@ -61,6 +69,28 @@ SMOOTH_L1_FROM = (3, 4)
 def _version_tuple(text: str) -> tuple[int, int]:
     major, minor = (text.split(".") + ["0"])[:2]
     return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)
+
+
+def check_version(version: str = VERSION) -> None:
+    """Refuse an XGBoost ``version`` (the installed one) older than :data:`MIN_VERSION`.
+
+    pip refuses it with the ``xgboost`` extra; this catches an XGBoost installed otherwise,
+    which would fail later, part way, or score some models otherwise than it trained them.
+
+    Raises
+    ------
+    HostVersionError
+        ``version`` is older than :data:`MIN_VERSION`.
+    """
+    if _version_tuple(version) < MIN_VERSION:
+        oldest = ".".join(map(str, MIN_VERSION))
+        raise HostVersionError(
+            f"xgboost {version} is older than {oldest}, the oldest version unbiased-criteria "
+            f"works with (known to work with xgboost {KNOWN_VERSIONS}); upgrade it: "
+            f"pip install -U 'xgboost>={oldest}'")
+
+
+check_version()  # every part of the adapter imports this module first
 
 
 #: model attribute: the version a model file recorded, where the installed XGBoost that

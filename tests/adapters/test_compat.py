@@ -1,6 +1,11 @@
 """The adapters' compatibility modules: the branch taken for the installed hosts, and a clear
 error where a host lacks a private API (a fake object without it)."""
 
+import pathlib
+import re
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -116,6 +121,39 @@ def test_xgboost_missing_private_names_raise_clearly(monkeypatch):
     monkeypatch.delattr(xgb.XGBModel, "_wrapper_params")
     with pytest.raises(HostVersionError, match=r"^xgboost .* has no XGBModel\._wrapper_params"):
         xgb_compat.check_estimator_layout()
+
+
+def test_xgboost_older_than_the_floor_is_refused():
+    # the adapter tests fail on each of these (measured: compat's docstring)
+    for version in ("2.0.3", "2.1.4", "3.0.5", "3.1.3", "3.1.0rc1"):
+        with pytest.raises(HostVersionError, match=rf"^xgboost {re.escape(version)} is older "
+                                                   r"than 3\.2, .*xgboost>=3\.2"):
+            xgb_compat.check_version(version)
+    for version in ("3.2.0", "3.4.1", "3.10.0", "4.0.0", xgb.__version__):
+        xgb_compat.check_version(version)
+
+
+def test_xgboost_import_refuses_an_older_installed_version():
+    # the installed XGBoost, made to report 2.1.4 before the adapter is imported: the
+    # library's XGBoost entry points fail at once, naming the version and the floor
+    code = ("import xgboost; xgboost.__version__ = '2.1.4'\n"
+            "import unbiased_criteria as uc\n"
+            "try:\n"
+            "    uc.adapters.xgboost.train\n"
+            "except RuntimeError as err:\n"
+            "    print(type(err).__name__, err)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert out.startswith("HostVersionError xgboost 2.1.4 is older than 3.2"), out
+
+
+def test_pip_refuses_what_the_adapter_refuses():
+    # every xgboost requirement of pyproject.toml (the extras) is the adapter's floor
+    text = (pathlib.Path(__file__).parents[2] / "pyproject.toml").read_text()
+    floors = re.findall(r'"xgboost\s*>=\s*([0-9][0-9.]*)"', text)
+    assert len(floors) >= 3, floors  # the xgboost, notebooks and test extras
+    assert {tuple(int(p) for p in f.split(".")[:2]) for f in floors} == {xgb_compat.MIN_VERSION}
+    assert xgb_compat.KNOWN_VERSIONS.startswith("3.2 ")
 
 
 def test_xgboost_more_tags_without_the_hosts():
