@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from unbiased_criteria.errors import HostVersionError
+
 __all__ = ["HostVersionError", "private"]
-
-
-class HostVersionError(RuntimeError):
-    """The installed host lacks a private API the adapter relies on (a new or old layout)."""
 
 
 def private(owner: Any, name: str, host: str, version: str, known: str) -> Any:

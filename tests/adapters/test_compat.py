@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 lgb = pytest.importorskip("lightgbm")
@@ -145,6 +146,26 @@ def test_xgboost_import_refuses_an_older_installed_version():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True).stdout
     assert out.startswith("HostVersionError xgboost 2.1.4 is older than 3.2"), out
+
+
+def test_the_command_line_reports_an_older_xgboost_in_one_line(tmp_path):
+    """An installed host the library cannot work with is the user's to change, not a bug:
+    one line naming the version and the remedy, exit status 1, no traceback (it was an
+    'internal error (a bug, please report it...)' with a traceback)."""
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    xgb.train({}, xgb.DMatrix(X, X[:, 0]), 3).save_model(tmp_path / "m.json")
+    pd.DataFrame(X, columns=["f0", "f1", "f2"]).assign(y=X[:, 0]).to_csv(
+        tmp_path / "d.csv", index=False)
+    code = ("import sys, xgboost; xgboost.__version__ = '2.1.4'\n"
+            "from unbiased_criteria.cli import main\n"
+            "sys.exit(main(['importance', 'm.json', '--valid', 'd.csv', '--label', 'y']))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "unbiased-criteria: error: " + done.stderr.split("error: ", 1)[1].strip()]
+    assert "xgboost 2.1.4 is older than 3.2" in done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
 
 
 def test_pip_refuses_what_the_adapter_refuses():

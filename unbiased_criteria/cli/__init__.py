@@ -28,7 +28,7 @@ import threading
 import traceback
 import warnings
 
-from ..errors import InputError, ObjectiveNeeded
+from ..errors import HostVersionError, InputError, ObjectiveNeeded
 from ..model_files import ModelFile, Schema
 from .arguments import build_parser
 from .files import load_model, model_schema, prepare_data, read_table
@@ -124,7 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     int
         Exit status: 0 success (and ``--help``); 2 usage or input error (argparse's usage
         errors, :class:`InputError`, the API's other ValueErrors for bad input, file errors),
-        one line on stderr; 1 a bug (any other exception), with its traceback.
+        one line on stderr; 1 an installed host the library cannot work with
+        (:class:`~unbiased_criteria.errors.HostVersionError`), one line, or a bug (any
+        other exception), with its traceback.
 
     Raises
     ------
@@ -158,6 +160,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"{PROG}: error: {_user_message(exc)}", file=sys.stderr)
         return 2
+    except HostVersionError as exc:  # the installed host, not a bug: what to install
+        if debug:
+            raise
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 1
     except Exception as exc:  # a bug: never reported as bad input, always with its traceback
         if debug:
             raise
