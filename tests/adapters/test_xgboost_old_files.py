@@ -37,6 +37,20 @@ def _margin(model, X) -> np.ndarray:
     return model.predict(xgb.DMatrix(X), output_margin=True)
 
 
+def _gains_match_without(path, warned: str):
+    """Score the file on the fixture's rows: B equals the file's own gains and no warning
+    says ``warned``; the rows ``(X, y, Xv, yv)``."""
+    X, y = rows(0)
+    Xv, yv = rows(1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = uc.unbiased_importance(path, X, y, Xv, yv, random_state=0, n_jobs=1)
+    assert not [w for w in caught if warned in str(w.message)]
+    s = report.splits
+    np.testing.assert_allclose(s["biased_gain"], s["host_gain"], rtol=1e-3, atol=1e-5)
+    return X, y, Xv, yv
+
+
 # -- 1. objective parameters the installed XGBoost drops ---------------------------------
 
 
@@ -48,15 +62,8 @@ def test_a_2_1_squaredlogerror_file_keeps_its_scale_pos_weight(fmt):
     own gains by a median 86%, up to 53x; a refit with nothing pruned moved margins by 0.57;
     a warning blamed the rows). The file's parameters now reach the reader."""
     path = DATA / f"xgboost_2.1_squaredlogerror_spw.{fmt}"
-    X, y = rows(0)
-    Xv, yv = rows(1)
     loaded = load_model(path).model
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        report = uc.unbiased_importance(path, X, y, Xv, yv, random_state=0, n_jobs=1)
-    assert not [w for w in caught if "hessian sums differ" in str(w.message)]
-    s = report.splits
-    np.testing.assert_allclose(s["biased_gain"], s["host_gain"], rtol=1e-3, atol=1e-5)
+    X, y, Xv, yv = _gains_match_without(path, "hessian sums differ")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         pruned = uc.prune(path, X, y, Xv, yv, threshold=-np.inf, refit_leaves=True,
@@ -106,14 +113,7 @@ def test_a_1_7_squarederror_file_is_not_taken_for_a_custom_objective(capsys):
     was warned to look like a custom-objective model, on the command line too (with the
     API's ``objective=``)."""
     path = DATA / "xgboost_1.7_squarederror.json"
-    X, y = rows(0)
-    Xv, yv = rows(1)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        report = uc.unbiased_importance(path, X, y, Xv, yv, random_state=0, n_jobs=1)
-    assert not [w for w in caught if "custom objective" in str(w.message)]
-    s = report.splits
-    np.testing.assert_allclose(s["biased_gain"], s["host_gain"], rtol=1e-3, atol=1e-5)
+    _gains_match_without(path, "custom objective")
 
 
 def test_the_custom_objective_note_names_the_command_line_flag(tmp_path, capsys):
