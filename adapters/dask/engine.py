@@ -13,7 +13,9 @@ The checks are the in-memory ones (:mod:`unbiased_criteria.api`'s helpers), fed 
 partitions: the rows' hashes summarised per partition and merged
 (:class:`unbiased_criteria.row_sets.HashSummary`), the first iteration's and the later
 trees' gains from the summed node sums, and while pruning the sums at the model's own
-(unpruned) scores, which the training partitions keep.
+(unpruned) scores, which the training partitions keep. For a model that reads category codes
+(the adapter's ``match_categories``), each held-out partition is coded as the training
+frame's categories, decided from the frames' dask meta (:func:`_categories_like`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from unbiased_criteria.adapters.dask.inputs import (
     is_dask,
     is_xgboost_dask_result,
@@ -122,6 +125,10 @@ class _Job:
     memory_budget: float
     #: each class's weight, where the classifier had a class_weight
     per_class: np.ndarray | None = None
+    #: the training frame's (empty) meta, whose categories each held-out partition is coded
+    #: as (the adapter's ``match_categories``), where the model reads category codes and
+    #: the two frames list them differently (:func:`_categories_like`)
+    categories_like: pd.DataFrame | None = None
 
 
 def _client():
@@ -158,9 +165,20 @@ def _router(job: _Job, x, name: str):
     return adapter.make_router(job.model, job.read, x, name, memory_budget=job.memory_budget)
 
 
+def _matched(job: _Job, x, name: str):
+    """A held-out partition with its category columns coded as the training frame's, as
+    in memory (the adapter's ``match_categories``: its errors too); other rows as they are.
+    Not modified (the partition is shared by later tasks)."""
+    if job.categories_like is None or name != "X_valid":
+        return x
+    adapter: ModuleType = importlib.import_module(job.adapter)
+    return adapter.match_categories(job.model, job.read, job.categories_like, x, name)
+
+
 def _start(job: _Job, x, y, w, names, held_out: bool, index: int, offset: int,
            half_a: int | None, hashed: bool):
     x_name, y_name, w_name = names
+    x = _matched(job, x, x_name)
     n = _router(job, x, x_name).n_rows  # checks the features as in memory
     if job.classes is not None:
         y = encode_classes(y, job.classes, y_name)
@@ -180,7 +198,7 @@ def _start(job: _Job, x, y, w, names, held_out: bool, index: int, offset: int,
 
 def _step(job: _Job, state, x, x_name: str, start: int, stop: int, what: str, replaced,
           requests, keep_last: bool, index: int, keep_own: bool, own_sums: bool):
-    router = _router(job, x, x_name)
+    router = _router(job, _matched(job, x, x_name), x_name)
     return partition_step(state, job.read, job.objective, router.leaf_nodes, router.chunk,
                           start, stop, what=what, replaced=replaced, requests=requests,
                           keep_last=keep_last, options=job.options, index=index,
@@ -302,6 +320,66 @@ def _read(model, objective, host_params, needed_for: str, with_train: bool):
     return adapter, read, obj
 
 
+def _reads_codes(match, model, read: Model) -> bool:
+    """Whether the adapter's ``match_categories`` takes ``model`` to read category codes
+    (an XGBoost model that stores no categories), asked with two one-row frames: a held-out
+    category the training frame does not list is an error exactly then (a model that
+    stores its categories matches each frame to them, and one that may store them is left
+    to do so)."""
+    train = pd.DataFrame({"c": pd.Categorical([], categories=["a"])})
+    valid = pd.DataFrame({"c": pd.Categorical(["b"])})
+    try:
+        match(model, read, train, valid, "X_valid")
+    except ValueError:
+        return True
+    return False
+
+
+def _categories_like(adapter: ModuleType, model, read: Model, X_train, X_valid
+                     ) -> pd.DataFrame | None:
+    """For a model that reads category codes (the adapter's ``match_categories`` codes the
+    held-out frame's as the training frame's in memory), the training frame's empty meta
+    that each held-out partition is matched to (:func:`_matched`), or None where nothing is
+    to match. Decided from the frames' dask meta: the column errors of ``match_categories``
+    (a column a category in one frame only) are raised here, a held-out category the
+    training frame does not list by the partition that holds it.
+
+    Raises
+    ------
+    ValueError
+        A category column whose categories dask does not know (each partition's codes are
+        positions in its own categories, which may differ from partition to partition),
+        in either frame, also without training rows.
+    """
+    import dask.dataframe as dd
+    from dask.dataframe.utils import has_known_categories
+
+    match = getattr(adapter, "match_categories", None)
+    metas = {name: X._meta for name, X in (("X_train", X_train), ("X_valid", X_valid))
+             if isinstance(X, dd.DataFrame)}
+    with_categories = {name: [c for c in meta.columns
+                              if isinstance(meta[c].dtype, pd.CategoricalDtype)]
+                       for name, meta in metas.items()}
+    if match is None or not any(with_categories.values()) \
+            or not _reads_codes(match, model, read):
+        return None
+    for name, columns in with_categories.items():
+        unknown = [c for c in columns if not has_known_categories(metas[name][c])]
+        if unknown:
+            raise ValueError(
+                f"{name}'s column {unknown[0]!r} is a dask category whose categories are "
+                "unknown: the model stores no categories, so it reads category codes, and "
+                "each partition's would be the positions of its own categories; give it "
+                "the categories the model was trained with, in their order, before the call "
+                "(.cat.set_categories([...]); .cat.as_known() lists them as the rows come)"
+                + (f" (also {', '.join(repr(c) for c in unknown[1:5])})"
+                   if len(unknown) > 1 else ""))
+    if len(metas) < 2:  # no training frame: the held-out codes as they are, as in memory
+        return None
+    matched = match(model, read, metas["X_train"], metas["X_valid"], "X_valid")
+    return None if matched is metas["X_valid"] else metas["X_train"]
+
+
 def _check_objective(obj: Objective) -> None:
     if obj.iteration_scaled:
         raise UnsupportedModelError(
@@ -404,6 +482,9 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
     if read.forest.n_trees == 0:
         warnings.warn("the model has no trees: there is no split to score", UserWarning,
                       stacklevel=4)
+    # a model that stores no categories reads each frame's category codes: the held-out
+    # partitions' are coded as the training frame's, by value, as in memory
+    categories_like = _categories_like(adapter, host_model, read, X_train, X_valid)
     client = _client()
     valid = _Rows(client, X_valid, y_valid, valid_weight, ("X_valid", "y_valid", "valid_weight"))
     train = None if X_train is None else _Rows(client, X_train, y_train, train_weight,
@@ -415,7 +496,7 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
         options = options.with_weight_scale(
             np.array([valid.weight_scale(classes, per_class)]))
     job = _Job(adapter.__name__, host_model, read, obj, classes, options, memory_budget,
-               per_class)
+               per_class, categories_like)
     job_future = client.scatter(job, broadcast=True, hash=False)
     # the rows' hashes, as in memory: the training rows' to compare, the held-out rows' to
     # compare, to sketch the rows that prune, or to test against the pruning rows' sketches
