@@ -601,16 +601,21 @@ def run_training(
     )
     n_returned = n_trees
     if callbacks:
-        grown = _tree_texts(booster)  # the hook's trees, as written
+        grown = _tree_dicts(booster)  # the hook's trees, as written
+        held = None  # rounds the model holds, where checked after the last callback
         for i, cb in enumerate(callbacks):
             returned = _returned_model(cb.after_training(booster), i, "after_training")
-            if returned is not booster:  # a slice (EarlyStopping(save_best=True)), a copy
-                _rounds_held(returned, grown, K, f"callbacks[{i}].after_training returned")
+            # a slice (EarlyStopping(save_best=True)) or a copy is checked now, to name the
+            # callback; the model given back may have been changed in place
+            held = (_rounds_held(returned, grown, K, f"callbacks[{i}].after_training returned")
+                    if returned is not booster else None)
             booster = returned
-        # (or changed in place.) The attributes and the record must describe the trees
-        # returned only: the stored etas and parameters were the whole run's, which a slice
-        # keeps (its trees were read at the scheduler's last eta)
-        n_returned = _rounds_held(booster, grown, K, "a callback's after_training left") * K
+        if held is None:
+            held = _rounds_held(booster, grown, K, "a callback's after_training left")
+        # the attributes and the record must describe the trees returned only: the stored
+        # etas and parameters were the whole run's, which a slice keeps (its trees were read
+        # at the scheduler's last eta)
+        n_returned = held * K
         kept = _first_trees(forest, n_returned)
         for key, value in leaf_attributes(kept, model_ir.split_score).items():
             booster.set_attr(**{key: value})
@@ -649,18 +654,17 @@ def _before_training(callbacks: list, booster: xgboost.Booster) -> None:
             )
 
 
-def _tree_texts(booster: xgboost.Booster) -> list[str]:
+def _tree_dicts(booster: xgboost.Booster) -> list[dict]:
     """Each tree of ``booster`` as its model JSON holds it, without its position (``id``:
     a slice renumbers the trees)."""
     trees = _gbtree(json.loads(booster.save_raw("json"))["learner"])[0]["trees"]
-    return [json.dumps({k: v for k, v in t.items() if k != "id"}, sort_keys=True)
-            for t in trees]
+    return [{k: v for k, v in t.items() if k != "id"} for t in trees]
 
 
-def _rounds_held(booster: xgboost.Booster, grown: list[str], n_outputs: int,
+def _rounds_held(booster: xgboost.Booster, grown: list[dict], n_outputs: int,
                  who: str) -> int:
     """How many of the first boosting rounds the hook grew ``booster`` holds: its trees must
-    be the first ones of ``grown`` (:func:`_tree_texts`), whole rounds of ``n_outputs``.
+    be the first ones of ``grown`` (:func:`_tree_dicts`), whole rounds of ``n_outputs``.
 
     Raises
     ------
@@ -668,7 +672,7 @@ def _rounds_held(booster: xgboost.Booster, grown: list[str], n_outputs: int,
         ``booster`` holds other trees (``who`` says which callback gave them): the hook could
         not say which learning rate and penalties they have, nor give their record.
     """
-    held = _tree_texts(booster)
+    held = _tree_dicts(booster)
     if held != grown[: len(held)] or len(held) % n_outputs:
         raise ValueError(
             f"{who} a model whose trees are not the first boosting rounds the training hook "
