@@ -124,6 +124,11 @@ def _weighted_mean(y, w):
 PERCENTILE_RULES = ("lightgbm", "lightgbm4.0", "lightgbm3")
 
 
+def _check_percentile_rule(rule: str) -> None:
+    if rule not in PERCENTILE_RULES:
+        raise ValueError(f"percentile_rule must be one of {PERCENTILE_RULES}, got {rule!r}")
+
+
 def _weighted_percentile(y, w, q, rule: str = "lightgbm"):
     """LightGBM's percentile of labels ``y`` (the init score of its L1, quantile and MAPE
     objectives), rule for rule, in its precisions (labels, weights and alpha in float32).
@@ -142,8 +147,7 @@ def _weighted_percentile(y, w, q, rule: str = "lightgbm"):
     the weight at ``pos`` is at least 1, ``v[pos-1] + (t - cdf[pos-1]) / w[pos] * (v[pos] -
     v[pos-1])`` (the difference in float32), and ``v[pos-1]`` where it is below 1.
     """
-    if rule not in PERCENTILE_RULES:
-        raise ValueError(f"percentile_rule must be one of {PERCENTILE_RULES}, got {rule!r}")
+    _check_percentile_rule(rule)
     y = np.asarray(y, dtype=np.float32)
     q = float(np.float32(q))
     n = y.size
@@ -604,9 +608,7 @@ class AbsoluteError(Objective):
     renews_leaves = True
 
     def __post_init__(self):
-        if self.percentile_rule not in PERCENTILE_RULES:
-            raise ValueError(f"percentile_rule must be one of {PERCENTILE_RULES}, "
-                             f"got {self.percentile_rule!r}")
+        _check_percentile_rule(self.percentile_rule)
 
     def _grad_hess(self, y, raw, w):
         return self._w(np.sign(raw - y), w), self._w(np.ones_like(raw), w)
@@ -634,9 +636,7 @@ class Quantile(Objective):
     renews_leaves = True
 
     def __post_init__(self):
-        if self.percentile_rule not in PERCENTILE_RULES:
-            raise ValueError(f"percentile_rule must be one of {PERCENTILE_RULES}, "
-                             f"got {self.percentile_rule!r}")
+        _check_percentile_rule(self.percentile_rule)
 
     def _grad_hess(self, y, raw, w):
         g = np.where(raw - y >= 0, 1 - self.alpha, -self.alpha).astype(raw.dtype)
