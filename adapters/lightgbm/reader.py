@@ -36,7 +36,7 @@ from unbiased_criteria.adapters.lightgbm.source import (
 from unbiased_criteria.adapters.lightgbm.text_model import check_model_text
 
 from unbiased_criteria.model import Model, UnsupportedModelError
-from unbiased_criteria.trees import MISSING_NAN, MISSING_NONE, MISSING_ZERO, make_tree
+from unbiased_criteria.trees import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Tree, make_tree
 
 __all__ = ["read_model", "model_from_dump", "parse_tree", "parse_tree_text", "categorical_options",
            "replay_warnings"]
@@ -263,7 +263,7 @@ def parse_tree_text(
     return arrays
 
 
-def _data_free_bias(arrays: dict[str, Any], l2: float, eps: float = 0.0) -> float:
+def _data_free_bias(tree: Tree, l2: float, eps: float = 0.0) -> float:
     """Init score folded into a first-iteration tree, from its leaves alone.
 
     Exact when the init score zeroes the root's gradient sum and leaf outputs are
@@ -271,17 +271,13 @@ def _data_free_bias(arrays: dict[str, Any], l2: float, eps: float = 0.0) -> floa
     l2_j) = init``, with ``l2_j`` including the parent's ``cat_l2`` for leaves of
     many-vs-many splits and ``eps`` LightGBM's kEpsilon (``SplitScore.hessian_epsilon``).
     """
-    leaf = arrays["left"] < 0
+    leaf = tree.is_leaf
     if leaf.sum() == 1:
-        return float(arrays["value"][leaf][0])
-    parent = np.full(leaf.size, -1)
-    inner = np.flatnonzero(~leaf)
-    parent[arrays["left"][inner]] = inner
-    parent[arrays["right"][inner]] = inner
-    weight = arrays["host_hessian"][leaf] + eps + l2 + arrays["l2_extra"][parent[leaf]]
+        return float(tree.value[leaf][0])
+    weight = tree.host_hessian[leaf] + eps + l2 + tree.l2_extra[tree.parent[leaf]]
     if not np.all(np.isfinite(weight)) or weight.sum() <= 0:
         return math.nan
-    return float(np.sum(weight * arrays["value"][leaf]) / np.sum(weight))
+    return float(np.sum(weight * tree.value[leaf]) / np.sum(weight))
 
 
 #: objectives whose init score is a percentile of the labels by a version-dependent rule
@@ -293,7 +289,7 @@ _RATE_AGREEMENT = 1e-3
 _RATE_MIN_GAIN_SHARE = 1e-2
 
 
-def _first_iteration_rate(arrays: dict[str, Any], bias: float, l2: float,
+def _first_iteration_rate(tree: Tree, bias: float, l2: float,
                           eps: float = 0.0) -> float | None:
     """The learning rate a first-iteration tree that holds the init score ``bias`` was grown
     at, from its own leaf values and split gains; NaN where they disagree on it (a tree
@@ -310,29 +306,15 @@ def _first_iteration_rate(arrays: dict[str, Any], bias: float, l2: float,
     gains carry. ``eps``: LightGBM's kEpsilon, added to each child's hessian sum and twice
     to the parent's (``SplitScore.hessian_epsilon``).
     """
-    left, right = arrays["left"], arrays["right"]
-    leaf = left < 0
+    left, right, leaf = tree.left, tree.right, tree.is_leaf
     if leaf.all() or not math.isfinite(bias):
         return None
-    inner = np.flatnonzero(~leaf)
-    parent = np.full(leaf.size, -1)
-    parent[left[inner]] = inner
-    parent[right[inner]] = inner
-    lam = l2 + arrays["l2_extra"]  # children of many-vs-many splits: l2 + cat_l2
-    H = np.where(leaf, arrays["host_hessian"], 0.0)
+    inner = tree.internal_nodes
+    lam = l2 + tree.l2_extra  # children of many-vs-many splits: l2 + cat_l2
+    H = np.where(leaf, tree.host_hessian, 0.0)
     G = np.zeros(leaf.size)  # rate * G, from the leaves
-    G[leaf] = -(arrays["value"][leaf] - bias) * (H[leaf] + eps + lam[parent[leaf]])
-    # children before parents (post-order), whatever the numbering
-    order, stack = [], [0]
-    while stack:
-        node = stack.pop()
-        order.append(node)
-        if not leaf[node]:
-            stack += [int(left[node]), int(right[node])]
-    for node in reversed(order):
-        if not leaf[node]:
-            G[node] = G[left[node]] + G[right[node]]
-            H[node] = H[left[node]] + H[right[node]]
+    G[leaf] = -(tree.value[leaf] - bias) * (H[leaf] + eps + lam[tree.parent[leaf]])
+    G, H = tree.descendants.sums(np.column_stack([G, H])).T  # every node's, from its leaves
 
     def score(g: np.ndarray, h: np.ndarray, extra: np.ndarray) -> np.ndarray:
         return g * g / (h + extra)
@@ -341,7 +323,7 @@ def _first_iteration_rate(arrays: dict[str, Any], bias: float, l2: float,
     scaled = (score(G[left[inner]], H[left[inner]], children_l2 + eps)
               + score(G[right[inner]], H[right[inner]], children_l2 + eps)
               - score(G[inner], H[inner], np.full(inner.size, l2 + 2 * eps)))
-    gain = arrays["host_gain"][inner].astype(np.float64)
+    gain = tree.host_gain[inner]
     if not (np.all(np.isfinite(scaled)) and np.all(np.isfinite(gain)) and gain.max() > 0):
         return None
     use = gain >= _RATE_MIN_GAIN_SHARE * gain.max()
@@ -489,20 +471,21 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
     first_rates = []  # the first iteration's rates, where read from their gains
     for t, info in enumerate(infos):
         arrays = parse(info, **categorical)
+        tree = make_tree(**arrays, rules=RULES)
         shrinkage = sizes[t][1]
         bias = 0.0
         # the trees holding the init score: every tree of a forest, else the first iteration's
-        holds_init = forest_mode or (t < K and (shrinkage == 1.0 or arrays["left"][0] < 0))
+        holds_init = forest_mode or (t < K and (shrinkage == 1.0 or tree.left[0] < 0))
         if add_bias and holds_init:
-            bias = (_data_free_bias(arrays, score.l2, score.hessian_epsilon) if exact_bias
+            bias = (_data_free_bias(tree, score.l2, score.hessian_epsilon) if exact_bias
                     else math.nan)
             any_bias = True
             if not forest_mode:  # AddBias reset the first iteration's shrinkage to 1
                 shrinkage = math.nan if scheduled else lr if lr > 0 else shrinkage
-                if exact_bias and arrays["left"][0] >= 0:
+                if exact_bias and tree.left[0] >= 0:
                     # the rate is not stored (a schedule may have changed the first round's
                     # alone): where the tree's gains tell it, they decide
-                    rate = _first_iteration_rate(arrays, bias, score.l2,
+                    rate = _first_iteration_rate(tree, bias, score.l2,
                                                  score.hessian_epsilon)
                     if rate is not None:  # None: no evidence either way, nothing to say
                         if math.isfinite(rate) and math.isclose(rate, lr,
@@ -512,7 +495,7 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
                         # untold: kept as grown under a schedule, else the later trees'
                         # rate (a note says it was not confirmed)
                         shrinkage = rate if math.isfinite(rate) else shrinkage
-        trees.append(make_tree(**arrays, shrinkage=shrinkage, bias=bias, rules=RULES))
+        trees.append(dataclasses.replace(tree, shrinkage=float(shrinkage), bias=float(bias)))
 
     forest = make_forest(trees, K, int(dump["max_feature_idx"]) + 1, dump["feature_names"],
                          one_iteration=forest_mode)
