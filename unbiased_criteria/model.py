@@ -10,7 +10,8 @@ An adapter module (``unbiased_criteria.adapters.<host>``) provides
 * ``match_categories(model, read, X_train, X_valid, argument) -> X_valid`` (optional): for a
   model that routes a frame's category codes (it stores no categories), ``X_valid`` with its
   category columns coded as ``X_train``'s, matched by value, or a ``ValueError``; the core
-  calls it when both frames are given.
+  calls it when both frames are given. With it, ``reads_category_codes(model, read) -> bool``:
+  whether ``model`` is such a model (the Dask engine decides from it, before any partition).
 * ``make_objective(spec, read) -> Objective``: a host objective name (``"regression"``,
   ``"binary:logistic"``...), a canonical name or a callable, as the core's objective.
 * ``write_model(model, forest, split_score=None) -> model``: a new host model of the same

@@ -320,29 +320,15 @@ def _read(model, objective, host_params, needed_for: str, with_train: bool):
     return adapter, read, obj
 
 
-def _reads_codes(match, model, read: Model) -> bool:
-    """Whether the adapter's ``match_categories`` takes ``model`` to read category codes
-    (an XGBoost model that stores no categories), asked with two one-row frames: a held-out
-    category the training frame does not list is an error exactly then (a model that
-    stores its categories matches each frame to them, and one that may store them is left
-    to do so)."""
-    train = pd.DataFrame({"c": pd.Categorical([], categories=["a"])})
-    valid = pd.DataFrame({"c": pd.Categorical(["b"])})
-    try:
-        match(model, read, train, valid, "X_valid")
-    except ValueError:
-        return True
-    return False
-
-
 def _categories_like(adapter: ModuleType, model, read: Model, X_train, X_valid
                      ) -> pd.DataFrame | None:
-    """For a model that reads category codes (the adapter's ``match_categories`` codes the
-    held-out frame's as the training frame's in memory), the training frame's empty meta
-    that each held-out partition is matched to (:func:`_matched`), or None where nothing is
-    to match. Decided from the frames' dask meta: the column errors of ``match_categories``
-    (a column a category in one frame only) are raised here, a held-out category the
-    training frame does not list by the partition that holds it.
+    """For a model that reads category codes (the adapter's ``reads_category_codes``; its
+    ``match_categories`` codes the held-out frame's as the training frame's in memory), the
+    training frame's empty meta that each held-out partition is matched to
+    (:func:`_matched`), or None where nothing is to match. Decided from the frames' dask
+    meta: the column errors of ``match_categories`` (a column a category in one frame only)
+    are raised here, a held-out category the training frame does not list by the partition
+    that holds it.
 
     Raises
     ------
@@ -355,13 +341,14 @@ def _categories_like(adapter: ModuleType, model, read: Model, X_train, X_valid
     from dask.dataframe.utils import has_known_categories
 
     match = getattr(adapter, "match_categories", None)
+    reads_codes = getattr(adapter, "reads_category_codes", None)
     metas = {name: X._meta for name, X in (("X_train", X_train), ("X_valid", X_valid))
              if isinstance(X, dd.DataFrame)}
     with_categories = {name: [c for c in meta.columns
                               if isinstance(meta[c].dtype, pd.CategoricalDtype)]
                        for name, meta in metas.items()}
-    if match is None or not any(with_categories.values()) \
-            or not _reads_codes(match, model, read):
+    if match is None or reads_codes is None or not any(with_categories.values()) \
+            or not reads_codes(model, read):
         return None
     for name, columns in with_categories.items():
         unknown = [c for c in columns if not has_known_categories(metas[name][c])]

@@ -42,7 +42,7 @@ Modules (one idea each):
   (:func:`make_objective`, :func:`parse_base_score`);
 * ``reader``: model JSON and config -> IR (:func:`read_model`, :func:`parse_model`);
 * ``router``: :func:`make_router`, :func:`match_categories` (a held-out frame's categories
-  coded as the training frame's, for a model that stores none);
+  coded as the training frame's, for a model that stores none: :func:`reads_category_codes`);
 * ``writer``: IR -> model JSON and Booster (:func:`model_json`, :func:`write_model`);
 * ``metrics``: XGBoost's metrics by the names it reports, with its conventions;
 * ``grower``: :class:`XGBGrower`;
@@ -66,7 +66,11 @@ from unbiased_criteria.adapters.xgboost.record import (
     training_report,
     training_splits,
 )
-from unbiased_criteria.adapters.xgboost.router import make_router, match_categories
+from unbiased_criteria.adapters.xgboost.router import (
+    make_router,
+    match_categories,
+    reads_category_codes,
+)
 from unbiased_criteria.adapters.xgboost.training import train
 from unbiased_criteria.adapters.xgboost.writer import model_json, write_model
 
@@ -78,6 +82,7 @@ __all__ = [
     "make_objective",
     "make_router",
     "match_categories",
+    "reads_category_codes",
     "write_model",
     "model_json",
     "train",

@@ -33,7 +33,7 @@ from unbiased_criteria.adapters.xgboost.reader import (
     _monotone_constraints,
     train_param,
 )
-from unbiased_criteria.adapters.xgboost.router import match_categories
+from unbiased_criteria.adapters.xgboost.router import match_categories, reads_category_codes
 
 from unbiased_criteria.dumps import Dump, as_dump
 from unbiased_criteria.errors import InputError
@@ -42,7 +42,8 @@ from unbiased_criteria.ir_router import dense_features, make_ir_router, rows_nea
 from unbiased_criteria.model import Model, Router, UnsupportedModelError
 from unbiased_criteria.trees import MISSING_NAN, Forest, Tree, make_tree
 
-__all__ = ["read_model", "make_router", "match_categories", "make_objective", "write_model",
+__all__ = ["read_model", "make_router", "match_categories", "reads_category_codes",
+           "make_objective", "write_model",
            "dump_tree",
            "dump_schema"]
 

@@ -117,6 +117,26 @@ def _recode_categories(X: pd.DataFrame, bst: xgboost.Booster, argument: str) -> 
     return (X.assign(**{str(c): v for c, v in recoded.items()}) if recoded else X), True
 
 
+def _stores_no_categories(model: Any, model_ir: Model) -> bool | None:
+    """True for a model known to store no categories (a dump, or trained before XGBoost
+    3.1): its trees split on category codes; False for one that stores them; None where the
+    installed XGBoost cannot say (3.1+ without pyarrow: it may store them)."""
+    if not isinstance(model_ir.source, Mapping) or "learner" not in model_ir.source:
+        return True  # a dump: it stores none
+    try:
+        pairs = stored_categories(_booster(model))
+    except ImportError:
+        return None
+    return pairs is None or not any(cats is not None for _, cats in pairs)
+
+
+def reads_category_codes(model: Any, model_ir: Model) -> bool:
+    """Whether ``model`` is known to read category codes (it stores no categories), so that
+    :func:`match_categories` codes a held-out frame's as the training frame's and refuses
+    what it cannot match."""
+    return bool(_stores_no_categories(model, model_ir))
+
+
 def match_categories(model: Any, model_ir: Model, X_train: Any, X_valid: Any,
                      argument: str = "X_valid") -> Any:
     """``X_valid`` with its category columns coded as ``X_train``'s, for a model that stores
@@ -137,16 +157,11 @@ def match_categories(model: Any, model_ir: Model, X_train: Any, X_valid: Any,
     """
     if not (isinstance(X_train, pd.DataFrame) and isinstance(X_valid, pd.DataFrame)):
         return X_valid
-    known = True  # whether the model is known to store no categories
-    if not isinstance(model_ir.source, Mapping) or "learner" not in model_ir.source:
-        pass  # a dump: it stores none
-    else:
-        try:
-            pairs = stored_categories(_booster(model))
-        except ImportError:  # 3.1+ without pyarrow: it may store them (then XGBoost matches)
-            pairs, known = [], False
-        if pairs is not None and any(cats is not None for _, cats in pairs):
-            return X_valid
+    stores_none = _stores_no_categories(model, model_ir)
+    if stores_none is False:
+        return X_valid
+    # None (it may store them, then XGBoost matches): matched where harmless, not refused
+    known = stores_none is True
     recoded = {}
     for c in X_valid.columns:
         if c not in X_train.columns or not X_train.columns.is_unique:

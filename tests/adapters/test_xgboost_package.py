@@ -16,7 +16,7 @@ from unbiased_criteria.adapters import xgboost as ax  # noqa: E402
 
 PUBLIC = {
     "RULES", "read_model", "parse_model", "parse_base_score", "make_objective", "make_router",
-    "match_categories",
+    "match_categories", "reads_category_codes",
     "write_model", "model_json", "train", "XGBGrower", "TrainingRecord", "training_record",
     "training_splits", "training_report", "UnbiasedXGBRegressor", "UnbiasedXGBClassifier",
 }
