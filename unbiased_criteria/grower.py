@@ -67,8 +67,9 @@ class GrowerParams:
     ``stop_threshold``: split iff U on D2' exceeds it (the paper: 0).
     ``min_hessian``: the curvature floor of the ratios, as the post-hoc scorer's
     (:func:`unbiased_criteria.gains.has_curvature`): a ratio is evidence only where its
-    drawn hessian sum, scaled to the node's rows of D, reaches ``min_hessian`` times the mean
-    weight of the validation rows it is drawn from (D1' or D2'); else the candidate is
+    drawn hessian sum, scaled to the node's rows of D, reaches ``min_hessian`` times the
+    typical weight (:func:`~unbiased_criteria.gains.weight_scale`) of the validation rows it
+    is drawn from (D1' or D2'); else the candidate is
     unusable (0 keeps only the ``0/0`` rule).
     ``max_cat_to_onehot``, ``max_cat_threshold``, ``cat_smooth``: the categorical search
     (LightGBM's defaults and meaning; see ``_best_categorical``).
