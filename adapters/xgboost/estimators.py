@@ -441,6 +441,9 @@ def _multi_label(y: Any, argument: str, columns: int | None = None) -> np.ndarra
 def _encode_labels(y: Any, classes: np.ndarray, argument: str) -> np.ndarray:
     """Positions of ``y``'s labels in ``classes`` (sorted); unknown labels are refused."""
     y = np.asarray(y).ravel()
+    if y.dtype.kind == "O" and pd.isna(y).any():  # searchsorted cannot order None
+        raise ValueError(f"{argument} contains {int(pd.isna(y).sum())} missing label(s) (None "
+                         "or NaN): a classifier needs a label on every row")
     index = np.searchsorted(classes, y)
     index[index == classes.size] = 0
     if not np.array_equal(classes[index], y):

@@ -283,6 +283,11 @@ def test_the_xgboost_classifier_names_missing_labels_and_empty_y(data):
     y[[3, 9]] = None
     with pytest.raises(ValueError, match=r"^y contains 2 missing label\(s\) \(None or NaN\)"):
         UnbiasedXGBClassifier(n_estimators=2).fit(X, y)
+    y_eval = np.where(X[:, 0] > 0, "a", "b").astype(object)
+    y_eval[5] = None  # an eval label numpy cannot order among the classes
+    with pytest.raises(ValueError, match=r"^eval_set\[0\] contains 1 missing label\(s\)"):
+        UnbiasedXGBClassifier(n_estimators=2).fit(
+            X, np.where(X[:, 0] > 0, "a", "b"), eval_set=[(X, y_eval)], verbose=False)
     with pytest.raises(ValueError, match="^y has no rows"):
         UnbiasedXGBClassifier(n_estimators=2).fit(X[:0], y[:0])
     with pytest.raises(ValueError, match=r"have 1 class \(\['a'\]\)"):
