@@ -225,7 +225,7 @@ def test_prune_warnings_point_at_the_callers_line():
 @pytest.mark.parametrize("host", ["lightgbm", "xgboost"])
 def test_training_report_without_any_split_has_zero_std_error_not_nan(host):
     """The hooks scored every round but the host made no split: unbiased_gain 0 and, as for
-    post-hoc reports, std_error 0 (it was NaN); with nothing scored it stays NaN."""
+    post-hoc reports, std_error 0 (it was NaN); with nothing scored it is refused."""
     from unbiased_criteria.adapters import lightgbm as alg
     from unbiased_criteria.adapters import xgboost as axg
 
@@ -245,7 +245,8 @@ def test_training_report_without_any_split_has_zero_std_error_not_nan(host):
     np.testing.assert_array_equal(frame["unbiased_gain"], 0.0)
     np.testing.assert_array_equal(frame["std_error"], 0.0)
     assert run(n_blocks=0).to_frame()["std_error"].isna().all()
-    assert run(prune_threshold=None, holdout_fraction=0.0).to_frame()["std_error"].isna().all()
+    with pytest.raises(ValueError, match="no split was scored"):  # not a table of zeros
+        run(prune_threshold=None, holdout_fraction=0.0)
 
 
 def test_more_jackknife_blocks_than_held_out_rows_uses_a_block_per_row(xgb_categorical):

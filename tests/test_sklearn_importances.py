@@ -94,3 +94,28 @@ def test_no_evidence_is_zero_and_nan_stays_nan():
     assert np.isnan(biased.unbiased_gain_).all()
 
 
+
+
+def test_training_report_refuses_a_run_that_scored_nothing():
+    """With pruning off, the hooks' training_report returned a table of U = 0 for every
+    feature (what a host that made no split gives) and select() said the model had no
+    splits, without a word; it is refused now, as the estimators' importance_report_."""
+    import lightgbm
+    import xgboost
+    from unbiased_criteria.adapters import lightgbm as ulgb
+    from unbiased_criteria.adapters import xgboost as uxgb
+
+    rng = np.random.default_rng(5)
+    X, y = rng.normal(size=(600, 3)), rng.normal(size=600)
+    lgb_model = ulgb.train({"objective": "regression", "verbose": -1, "num_threads": 1},
+                           lightgbm.Dataset(X, y), 3, prune_threshold=None)
+    xgb_model = uxgb.train({"nthread": 1}, xgboost.DMatrix(X, y), 3, prune_threshold=None)
+    assert (lgb_model.trees_to_dataframe()["split_feature"].notna()).any()
+    for report_of, model in ((ulgb.training_report, lgb_model),
+                             (uxgb.training_report, xgb_model)):
+        with pytest.raises(ValueError, match="no split was scored during training"):
+            report_of(model)
+    est = UnbiasedLGBMRegressor(n_estimators=3, verbose=-1, n_jobs=1,
+                                prune_threshold=None).fit(X, y)
+    with pytest.raises(ValueError, match="no split was scored during training"):
+        ulgb.training_report(est)

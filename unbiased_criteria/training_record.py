@@ -91,6 +91,18 @@ class TrainingRecord:
         return out
 
     def report(self, host: str) -> ImportanceReport:
-        """:class:`ImportanceReport` over every scored split, with the run's jackknife."""
+        """:class:`ImportanceReport` over every scored split, with the run's jackknife.
+
+        Raises
+        ------
+        ValueError
+            Nothing was scored (``scored`` False): an empty table would read as U = 0 for
+            every feature, the report of a host that made no split.
+        """
+        if not self.scored:
+            raise ValueError(
+                "no split was scored during training (pruning off or no held-out rows: "
+                "prune_threshold=None or holdout_fraction=0), so there is no training "
+                "importance; train with held-out rows and pruning on to measure it")
         return ImportanceReport(self.splits.copy(), self.feature_names, host=host,
                                 jackknife=self.jackknife)

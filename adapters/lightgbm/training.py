@@ -437,5 +437,11 @@ def training_report(model: lightgbm.Booster | lightgbm.LGBMModel) -> ImportanceR
         training rows, fixed for the run; NaN with ``n_blocks < 2``), so ``select()`` works;
         ``splits`` lists the splits (``kept`` says which are in the model). The errors reflect
         the sampling of the held-out rows given the trees grown, not that of the trees.
+
+    Raises
+    ------
+    ValueError
+        Nothing was scored (``prune_threshold=None`` or ``holdout_fraction=0``): there is no
+        training importance, and a table of zeros would read as a model without splits.
     """
     return _record_of(model).report("lightgbm")

@@ -102,5 +102,11 @@ def training_report(booster: xgboost.Booster | xgboost.XGBModel) -> ImportanceRe
         block-jackknife standard errors (``n_blocks`` blocks of training rows fixed for the
         run; NaN with ``n_blocks < 2``), so ``select()`` works; ``splits`` lists the splits
         (``kept`` says which are in the model).
+
+    Raises
+    ------
+    ValueError
+        Nothing was scored (``prune_threshold=None`` or ``holdout_fraction=0``): there is no
+        training importance, and a table of zeros would read as a model without splits.
     """
     return training_record(booster).report("xgboost")
