@@ -125,7 +125,9 @@ def test_a_file_that_cannot_pair_its_category_lists_is_refused(tmp_path, capsys)
     for model in ("m.json", "m.txt"):
         assert main(["importance", str(tmp_path / model), "--valid", str(tmp_path / "v.csv"),
                      "--label", "y"]) == 2
-        assert "which list is which feature's" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert "which list is which feature's" in err
+        assert "integer column declared categorical_feature" in err and "ordered" not in err
 
 
 def test_values_beyond_float32_hash_without_a_numpy_warning():
@@ -141,3 +143,38 @@ def test_values_beyond_float32_hash_without_a_numpy_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         uc.unbiased_importance(b, X, y, Xv, yv, n_jobs=1)
+
+
+def test_an_ordered_category_column_is_named_as_the_cause_from_a_file(tmp_path, capsys):
+    """LightGBM stores an ordered pandas categorical's categories but splits on its codes as
+    numbers: from a file (CSV) the lists cannot be paired, and the refusal names that cause
+    and the numeric feature holding codes (it named only other causes before); the Python API
+    with the frame scores the model, as LightGBM's predict reads it."""
+    import json
+
+    from unbiased_criteria.cli import main
+
+    def frame(seed):
+        rng = np.random.default_rng(seed)
+        size = rng.choice(["S", "M", "L"], 1500)
+        X = pd.DataFrame({"x": rng.normal(size=1500),
+                          "size": pd.Categorical(size, categories=["S", "M", "L"],
+                                                 ordered=True)})
+        return X, (size == "L") * 1.0 + rng.normal(size=1500)
+
+    X, y = frame(0)
+    Xv, yv = frame(1)
+    b = lgb.train({"verbose": -1, "num_threads": 1, "num_leaves": 4}, lgb.Dataset(X, y), 3)
+    assert b.pandas_categorical == [["S", "M", "L"]]  # stored, yet no categorical feature
+    ours, host = _leaves(b, b.dump_model(), Xv)  # the frame's codes, as predict reads them
+    np.testing.assert_array_equal(ours, host)
+    _same(b, b.dump_model(), X, y, Xv, yv)
+    (tmp_path / "m.json").write_text(json.dumps(b.dump_model()))
+    b.save_model(str(tmp_path / "m.txt"))
+    Xv.assign(y=yv).to_csv(tmp_path / "v.csv", index=False)
+    for model in ("m.json", "m.txt"):
+        assert main(["importance", str(tmp_path / model), "--valid", str(tmp_path / "v.csv"),
+                     "--label", "y"]) == 2
+        err = capsys.readouterr().err
+        assert "an ordered pandas category column" in err and "in ['size']" in err
+        assert "which list is which feature's" in err and "df[col].cat.codes" in err

@@ -23,6 +23,10 @@ on the installed version, 4.7.0 when this was written). What is used, and why:
   drops it with ``free_dataset()`` after its text round trip, unless
   ``keep_training_booster=True``): such a Booster's trees may hold more digits than its text
   (:func:`holds_training_data`);
+* ``lightgbm.basic._LIB.LGBM_BoosterDumpModel``, ``lightgbm.basic._safe_call`` and
+  ``Booster._handle``: the dump's JSON text as LightGBM writes it, before ``json.loads``
+  (:func:`dump_model_text`; ``Booster.dump_model`` decodes the feature names LightGBM writes
+  unescaped, so ``\\t`` in a name becomes a tab and ``\\d`` fails);
 * ``lightgbm.basic.EvalResult`` where it exists (a NamedTuple; older 4.x pass plain tuples):
   the type of callbacks' ``evaluation_result_list`` entries (:data:`EVAL_RESULT`).
 
@@ -32,6 +36,7 @@ raises :class:`~unbiased_criteria.adapters._compat.HostVersionError`.
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import lightgbm
@@ -43,7 +48,7 @@ __all__ = [
     "KNOWN_VERSIONS", "HostVersionError", "choose_param_value", "bind_params", "unbind_params",
     "is_constructed", "boost_one_iteration", "train_scores", "estimator_booster",
     "set_estimator_booster", "EVAL_RESULT", "holds_training_data",
-    "check_estimator_layout",
+    "check_estimator_layout", "dump_model_text",
 ]
 
 #: LightGBM versions the adapter is known to work with
@@ -135,3 +140,30 @@ def holds_training_data(booster: lightgbm.Booster) -> bool:
     internal values may then have more digits than its text model writes (6), which a Booster
     loaded from text, or returned by ``lightgbm.train`` (a text round trip), does not."""
     return getattr(booster, "train_set", None) is not None
+
+
+#: the first buffer for a dump's text (bytes), as ``Booster.dump_model``'s
+DUMP_BUFFER = 1 << 20
+
+
+def dump_model_text(booster: lightgbm.Booster, start_iteration: int = 0,
+                    num_iteration: int = -1) -> str:
+    """The JSON text of ``booster.dump_model(start_iteration, num_iteration)`` (split
+    importances) as LightGBM writes it, not decoded: its strings are written unescaped."""
+    lib = _private(lightgbm.basic, "_LIB")
+    safe_call = _private(lightgbm.basic, "_safe_call")
+    handle = _private(booster, "_handle")
+
+    def call(size: int) -> tuple[bytes, int]:
+        buffer = ctypes.create_string_buffer(size)
+        needed = ctypes.c_int64(0)
+        safe_call(lib.LGBM_BoosterDumpModel(
+            handle, ctypes.c_int(start_iteration), ctypes.c_int(num_iteration),
+            ctypes.c_int(0), ctypes.c_int64(size), ctypes.byref(needed),
+            ctypes.c_char_p(ctypes.addressof(buffer))))
+        return buffer.value, needed.value
+
+    text, needed = call(DUMP_BUFFER)
+    if needed > DUMP_BUFFER:  # the first call tells the length the text needs
+        text, _ = call(needed)
+    return text.decode("utf-8")

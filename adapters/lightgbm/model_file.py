@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import lightgbm
@@ -66,17 +67,54 @@ def load_model_file(file: ModelBytes) -> ModelFile:
     return ModelFile(booster, "lightgbm", "text", file.source)
 
 
-def _pair_lists(lists: list, categorical) -> None:
+def _pair_lists(lists: list, categorical: Sequence[int], names: Sequence[str],
+                ranges: dict[int, tuple[float, float]]) -> None:
     """Refuse a file whose stored pandas category lists (one per category column of the
-    training frame) do not pair one to one with its categorical features: a column read from
-    a file has no dtype to pair them by, as a frame's category columns do."""
-    if len(lists) != len(categorical):
-        raise InputError(
-            f"the model stores {len(lists)} pandas category list(s) for {len(categorical)} "
-            "categorical feature(s) (a constant category column, or an integer column "
-            "declared categorical_feature): which list is which feature's is known only from "
-            "a frame's category columns; score it from Python with the held-out rows as a "
-            "pandas DataFrame")
+    training frame, ordered ones included) do not pair one to one with its categorical
+    features: a column read from a file has no dtype to pair them by, as a frame's category
+    columns do.
+
+    ``ranges``: each numeric feature's training range ``(min, max)``, which names the
+    numeric features that may be an ordered category column's codes.
+    """
+    if len(lists) == len(categorical):
+        return
+    causes, codes = [], ""
+    if len(lists) > len(categorical):
+        # LightGBM splits on an ordered category column's codes as numbers (its Python API
+        # declares only the unordered ones categorical) yet stores its categories
+        longest = max(len(c) for c in lists)
+        coded = [names[i] for i, (lo, hi) in sorted(ranges.items())
+                 if i not in categorical and 0 <= lo <= hi < longest
+                 and float(lo).is_integer() and float(hi).is_integer()]
+        causes.append(
+            "an ordered pandas category column, whose categories LightGBM stores but whose "
+            "codes it splits on as numbers"
+            + (f" (whole numbers from 0, as codes are, in {coded})" if coded else ""))
+        causes.append("a constant category column, which LightGBM leaves out")
+        codes = (", or train on an ordered column's codes (df[col].cat.codes) instead of the "
+                 "column and give the file those codes")
+    else:
+        causes.append("an integer column declared categorical_feature, which has no list")
+    raise InputError(
+        f"the model stores {len(lists)} pandas category list(s) for {len(categorical)} "
+        f"categorical feature(s) ({'; or '.join(causes)}): which list is which feature's is "
+        "known only from a frame's category columns; score it from Python with the held-out "
+        "rows as a pandas DataFrame (as LightGBM's predict, it pairs the lists with the "
+        f"frame's category columns){codes}")
+
+
+def _text_ranges(infos: Sequence[str]) -> dict[int, tuple[float, float]]:
+    """Numeric features' training ranges from a text model's ``feature_infos`` (``[lo:hi]``)."""
+    out = {}
+    for i, info in enumerate(infos):
+        m = re.fullmatch(r"\[(.*):(.*)\]", info)
+        if m:
+            try:
+                out[i] = (float(m.group(1)), float(m.group(2)))
+            except ValueError:
+                continue  # not a range LightGBM wrote: names no candidate
+    return out
 
 
 def _dump_schema(dump: Dump) -> Schema:
@@ -88,7 +126,10 @@ def _dump_schema(dump: Dump) -> Schema:
     lists = content.get("pandas_categorical") or []
     categorical: dict[int, list | None] = {i: None for i in cat}
     if lists:
-        _pair_lists(lists, cat)
+        ranges = {i: (float(info["min_value"]), float(info["max_value"]))
+                  for i, info in ((i, infos.get(name, {})) for i, name in enumerate(names))
+                  if not info.get("values") and "min_value" in info and "max_value" in info}
+        _pair_lists(lists, cat, names, ranges)
         categorical = {i: list(c) for i, c in zip(cat, lists)}
     return Schema(len(names), None if default else names, categorical,
                   stored_name=lambda name: name.replace(" ", "_"))
@@ -112,14 +153,14 @@ def feature_schema(model: lightgbm.Booster | Dump) -> Schema:
         else:
             cat |= {int(s) for s in spec.split(",") if s.strip().lstrip("-").isdigit()}
     m = re.search(r"^feature_infos=(.*)$", text, flags=re.MULTILINE)
-    if m:  # used categorical features: "c1:c2:..." (numeric ones are "[lo:hi]" or "none")
-        infos = m.group(1).split(" ")
-        cat |= {i for i, s in enumerate(infos) if s and s != "none" and not s.startswith("[")}
+    infos = m.group(1).split(" ") if m else []
+    # used categorical features: "c1:c2:..." (numeric ones are "[lo:hi]" or "none")
+    cat |= {i for i, s in enumerate(infos) if s and s != "none" and not s.startswith("[")}
     cat = {i for i in cat if 0 <= i < n}
     pandas_cats = getattr(model, "pandas_categorical", None)
     categorical: dict[int, list | None] = {i: None for i in sorted(cat)}
     if pandas_cats:
-        _pair_lists(pandas_cats, categorical)
+        _pair_lists(pandas_cats, list(categorical), names, _text_ranges(infos))
         categorical = {i: list(c) for i, c in zip(sorted(cat), pandas_cats)}
     # LightGBM stores feature names with spaces replaced by "_"
     return Schema(n, None if default else names, categorical,

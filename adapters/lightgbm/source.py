@@ -23,7 +23,11 @@ from typing import Any
 
 import lightgbm
 import numpy as np
-from unbiased_criteria.adapters.lightgbm.compat import choose_param_value, estimator_booster
+from unbiased_criteria.adapters.lightgbm.compat import (
+    choose_param_value,
+    dump_model_text,
+    estimator_booster,
+)
 
 from unbiased_criteria.errors import InputError
 from unbiased_criteria.gains import SplitScore
@@ -130,19 +134,52 @@ class LightGBMSource:
                           hessian_epsilon=K_EPSILON if self.printed_by_lightgbm() else 0.0)
 
 
+#: what JSON must escape in a string: a backslash, a control character
+_UNESCAPED = re.compile(r"[\\\x00-\x1f]")
+
+
 def dump_model(booster: lightgbm.Booster, **kwargs: Any) -> dict:
-    """``booster.dump_model(**kwargs)``; one clear error where LightGBM writes JSON it cannot
-    read back itself (a control character such as a tab in a feature name)."""
+    """``booster.dump_model(**kwargs)`` (``start_iteration``, ``num_iteration``; split
+    importances) with every string as LightGBM holds it.
+
+    LightGBM writes the strings of its JSON, the feature names among them, unescaped:
+    ``json.loads`` (as ``Booster.dump_model`` calls it) reads a name ``dir\\temp`` as
+    ``dir<TAB>emp``, ``a\\u0041`` as ``aA``, and fails on ``x\\d`` or a tab. LightGBM refuses
+    a ``"`` in a name, so every ``"`` of its text delimits a string: each string's text is
+    escaped before decoding, which then gives it back verbatim.
+
+    Raises
+    ------
+    InputError
+        The text is still not valid JSON (a hand-edited model with a ``"`` in a name).
+    """
+    unknown = set(kwargs) - {"start_iteration", "num_iteration"}
+    if unknown:
+        raise TypeError(f"dump_model: unexpected keyword(s) {sorted(unknown)}")
+    raw = dump_model_text(booster, int(kwargs.get("start_iteration", 0)),
+                          int(kwargs.get("num_iteration", -1)))
+    if _UNESCAPED.search(raw):  # else the text reads as it is (the usual case, faster)
+        parts = raw.split('"')
+        # odd parts are the strings' texts: escaped as JSON, without json.dumps's quotes
+        parts[1::2] = [json.dumps(text, ensure_ascii=False)[1:-1] if _UNESCAPED.search(text)
+                       else text for text in parts[1::2]]
+        raw = '"'.join(parts)
     try:
-        return booster.dump_model(**kwargs)
-    except json.JSONDecodeError:
-        names = [n for n in booster.feature_name() if any(ord(ch) < 32 for ch in n)]
-        raise InputError(
-            "LightGBM cannot read back its own dump of this model: "
-            + (f"feature names {names[:5]!r} hold control characters (tab, newline...), "
-               "which LightGBM writes into its JSON unescaped; rename those features"
-               if names else "its JSON is invalid")
-        ) from None
+        dump = json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise InputError(f"LightGBM's dump of this model is not valid JSON ({err}): a "
+                         "feature name holding '\"'?") from None
+    # as Booster.dump_model: the pandas categories (Python's, not LightGBM's) as plain lists
+    dump["pandas_categorical"] = json.loads(json.dumps(
+        getattr(booster, "pandas_categorical", None), default=_plain))
+    return dump
+
+
+def _plain(obj: Any) -> Any:
+    """A numpy scalar or array as the Python value ``json`` writes."""
+    if isinstance(obj, (np.generic, np.ndarray)):
+        return obj.tolist()
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
 
 
 def booster_of(model: Any, argument: str = "model") -> lightgbm.Booster:

@@ -1,6 +1,7 @@
 """The adapters' compatibility modules: the branch taken for the installed hosts, and a clear
 error where a host lacks a private API (a fake object without it)."""
 
+import json
 import pathlib
 import re
 import subprocess
@@ -58,6 +59,24 @@ def test_lightgbm_missing_private_names_raise_clearly(monkeypatch):
     monkeypatch.delattr(lgb.LGBMModel, "_process_params")
     with pytest.raises(HostVersionError, match=r"has no LGBMModel\._process_params"):
         lgb_compat.check_estimator_layout()
+
+
+def test_lightgbm_dump_model_text_is_what_dump_model_decodes(monkeypatch):
+    """The dump's raw text: LightGBM's own dump_model() is its json.loads (plain names); a
+    first buffer too short for it is retried at the length LightGBM asks for."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    b = lgb.train({"verbose": -1, "num_threads": 1}, lgb.Dataset(X, X[:, 0]), 3)
+    own = b.dump_model()
+    del own["pandas_categorical"]  # added by Python, not in LightGBM's text
+    assert json.loads(lgb_compat.dump_model_text(b)) == own
+    monkeypatch.setattr(lgb_compat, "DUMP_BUFFER", 64)
+    text = lgb_compat.dump_model_text(b, start_iteration=1, num_iteration=1)
+    assert len(text) > 64
+    assert json.loads(text) | {"pandas_categorical": None} == b.dump_model(
+        start_iteration=1, num_iteration=1)
+    with pytest.raises(HostVersionError, match="has no Bare._handle"):
+        lgb_compat.dump_model_text(Bare())
 
 
 class FakeBooster:

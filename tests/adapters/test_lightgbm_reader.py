@@ -717,20 +717,60 @@ def test_a_model_trained_from_a_dataset_init_score_is_said():
     assert not adapter.read_model(plain).init_score_unseen
 
 
-def test_a_tab_in_a_feature_name_is_one_clear_error():
-    """LightGBM writes feature names into its dump JSON unescaped and cannot read a tab back
-    (its own dump_model() fails): a JSONDecodeError from inside json before."""
-    import pandas as pd
-
+@pytest.mark.parametrize("names", [
+    ["dir\\temp", "a\\u0041", "c\\/d", "k\\q"],  # JSON escapes: read as a tab, "aA", "c/d"
+    ["x\\d", "e\\", "a\tb", "k"],  # no JSON escape, a trailing backslash, a tab
+    ["aA", "a\\u0041", "kA", "k\\u0041"],  # distinct names that read alike as JSON
+])
+def test_feature_names_are_lightgbms_whatever_their_backslashes(names):
+    """LightGBM writes feature names into its dump JSON unescaped: read as JSON, a backslash
+    began an escape (a tab, "aA"; or invalid JSON, as was a tab). The names are LightGBM's own
+    (Booster.feature_name(), the text's feature_names= line), for a frame or numpy rows, and
+    each feature gets its own gain and categories (LightGBM's gain importance)."""
     import unbiased_criteria as uc
 
+    def frame(seed):
+        r = np.random.default_rng(seed)
+        X = pd.DataFrame(r.normal(size=(600, 3)), columns=names[:3])
+        X[names[3]] = pd.Categorical(r.choice(["p\\q", "r", "s\\u0041"], 600))
+        y = X.iloc[:, 0] + X.iloc[:, 2] + 2 * (X[names[3]] == "r") + r.normal(size=600)
+        return X, y.to_numpy()
+
+    X, y = frame(0)
+    Xv, yv = frame(1)
+    model = lightgbm.train({"objective": "regression", "verbose": -1, "num_threads": 1,
+                            "min_data_per_group": 5, "cat_smooth": 1.0},
+                           lightgbm.Dataset(X, y), 5)
+    assert model.feature_name() == names
+    text_names = model.model_to_string().split("\nfeature_names=")[1].split("\n")[0]
+    assert text_names.split(" ") == names
+    read = adapter.read_model(model)
+    assert read.forest.feature_names == tuple(names)
+    assert read.forest.trees[0].categorical.any()  # the category column's own infos
+    frame_report = uc.unbiased_importance(model, X, y, Xv, yv, random_state=0).to_frame()
+    assert list(frame_report.index) == names
+    np.testing.assert_allclose(frame_report["host_gain"],
+                               model.feature_importance("gain"), rtol=1e-6)
+    codes = X.assign(**{names[3]: X[names[3]].cat.codes}).to_numpy(float)
+    codes_v = Xv.assign(**{names[3]: Xv[names[3]].cat.codes}).to_numpy(float)
+    array_report = uc.unbiased_importance(model, codes, y, codes_v, yv,
+                                          random_state=0).to_frame()
+    assert list(array_report.index) == names
+    np.testing.assert_allclose(array_report.to_numpy(), frame_report.to_numpy())
+
+
+def test_a_dump_that_is_not_json_is_one_clear_error():
+    """LightGBM refuses a '"' in a feature name, yet loads a text model edited to hold one:
+    its dump is then not JSON, one error saying so."""
+    from unbiased_criteria.errors import InputError
+
     rng = np.random.default_rng(0)
-    X = pd.DataFrame(rng.normal(size=(300, 2)), columns=["a\tb", "c"])
-    y = X["c"].to_numpy() + rng.normal(size=300)
+    X = pd.DataFrame(rng.normal(size=(300, 2)), columns=["a", "c"])
     model = lightgbm.train({"objective": "regression", "verbose": -1},
-                           lightgbm.Dataset(X, y), 2)
-    with pytest.raises(ValueError, match=r"feature names \['a\\tb'\] hold control characters"):
-        uc.unbiased_importance(model, X, y, X, y)
+                           lightgbm.Dataset(X, X["c"].to_numpy()), 2)
+    text = model.model_to_string().replace("\nfeature_names=a c\n", '\nfeature_names=a" c\n')
+    with pytest.raises(InputError, match="dump of this model is not valid JSON"):
+        adapter.read_model(lightgbm.Booster(model_str=text))
 
 
 def _continued(first: dict, second: dict):

@@ -453,3 +453,22 @@ def test_estimator_refuses_balanced_bagging():
     with pytest.raises(UnsupportedModelError, match=r"balanced bagging "
                        r"\(pos_bagging_fraction=0.5\)"):
         adapter.UnbiasedLGBMClassifier(**kw, holdout_fraction=0.0, prune_threshold=None).fit(X, y)
+
+
+@pytest.mark.parametrize("names", [["dir\\temp", "a\\u0041", "x\\d", "k\\"],
+                                   ["a\tb", "c", "d", "k"]])
+def test_feature_names_with_backslashes_are_lightgbms(names):
+    """LightGBM writes feature names into its dump JSON unescaped: the hook reads the names
+    of each grown iteration from that dump; they are LightGBM's own (Booster.feature_name()),
+    in the written model and its training report, whatever backslashes they hold (a tab or
+    "aA" before, or no model: invalid JSON)."""
+    import pandas as pd
+
+    X, y, _ = make_data("regression", N, 0)
+    frame = pd.DataFrame(X, columns=names)
+    train = lightgbm.Dataset(frame, y, categorical_feature=[names[3]])
+    booster = adapter.train(BASE | {"objective": "regression"}, train, 5, random_state=0,
+                            holdout_fraction=0.2, progress=False)
+    own = lightgbm.train(BASE | {"objective": "regression"}, lightgbm.Dataset(frame, y), 1)
+    assert booster.feature_name() == own.feature_name() == names
+    assert list(adapter.training_report(booster).to_frame().index) == names
