@@ -102,7 +102,7 @@ def read_model(model: Any) -> Model:
         raise TypeError("model must be a LightGBM dump_model() dict, JSON string or file")
     params, notes = _params(dump)
     try:
-        read = model_from_dump(dump.content, params)
+        read = model_from_dump(dump.content, params, l2_known="lambda_l2" in params)
     except (KeyError, TypeError, IndexError) as err:
         raise InputError(f"not a valid LightGBM dump_model() JSON: missing or bad field "
                          f"{err}") from None

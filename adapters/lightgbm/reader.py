@@ -392,12 +392,15 @@ def read_model(model: lightgbm.Booster | lightgbm.LGBMModel) -> Model:
 
 def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
                     best_iteration: int = 0,
-                    tree_fields: list[dict[str, str]] | None = None) -> Model:
+                    tree_fields: list[dict[str, str]] | None = None,
+                    l2_known: bool = True) -> Model:
     """The IR of a ``dump_model()`` dict, with the ``parameters:`` block ``params``
     (``{}`` for a bare dump: LightGBM's defaults; the learning rate then comes from the
     trees' ``shrinkage``). ``text`` is the text model, if any (the writer needs it).
     ``tree_fields``: the trees as the text's checked ``Tree=`` blocks
-    (:func:`parse_tree_text`) instead of the dump's ``tree_info``, which is then ignored."""
+    (:func:`parse_tree_text`) instead of the dump's ``tree_info``, which is then ignored.
+    ``l2_known``: False for a dump without ``lambda_l2`` (the core infers it later): the first
+    iteration's gains cannot tell its learning rate under an L2 penalty not yet known."""
     obj_line = dump.get("objective")  # absent for a custom objective
     objective_name = None
     if obj_line is not None:
@@ -482,7 +485,7 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
             any_bias = True
             if not forest_mode:  # AddBias reset the first iteration's shrinkage to 1
                 shrinkage = math.nan if scheduled else lr if lr > 0 else shrinkage
-                if exact_bias and tree.left[0] >= 0:
+                if exact_bias and l2_known and tree.left[0] >= 0:
                     # the rate is not stored (a schedule may have changed the first round's
                     # alone): where the tree's gains tell it, they decide
                     rate = _first_iteration_rate(tree, bias, score.l2,
