@@ -4,13 +4,13 @@ two continuous), 1500 rows, ``R`` seeds. Prints the mean sum of ``U`` over the r
 candidates and over the other nodes' per tree, with z = mean / standard error. Writes
 ``results/grower_null_depth.json``.
 
-    python benchmarks/grower_null_depth.py [R]
+    python benchmarks/grower_null_depth.py [--seeds R]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 import warnings
 
 import numpy as np
@@ -47,4 +47,7 @@ def main(R: int = 300) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 300)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, default=300, metavar="R",
+                        help="number of seeds (default 300)")
+    main(parser.parse_args().seeds)

@@ -11,6 +11,7 @@ learning rate 0.1, one thread. Writes ``results/pruning_with_signal.json``.
 
 from __future__ import annotations
 
+import argparse
 import json
 import warnings
 
@@ -62,4 +63,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()  # --help
     main()
