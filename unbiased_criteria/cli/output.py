@@ -261,9 +261,12 @@ def save_plot(report, path: str, title: str) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    from ..report import _draw_literally
+
     figure = Figure(figsize=_plot_size(len(report.to_frame())))
     FigureCanvasAgg(figure)
-    report.plot(ax=figure.add_subplot(), top=_PLOT_TOP, title=title)
+    ax = report.plot(ax=figure.add_subplot(), top=_PLOT_TOP, title=title)
+    _draw_literally([ax.title])  # it holds a file name: 'm$_x$.txt' is no mathtext
     try:
         # the format from the suffix as savefig(path) would; written whole or not at all
         buffer = io.BytesIO()
@@ -271,6 +274,11 @@ def save_plot(report, path: str, title: str) -> None:
         write_atomic(path, buffer.getvalue())
     except OSError as err:  # its strerror: the message names our temporary file
         raise InputError(f"--plot {path}: cannot be written: {err.strerror or err}") from None
-    except (ValueError, RuntimeError) as err:  # RuntimeError: LaTeX refused a name (pgf)
-        raise InputError(f"--plot {path}: cannot be written: {first_line(err)}") from None
+    except (ValueError, RuntimeError) as err:
+        # matplotlib failed to draw (pgf: LaTeX refused a name's '&' or '#'): not the file
+        import matplotlib
+
+        raise InputError(f"--plot {path}: matplotlib could not draw the plot as "
+                         f"{fmt or matplotlib.rcParams['savefig.format']!r} (nothing "
+                         f"written): {first_line(err)}") from None
     print(f"{PROG}: wrote plot to {path}", file=sys.stderr)
