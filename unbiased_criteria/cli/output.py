@@ -19,8 +19,9 @@ import pandas as pd
 from ..errors import InputError
 from ..files import _descriptor, write_atomic
 
-__all__ = ["PROG", "warn", "show_warning", "first_line", "short", "format_frame",
-           "write_output", "save_plot", "check_target", "check_plot_target", "output_format"]
+__all__ = ["PROG", "warn", "show_warning", "first_line", "short", "name_list",
+           "format_frame", "write_output", "save_plot", "check_target", "check_plot_target",
+           "output_format"]
 
 PROG = "unbiased-criteria"
 
@@ -35,6 +36,21 @@ def short(items: list, limit: int = 8) -> str:
     """The first ``limit`` items, comma separated, and how many there are in all."""
     shown = ", ".join(map(str, items[:limit]))
     return shown + (f", ... ({len(items)} in all)" if len(items) > limit else "")
+
+
+#: a name printed as it is in a list: letters (any script), digits, '_', '.', '-'
+_PLAIN_NAME = re.compile(r"[\w.\-]+")
+
+
+def name_list(names: list) -> str:
+    """Names comma separated, each readable back unambiguously.
+
+    A name of letters, digits, ``_``, ``.`` and ``-`` is printed as it is; any other (a
+    comma, a space, a quote, a parenthesis, a control character, the empty name) as a Python
+    string literal (``repr``): joined plainly, ``a, b`` was one name or two.
+    """
+    return ", ".join(name if _PLAIN_NAME.fullmatch(name) else repr(name)
+                     for name in map(str, names))
 
 
 def warn(message: str) -> None:
