@@ -367,6 +367,70 @@ def test_plot_format_that_cannot_be_written_is_refused_before_any_work(
     assert out.out == "" and list(tmp_path.iterdir()) == []
 
 
+def test_plot_draws_dollar_names_and_file_name_as_written(tmp_path, capsys, monkeypatch):
+    """Feature names with '$' went to matplotlib as mathtext: 'gross_$_net_$' made the save
+    fail and the command said '--plot p.png: cannot be written: _net_' (exit 2), blaming the
+    file. The names, and the model file's name in the title, are drawn as written."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.backends.backend_agg import RendererAgg
+
+    drawn: list[tuple[str, object]] = []
+    original = RendererAgg.draw_text
+
+    def spy(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        drawn.append((s, ismath))
+        return original(self, gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
+
+    monkeypatch.setattr(RendererAgg, "draw_text", spy)
+    names = ["US$_min/US$_max", "gross_$_net_$", "z"]  # LightGBM: "_" for a space
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(1200, 3)), columns=names)
+    y = X[names[0]] + X[names[1]] + rng.normal(size=1200)
+    model = tmp_path / "m$_x$.txt"
+    lgb.train({"verbose": -1, "num_threads": 1, "num_leaves": 7},
+              lgb.Dataset(X[:600], y[:600]), 8).save_model(model)
+    X[600:].assign(y=y[600:]).to_csv(tmp_path / "valid.csv", index=False)
+    target = tmp_path / "p.png"
+    assert main(importance(model, tmp_path / "valid.csv", "--plot", str(target))) == 0
+    assert capsys.readouterr().err == f"unbiased-criteria: wrote plot to {target}\n"
+    assert target.read_bytes().startswith(b"\x89PNG")
+    for name in names:
+        assert any(s in (name, f"{name} *") and ismath is False for s, ismath in drawn), name
+    assert ("m$_x$.txt: unbiased vs biased gain", False) in drawn
+
+
+@pytest.mark.parametrize("error, says", [
+    (RuntimeError("LaTeX was not able to process the following string:"),
+     "matplotlib could not draw the plot as 'pgf' (nothing written): LaTeX was not able "
+     "to process the following string:"),
+    (PermissionError(13, "Permission denied"), "cannot be written: Permission denied"),
+])
+def test_plot_blames_the_file_only_when_writing_fails(tmp_path, capsys, monkeypatch, error,
+                                                      says):
+    """Any failure of the save was reported as '--plot FILE: cannot be written: ...', also
+    matplotlib's failures to draw the figure (a mathtext error, LaTeX refusing a name under
+    the pgf format): the file was never the cause. Only an OSError blames it now."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from unbiased_criteria.cli.output import save_plot
+    from unbiased_criteria.errors import InputError
+
+    def fails(self, *args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(Figure, "savefig", fails)
+    report = uc.ImportanceReport(
+        pd.DataFrame({"feature_index": [0], "feature": ["a"], "tree": [0],
+                      "unbiased_gain": [1.0], "biased_gain": [2.0], "host_gain": [2.0]}),
+        ["a"])
+    target = tmp_path / "p.pgf"
+    with pytest.raises(InputError) as raised:
+        save_plot(report, str(target), "title")
+    assert str(raised.value) == f"--plot {target}: {says}"
+    assert capsys.readouterr().err == "" and list(tmp_path.iterdir()) == []
+
+
 # ------------------------------------------------------------ SIGTERM while writing
 
 

@@ -334,3 +334,58 @@ def test_a_type_error_that_is_not_the_params_stays_an_internal_error(data_file, 
     monkeypatch.setattr("unbiased_criteria.cross_fit.unbiased_importance", broken_scoring)
     code, _, err = run(args, capsys)
     assert code == 1 and "internal error (a bug" in err and "in broken_scoring" in err
+
+
+# names as the kept line prints them: bare where that is unambiguous, else a Python string
+# literal (the commas, spaces and quotes of the names made a comma-joined list ambiguous)
+PRINTED = {"cät": "cät", "1": "1", 'x "q" é': "'x \"q\" é'", "sig, nal": "'sig, nal'",
+           "it's": "\"it's\"", "tab\tname": "'tab\\tname'", "(none)": "'(none)'"}
+
+
+def _parse_kept(text: str) -> list[str]:
+    """The names of a printed kept list: bare names and Python string literals."""
+    import ast
+    import re
+
+    token = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^,\s'"]+""")
+    names, pos = [], 0
+    while pos < len(text):
+        match = token.match(text, pos)
+        assert match, text[pos:]
+        word = match.group()
+        names.append(ast.literal_eval(word) if word[0] in "'\"" else word)
+        pos = match.end()
+        if pos < len(text):
+            assert text.startswith(", ", pos), text[pos:]
+            pos += 2
+    return names
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv"])
+def test_kept_names_are_printed_unambiguously(tmp_path, capsys, fmt):
+    """'kept 2 of 3: cät, 1, x "q" é' was a comma-joined list: which names it held was
+    ambiguous when a name holds a comma or a space. A name that is not plainly one word
+    is printed as a Python string literal; the line reads back as the selector's names."""
+    rng = np.random.default_rng(0)
+    names = list(PRINTED)
+    X = pd.DataFrame(rng.normal(size=(600, len(names))), columns=names)
+    # '1' and 'tab\tname' noise: the 5 kept hold a comma, quotes and '(none)'
+    y = X @ np.array([1.0, 0.0, 1.0, 2.0, 1.0, 0.0, 2.0]) + rng.normal(size=600)
+    path = tmp_path / "names.csv"
+    X.assign(y=y).to_csv(path, index=False)
+    # HistGradientBoosting: LightGBM refuses quotes and commas in names, XGBoost commas
+    code, out, err = run(["select", path, "--label", "y", "--host", "sklearn", "--cv", "3",
+                          "--param", "max_iter=15", "--alpha", "none", "--max-features",
+                          "5", "--format", fmt], capsys)
+    assert code == 0, err
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    estimator = HistGradientBoostingRegressor(max_iter=15)
+    kept = list(uc.UnbiasedSelector(estimator, cv=3, alpha=None, max_features=5,
+                                    random_state=0).fit(X, y).get_feature_names_out())
+    assert len(kept) == 5
+    line = out.partition("\n")[0] if fmt == "table" else err.strip().removeprefix(
+        "unbiased-criteria: ")
+    prefix = f"kept 5 of {len(names)}: "
+    assert line == prefix + ", ".join(PRINTED[name] for name in kept)
+    assert _parse_kept(line.removeprefix(prefix)) == kept

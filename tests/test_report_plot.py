@@ -393,3 +393,106 @@ def test_split_scatter_refuses_a_bad_max_points_and_samples_a_good_one():
         ax = report.plot_splits(max_points=good)
         assert sum(len(c.get_offsets()) for c in ax.collections) == drawn
         plt.close(ax.figure)
+
+
+# feature names that are markup to matplotlib: '$' pairs (mathtext), a leading '_' (left
+# out of a legend built from the artists' labels), LaTeX's specials (under text.usetex)
+ODD_NAMES = ["_signal", "US$_min / US$_max", "gross_$_net_$", r"a\$b ^{2} 100% & #"]
+
+
+def odd_names_report() -> ImportanceReport:
+    """The features of ``ODD_NAMES`` in splits over 3 trees, the first the most important."""
+    fi = np.array([0, 1, 0, 2, 3, 0, 1, 2])
+    splits = pd.DataFrame({
+        "tree": [0, 0, 1, 1, 1, 2, 2, 2], "feature_index": fi,
+        "unbiased_gain": [9.0, 2.0, 8.0, -1.0, 0.5, 7.0, 1.0, -0.5],
+        "biased_gain": [10.0, 3.0, 9.0, 2.0, 1.0, 8.0, 2.5, 1.5],
+        "host_gain": [10.0, 3.0, 9.0, 2.0, 1.0, 8.0, 2.5, 1.5],
+    })
+    splits["feature"] = np.array(ODD_NAMES)[fi]
+    rng = np.random.default_rng(0)
+    jack = splits["unbiased_gain"].to_numpy()[:, None] + rng.normal(0, 0.1, (len(fi), 10))
+    return ImportanceReport(splits, ODD_NAMES, host="test", jackknife=jack)
+
+
+@pytest.fixture
+def drawn_text(monkeypatch) -> list[tuple[str, object]]:
+    """Every (string, ismath) the Agg renderer is asked to draw as text: what a figure shows,
+    not what its Text objects hold."""
+    from matplotlib.backends.backend_agg import RendererAgg
+
+    calls: list[tuple[str, object]] = []
+    original = RendererAgg.draw_text
+
+    def spy(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        calls.append((s, ismath))
+        return original(self, gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
+
+    monkeypatch.setattr(RendererAgg, "draw_text", spy)
+    return calls
+
+
+def name_texts(ax, method: str) -> list:
+    """The Text objects of ``method``'s plot that show feature names."""
+    if method == "plot":
+        return list(ax.get_yticklabels())
+    return list(ax.get_legend().get_texts())
+
+
+@pytest.mark.parametrize("method", ["plot", "plot_splits", "plot_cumulative"])
+def test_feature_names_are_drawn_as_written(method, drawn_text, tmp_path):
+    """A '$' in a name went to matplotlib as mathtext: 'US$_min / US$_max' was drawn with
+    subscripts and 'gross_$_net_$' made savefig raise a ParseSyntaxException. Each name is
+    now drawn as its characters, as one plain (not math) string."""
+    ax = getattr(odd_names_report(), method)()
+    shown = [t.get_text().removesuffix(" *") for t in name_texts(ax, method)]
+    assert sorted(shown) == sorted(ODD_NAMES)
+    ax.figure.savefig(tmp_path / "names.png", dpi=40)
+    plt.close(ax.figure)
+    for text in name_texts(ax, method):
+        assert (text.get_text(), False) in drawn_text
+    math = [s for s, ismath in drawn_text if ismath]
+    assert not [s for s in math if any(name in s for name in ODD_NAMES)]
+
+
+@pytest.mark.parametrize("method", ["plot", "plot_splits", "plot_cumulative"])
+def test_feature_names_stay_literal_under_usetex(method):
+    """With rcParams text.usetex the names went to LaTeX, where '_', '$', '%', '&', '#' are
+    markup: they stay plain text there too (the rest of the figure follows the setting)."""
+    with matplotlib.rc_context({"text.usetex": True}):
+        ax = getattr(odd_names_report(), method)()
+    texts = name_texts(ax, method)
+    assert len(texts) >= len(ODD_NAMES)
+    assert not any(t.get_usetex() for t in texts if t.get_text().removesuffix(" *")
+                   in ODD_NAMES)
+    assert not any(t.get_parse_math() for t in texts)
+    plt.close(ax.figure)
+
+
+@pytest.mark.parametrize("method, top", [("plot_splits", None), ("plot_splits", 2),
+                                         ("plot_cumulative", 10), ("plot_cumulative", 2)])
+def test_legends_keep_names_starting_with_an_underscore(method, top):
+    """matplotlib leaves labels starting with '_' out of a legend built from the artists:
+    '_signal', the most important feature, was drawn in a colour the legend never named.
+    Every entry is now the feature's name, next to the artist drawn for it."""
+    report = odd_names_report()
+    ax = getattr(report, method)(top=top)
+    totals = report.to_frame()["unbiased_gain"].abs().sort_values(ascending=False,
+                                                                  kind="stable")
+    expected = list(totals.index[:top])
+    legend = ax.get_legend()
+    texts = [t.get_text() for t in legend.get_texts()]
+    artists = ax.collections if method == "plot_splits" else ax.get_lines()[:len(expected)]
+    if method == "plot_splits" and top is not None and top < len(ODD_NAMES):
+        expected.append(f"other ({len(ODD_NAMES) - top} features)")
+    assert texts[0] == "_signal" and texts == expected
+    # each entry's handle is the artist drawn for that feature, same colour
+    handles = legend.legend_handles
+    assert len(handles) == len(texts) == len(artists)
+    for handle, artist, name in zip(handles, artists, texts):
+        assert artist.get_label() == name
+        if method == "plot_splits":
+            np.testing.assert_array_equal(handle.get_facecolor(), artist.get_facecolor())
+        else:
+            assert handle.get_color() == artist.get_color()
+    plt.close(ax.figure)

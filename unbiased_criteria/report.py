@@ -24,6 +24,30 @@ def _check_top(top) -> None:
         raise ValueError(f"top: expected a positive integer or None, got {top!r}")
 
 
+def _draw_literally(texts) -> None:
+    """Draw each of ``texts`` (matplotlib Text objects) as its characters.
+
+    Feature names are data, not markup: matplotlib reads text between ``$`` signs as
+    mathtext ('US$_min / US$_max' was drawn with subscripts, 'gross_$_net_$' made ``savefig``
+    raise) and, under ``rcParams["text.usetex"]``, hands text to LaTeX, where ``_``, ``%``,
+    ``&`` and ``#`` are markup too.
+    """
+    for text in texts:
+        text.set_parse_math(False)
+        text.set_usetex(False)
+
+
+def _legend(ax, handles: list, labels: list[str], **kwargs) -> None:
+    """A legend of exactly these handles and labels, the labels drawn as written.
+
+    Given explicitly: a legend built from the artists' own labels leaves out those starting
+    with ``_`` (matplotlib's mark of a private artist), and a feature named ``_signal`` was
+    drawn in a colour the legend never named.
+    """
+    legend = ax.legend(handles, labels, **kwargs)
+    _draw_literally(legend.get_texts())
+
+
 def _check_max_points(max_points) -> None:
     # 0 drew an empty plot without a word; -5, 2.5 or None failed inside numpy
     if not _is_positive_int(max_points):
@@ -161,8 +185,9 @@ class ImportanceReport:
     def plot_cumulative(self, ax=None, *, top: int = 10):
         """Lines of :meth:`cumulative_importance`: each feature's U summed up to every tree.
 
-        The ``top`` features with the largest absolute final total are drawn. A line that
-        rises and then falls belongs to a feature that long models keep splitting on noise.
+        The ``top`` features with the largest absolute final total are drawn, each named in
+        the legend as written. A line that rises and then falls belongs to a feature that
+        long models keep splitting on noise.
 
         Returns
         -------
@@ -177,10 +202,11 @@ class ImportanceReport:
             _, ax = plt.subplots(figsize=(6.5, 4.5))
         if len(table):
             final = table.iloc[-1].abs().sort_values(ascending=False, kind="stable")
-            for name in final.index[:top]:
-                ax.plot(table.index + 1, table[name], label=str(name))
-            ax.legend(title="feature", fontsize="small", loc="center left",
-                      bbox_to_anchor=(1.01, 0.5))
+            names = [str(name) for name in final.index[:top]]
+            lines = [ax.plot(table.index + 1, table[name], label=label)[0]
+                     for name, label in zip(final.index[:top], names)]
+            _legend(ax, lines, names, title="feature", fontsize="small", loc="center left",
+                    bbox_to_anchor=(1.01, 0.5))
         ax.axhline(0, color="black", lw=0.8)
         ax.set_xlabel("trees")
         ax.set_ylabel("unbiased gain U, summed over trees")
@@ -245,7 +271,8 @@ class ImportanceReport:
             When the report has standard errors, the features :meth:`select` picks at this
             level are marked with ``*`` after their name.
         title : str, optional
-            Title (default: the host and "unbiased vs biased gain").
+            Title (default: the host and "unbiased vs biased gain"), matplotlib text as any
+            title (``$...$`` is mathtext). The feature names are drawn as written.
 
         Returns
         -------
@@ -278,7 +305,8 @@ class ImportanceReport:
                 label="unbiased gain (±2 SE)" if has_se else "unbiased gain")
         ax.barh(y + 0.2, frame["biased_gain"], height=0.4, label="biased gain", alpha=0.6)
         labels = [f"{name} *" if name in selected else str(name) for name in frame.index]
-        ax.set_yticks(y, labels)
+        # the names as written, not as mathtext or LaTeX
+        ax.set_yticks(y, labels, parse_math=False, usetex=False)
         for tick, name in zip(ax.get_yticklabels(), frame.index):
             if name in selected:
                 tick.set_fontweight("bold")
@@ -317,7 +345,9 @@ class ImportanceReport:
             Features that get a colour and a legend entry (a positive integer, default 20;
             None: every feature).
         title : str, optional
-            Title (default: the host and "every split, B vs U").
+            Title (default: the host and "every split, B vs U"), matplotlib text as any
+            title (``$...$`` is mathtext). The feature names, in the legend, are drawn as
+            written, a name starting with ``_`` included.
 
         Returns
         -------
@@ -334,15 +364,19 @@ class ImportanceReport:
             _, ax = plt.subplots(figsize=(6.5, 4.5))
         totals = self.splits.groupby("feature", sort=False)["unbiased_gain"].sum()
         labelled = list(totals.abs().sort_values(ascending=False, kind="stable").index[:top])
+        handles, labels = [], []
         for i, feature in enumerate(labelled):
             group = splits[splits["feature"] == feature]
+            labels.append(str(feature))
             # 10 colours, then the same colours as triangles: 20 features stay distinct
-            ax.scatter(group["biased_gain"], group["unbiased_gain"], s=8, alpha=0.6,
-                       color=f"C{i % 10}", marker="o^sD"[(i // 10) % 4], label=str(feature))
+            handles.append(ax.scatter(
+                group["biased_gain"], group["unbiased_gain"], s=8, alpha=0.6,
+                color=f"C{i % 10}", marker="o^sD"[(i // 10) % 4], label=labels[-1]))
         rest = splits[~splits["feature"].isin(labelled)]
         if len(rest):
-            ax.scatter(rest["biased_gain"], rest["unbiased_gain"], s=6, alpha=0.4,
-                       color="grey", label=f"other ({len(totals) - len(labelled)} features)")
+            labels.append(f"other ({len(totals) - len(labelled)} features)")
+            handles.append(ax.scatter(rest["biased_gain"], rest["unbiased_gain"], s=6,
+                                      alpha=0.4, color="grey", label=labels[-1]))
         ax.axhline(0, color="black", lw=0.8)
         ax.set_xlabel("biased gain B (training rows)")
         ax.set_ylabel("unbiased gain U (held-out rows)")
@@ -350,8 +384,8 @@ class ImportanceReport:
             title = f"{self.host}: every split, B vs U" if self.host else "every split, B vs U"
         ax.set_title(title, fontsize="medium")
         if len(splits):  # no split, no point: matplotlib warns of a legend without entries
-            ax.legend(title="feature", fontsize="small", markerscale=2,
-                      loc="center left", bbox_to_anchor=(1.01, 0.5))
+            _legend(ax, handles, labels, title="feature", fontsize="small", markerscale=2,
+                    loc="center left", bbox_to_anchor=(1.01, 0.5))
         return ax
 
     def _title(self) -> str:

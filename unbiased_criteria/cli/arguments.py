@@ -184,7 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "fold (--cv), score its splits with the fold's rows, and keep the "
                     "features whose mean unbiased gain over folds is significantly above 0 "
                     "at --alpha (or above --threshold; at most --max-features). Prints the "
-                    "kept columns and the per-feature table.",
+                    "kept columns (a name that is not one word of letters, digits, _ . - "
+                    "quoted as a Python string) and the per-feature table.",
     )
     sel.add_argument("data", metavar="DATA", help="features and label (CSV or Parquet)")
     sel.add_argument("--label", metavar="COL", required=True, help="label column")

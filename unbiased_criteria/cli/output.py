@@ -19,8 +19,9 @@ import pandas as pd
 from ..errors import InputError
 from ..files import _descriptor, write_atomic
 
-__all__ = ["PROG", "warn", "show_warning", "first_line", "short", "format_frame",
-           "write_output", "save_plot", "check_target", "check_plot_target", "output_format"]
+__all__ = ["PROG", "warn", "show_warning", "first_line", "short", "name_list",
+           "format_frame", "write_output", "save_plot", "check_target", "check_plot_target",
+           "output_format"]
 
 PROG = "unbiased-criteria"
 
@@ -35,6 +36,21 @@ def short(items: list, limit: int = 8) -> str:
     """The first ``limit`` items, comma separated, and how many there are in all."""
     shown = ", ".join(map(str, items[:limit]))
     return shown + (f", ... ({len(items)} in all)" if len(items) > limit else "")
+
+
+#: a name printed as it is in a list: letters (any script), digits, '_', '.', '-'
+_PLAIN_NAME = re.compile(r"[\w.\-]+")
+
+
+def name_list(names: list) -> str:
+    """Names comma separated, each readable back unambiguously.
+
+    A name of letters, digits, ``_``, ``.`` and ``-`` is printed as it is; any other (a
+    comma, a space, a quote, a parenthesis, a control character, the empty name) as a Python
+    string literal (``repr``): joined plainly, ``a, b`` was one name or two.
+    """
+    return ", ".join(name if _PLAIN_NAME.fullmatch(name) else repr(name)
+                     for name in map(str, names))
 
 
 def warn(message: str) -> None:
@@ -261,9 +277,12 @@ def save_plot(report, path: str, title: str) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    from ..report import _draw_literally
+
     figure = Figure(figsize=_plot_size(len(report.to_frame())))
     FigureCanvasAgg(figure)
-    report.plot(ax=figure.add_subplot(), top=_PLOT_TOP, title=title)
+    ax = report.plot(ax=figure.add_subplot(), top=_PLOT_TOP, title=title)
+    _draw_literally([ax.title])  # it holds a file name: 'm$_x$.txt' is no mathtext
     try:
         # the format from the suffix as savefig(path) would; written whole or not at all
         buffer = io.BytesIO()
@@ -271,6 +290,11 @@ def save_plot(report, path: str, title: str) -> None:
         write_atomic(path, buffer.getvalue())
     except OSError as err:  # its strerror: the message names our temporary file
         raise InputError(f"--plot {path}: cannot be written: {err.strerror or err}") from None
-    except (ValueError, RuntimeError) as err:  # RuntimeError: LaTeX refused a name (pgf)
-        raise InputError(f"--plot {path}: cannot be written: {first_line(err)}") from None
+    except (ValueError, RuntimeError) as err:
+        # matplotlib failed to draw (pgf: LaTeX refused a name's '&' or '#'): not the file
+        import matplotlib
+
+        raise InputError(f"--plot {path}: matplotlib could not draw the plot as "
+                         f"{fmt or matplotlib.rcParams['savefig.format']!r} (nothing "
+                         f"written): {first_line(err)}") from None
     print(f"{PROG}: wrote plot to {path}", file=sys.stderr)

@@ -21,6 +21,7 @@ from .output import (
     check_target,
     first_line,
     format_frame,
+    name_list,
     output_format,
     short,
     warn,
@@ -183,7 +184,7 @@ def cmd_select(args) -> int:
                          f"{type(err).__name__}: {first_line(err)}") from None
     kept = list(selector.get_feature_names_out())
     table = selector.importances_.sort_values("unbiased_gain", ascending=False, kind="stable")
-    line = f"kept {len(kept)} of {frame.shape[1]}: {', '.join(kept) or '(none)'}"
+    line = f"kept {len(kept)} of {frame.shape[1]}: {name_list(kept) or '(none)'}"
     if args.format == "table":
         text = f"{line}\n\n{format_frame(table, 'table', index=True)}"
     else:  # stdout stays machine-readable
