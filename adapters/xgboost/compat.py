@@ -18,7 +18,10 @@ sets, and 2.x lacks ``XGBModel._wrapper_params``. What is used, and why:
 * ``XGBModel._more_tags``: extended for scikit-learn < 1.6 (1.6+ reads ``__sklearn_tags__``);
   :func:`host_more_tags` gives XGBoost's, or none where XGBoost no longer has them;
 * ``Booster.get_categories`` / ``DMatrix.get_categories`` (3.1+): the categories a model or
-  a DMatrix stores, per feature, read in one place by :func:`stored_categories`;
+  a DMatrix stores, per feature, read in one place by :func:`category_records` (string
+  categories as their stored bytes) and :func:`stored_categories` (as values, where they
+  can be read reliably: XGBoost 3.2's pandas reader records non-ASCII text with character
+  counts as byte offsets, :func:`decode_record`);
 * ``XGBModel.fit`` calling the global ``train``: the estimators run a copy of it with our
   ``train`` (:func:`unbiased_criteria.adapters._estimators.with_train` checks it).
 
@@ -38,6 +41,8 @@ A missing name raises :class:`~unbiased_criteria.adapters._compat.HostVersionErr
 
 from __future__ import annotations
 
+import codecs
+import functools
 import inspect
 import json
 import re
@@ -54,7 +59,10 @@ __all__ = [
     "FILE_VERSION_ATTR", "FILE_OBJECTIVE_ATTR", "BINARY_MAGIC", "BINARY_READ_UNTIL",
     "file_objective", "dropped_objective_params",
     "scores_with_raw_gradient", "BOOST_TAKES_ITERATION", "boost_one_iteration",
-    "check_estimator_layout", "host_more_tags", "stored_categories",
+    "check_estimator_layout", "host_more_tags", "stored_categories", "category_records",
+    "UnreadableCategories", "MISRECORDS_UNTIL", "decode_record", "encode_categories",
+    "is_text", "misrecorded_reading", "records_text_faithfully", "shown_record",
+    "unreadable_message",
 ]
 
 #: the oldest XGBoost the adapter works with (``pyproject.toml`` requires it too)
@@ -300,16 +308,155 @@ def boost_one_iteration(booster: xgboost.Booster, dtrain: xgboost.DMatrix, itera
         booster.boost(dtrain, grad, hess)
 
 
-def stored_categories(obj: xgboost.Booster | xgboost.DMatrix
-                      ) -> list[tuple[str, list | None]] | None:
-    """Per feature, its name and the categories ``obj`` stores (None for a numeric one;
-    an empty list when no feature stores any), or None when this XGBoost (before 3.1) stores
-    none. The arrow export needs pyarrow: ``ImportError`` without it, ``XGBoostError`` on a
-    model XGBoost cannot read them from (each caller decides what that means)."""
+#: the newest XGBoost known to record a pandas frame's non-ASCII string categories wrongly
+#: (:func:`misrecorded_reading`); a model it wrote holding such categories is not trusted
+MISRECORDS_UNTIL = (3, 2)
+
+
+class UnreadableCategories(ValueError):
+    """The categories a model stores for a feature cannot be read reliably."""
+
+
+def category_records(obj: xgboost.Booster | xgboost.DMatrix
+                     ) -> list[tuple[str, list | None]] | None:
+    """Per feature, its name and the categories ``obj`` stores as XGBoost holds them: None
+    for a numeric feature, numbers, or for string categories each one's stored bytes (not
+    decoded: XGBoost 3.2 records non-ASCII ones of a pandas frame with character counts as
+    byte offsets, whose pieces may not even be UTF-8). An empty list when no feature stores
+    any; None when this XGBoost (before 3.1) stores none. Needs pyarrow (``ImportError``
+    without it); ``XGBoostError`` on a model XGBoost cannot read them from."""
     if not hasattr(obj, "get_categories"):
         return None
-    pairs = obj.get_categories(export_to_arrow=True).to_arrow()
-    return [(str(name), None if arr is None else arr.to_pylist()) for name, arr in pairs or []]
+    import pyarrow as pa
+
+    out: list[tuple[str, list | None]] = []
+    for name, arr in obj.get_categories(export_to_arrow=True).to_arrow() or []:
+        if arr is None:
+            out.append((str(name), None))
+        elif pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+            _, offsets, data = arr.buffers()[:3]
+            width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+            at = np.frombuffer(offsets, dtype=width)[arr.offset:arr.offset + len(arr) + 1]
+            raw = b"" if data is None else data.to_pybytes()
+            out.append((str(name), [raw[a:b] for a, b in zip(at[:-1], at[1:])]))
+        else:
+            out.append((str(name), arr.to_pylist()))
+    return out
+
+
+def is_text(record: list | None) -> bool:
+    """Whether a :func:`category_records` entry holds string categories (as bytes)."""
+    return bool(record) and all(isinstance(v, bytes) for v in record)
+
+
+def encode_categories(categories: list[str]) -> list[bytes] | None:
+    """The bytes the installed XGBoost records for a pandas frame's string ``categories`` (in
+    this order), as it records a DataFrame it trains on or predicts; None where it stores
+    none (before 3.1). It is asked, not imitated: its pandas reader took character counts
+    as byte offsets up to 3.2 at least."""
+    if not hasattr(xgboost.DMatrix, "get_categories"):
+        return None
+    return _encode(tuple(categories))
+
+
+@functools.lru_cache(maxsize=64)
+def _encode(categories: tuple[str, ...]) -> list[bytes] | None:
+    import pandas as pd
+
+    frame = pd.DataFrame({"c": pd.Categorical.from_codes([], categories=list(categories))})
+    records = category_records(xgboost.DMatrix(frame, enable_categorical=True))
+    return None if not records else records[0][1]
+
+
+def records_text_faithfully() -> bool:
+    """Whether the installed XGBoost records non-ASCII categories as their UTF-8 bytes."""
+    probe = ["\u00fc", "a\u00e9b"]
+    return encode_categories(probe) == [v.encode("utf-8") for v in probe]
+
+
+def decode_record(name: str, record: list, writer: tuple[int, int] | None = None) -> list:
+    """The categories of a :func:`category_records` entry as values, where they can be
+    read reliably: numbers as they are; ASCII strings always; other text only where the
+    installed XGBoost records text faithfully, the record decodes as UTF-8, re-encodes to
+    the same bytes and was not written by an XGBoost known to misrecord it (``writer``,
+    the version that wrote the model, where known; :data:`MISRECORDS_UNTIL`).
+
+    Raises
+    ------
+    UnreadableCategories
+        The record cannot be read reliably: it names ``name`` and why.
+    """
+    if not is_text(record):
+        return list(record)
+    if all(v.isascii() for v in record):
+        return [v.decode("ascii") for v in record]
+    try:
+        values = [v.decode("utf-8") for v in record]
+    except UnicodeDecodeError:
+        values = None
+    readable = (values is not None and records_text_faithfully()
+                and (writer is None or writer > MISRECORDS_UNTIL)
+                and encode_categories(values) == record)
+    if not readable:
+        raise UnreadableCategories(unreadable_message(name, record))
+    return values
+
+
+def shown_record(record: list, limit: int = 5) -> str:
+    """A record's first categories for a message (undecodable bytes escaped)."""
+    values = [v.decode("utf-8", "backslashreplace") if isinstance(v, bytes) else v
+              for v in record[:limit]]
+    return f"{values!r}{'...' if len(record) > limit else ''}"
+
+
+def unreadable_message(name: str, record: list) -> str:
+    """Why the stored categories of feature ``name`` cannot be read reliably."""
+    until = ".".join(map(str, MISRECORDS_UNTIL))
+    return (f"the categories the model stores for feature {name!r} cannot be read reliably "
+            f"(stored as {shown_record(record)}): they hold non-ASCII text, which XGBoost "
+            f"{until} records for a pandas frame with character counts taken as byte offsets "
+            "(names cut and shifted)"
+            + (f", as the installed XGBoost {VERSION} does for any frame: it reads a frame "
+               "right only where the frame lists exactly the categories the model was "
+               "trained with, in their order" if not records_text_faithfully() else
+               ", and this model was written by such an XGBoost, or its stored text does "
+               "not read back as written")
+            + "; train with XGBoost 3.4 or later, or with ASCII category names")
+
+
+def misrecorded_reading(record: list, values: list) -> bool:
+    """Whether ``record`` (text, as stored) is how XGBoost's miscounting pandas reader
+    (:data:`MISRECORDS_UNTIL`) records categories among which are all ``values``: its byte
+    offsets are then the categories' character offsets, its bytes the first that many of
+    their UTF-8 text. True only where that reading differs from the faithful one."""
+    if not is_text(record) or not values or not all(isinstance(v, str) for v in values):
+        return False
+    joined = b"".join(record)
+    text = codecs.getincrementaldecoder("utf-8")().decode(joined, final=False)
+    if text.encode("utf-8") != joined[:len(text.encode("utf-8"))]:
+        return False
+    ends = np.cumsum([0] + [len(v) for v in record])
+    if len(text) >= ends[-1]:  # all ASCII: both readings agree
+        return False
+    stored = [(text[a:b], int(b - a)) for a, b in zip(ends[:-1], ends[1:])]
+    return all(any(len(v) == size and v.startswith(known) for known, size in stored)
+               for v in values)
+
+
+def stored_categories(obj: xgboost.Booster | xgboost.DMatrix,
+                      writer: tuple[int, int] | None = None
+                      ) -> list[tuple[str, list | None]] | None:
+    """Per feature, its name and the categories ``obj`` stores as values (None for a numeric
+    one; an empty list when no feature stores any), or None when this XGBoost (before 3.1)
+    stores none. The arrow export needs pyarrow: ``ImportError`` without it, ``XGBoostError``
+    on a model XGBoost cannot read them from (each caller decides what that means);
+    :class:`UnreadableCategories` where text cannot be read reliably (:func:`decode_record`).
+    """
+    records = category_records(obj)
+    if records is None:
+        return None
+    return [(name, None if rec is None else decode_record(name, rec, writer))
+            for name, rec in records]
 
 
 def check_estimator_layout() -> None:

@@ -19,6 +19,7 @@ from unbiased_criteria.adapters.xgboost.compat import (
     FILE_OBJECTIVE_ATTR,
     FILE_VERSION_ATTR,
     VERSION,
+    UnreadableCategories,
     _version_tuple,
     dropped_objective_params,
     file_objective,
@@ -128,8 +129,12 @@ def load_model_file(file: ModelBytes) -> ModelFile:
 
 def _stored_categories(booster: xgboost.Booster, n: int) -> list[list | None]:
     """Per feature, the categories the model stores (XGBoost 3.1+), or None."""
+    recorded = booster.attr(FILE_VERSION_ATTR)  # the version that wrote the file, if older
+    writer = _version_tuple(recorded) if recorded else None
     try:
-        pairs = stored_categories(booster)
+        pairs = stored_categories(booster, writer)
+    except UnreadableCategories as err:
+        raise InputError(str(err)) from None
     except ImportError:
         raise InputError("reading the categories an XGBoost model stores needs pyarrow "
                          "(pip install pyarrow)") from None

@@ -17,7 +17,18 @@ import numpy as np
 import pandas as pd
 import xgboost
 from scipy import sparse
-from unbiased_criteria.adapters.xgboost.compat import stored_categories
+from unbiased_criteria.adapters.xgboost.compat import (
+    UnreadableCategories,
+    category_records,
+    decode_record,
+    encode_categories,
+    is_text,
+    misrecorded_reading,
+    model_version,
+    records_text_faithfully,
+    shown_record,
+    unreadable_message,
+)
 from unbiased_criteria.adapters.xgboost.layout import _booster, _gbtree, _read_node_map
 from unbiased_criteria.adapters.xgboost.model_file import error_reason
 
@@ -28,6 +39,15 @@ from unbiased_criteria.validation import check_column_names, check_matrix
 def _feature_types(js: Mapping) -> list[str] | None:
     types = js["learner"].get("feature_types") or None
     return list(types) if types else None
+
+
+def host_column_names(columns: pd.Index) -> list[str]:
+    """The feature names XGBoost gives a DataFrame's ``columns``: each label as text, a
+    MultiIndex's levels joined by a space (``("g", "a")`` is ``"g a"``), as its
+    ``DMatrix`` names them."""
+    if isinstance(columns, pd.MultiIndex):
+        return [" ".join(str(level) for level in c) for c in columns]
+    return [str(c) for c in columns]
 
 
 def _check_X(X: Any, model_ir: Model, argument: str, missing: float) -> tuple[Any, dict]:
@@ -42,7 +62,7 @@ def _check_X(X: Any, model_ir: Model, argument: str, missing: float) -> tuple[An
     kwargs: dict[str, Any] = {"missing": missing}
     if isinstance(X, pd.DataFrame):
         if names is not None:
-            check_column_names([str(c) for c in X.columns], names, argument)
+            check_column_names(host_column_names(X.columns), names, argument)
         kwargs["enable_categorical"] = True
     else:
         kwargs.update(feature_names=names)
@@ -53,30 +73,72 @@ def _check_X(X: Any, model_ir: Model, argument: str, missing: float) -> tuple[An
     return X, kwargs
 
 
-def _stored_categories(bst: xgboost.Booster) -> dict[str, list] | None:
-    """Per feature name, the categories the model stores (XGBoost 3.1+); None when they
-    cannot be read here (older XGBoost, no pyarrow)."""
+def _stored_records(bst: xgboost.Booster) -> dict[str, list] | None:
+    """Per feature name, the categories the model stores (XGBoost 3.1+; text as its stored
+    bytes, :func:`~unbiased_criteria.adapters.xgboost.compat.category_records`); None when
+    they cannot be read here (older XGBoost, no pyarrow)."""
     try:
-        pairs = stored_categories(bst)
+        pairs = category_records(bst)
     except ImportError:
         return None
-    return None if pairs is None else {name: cats for name, cats in pairs if cats is not None}
+    return None if pairs is None else {name: rec for name, rec in pairs if rec is not None}
 
 
-def _recode_categories(X: pd.DataFrame, bst: xgboost.Booster, argument: str) -> tuple[
-        pd.DataFrame, bool]:
+def _on_stored(X: pd.DataFrame, c: Any, record: list, writer: tuple[int, int],
+               argument: str) -> pd.Series | None:
+    """Column ``c`` of ``X`` (a pandas category) on the categories the model stores, as
+    XGBoost recodes it by value when the whole model predicts; None where XGBoost reads it as
+    it is (its categories are the stored ones, in their order).
+
+    Non-ASCII text is matched only where XGBoost is known to match it by value: XGBoost 3.2
+    records a pandas frame's such categories with character counts as byte offsets (cut and
+    shifted names), in the model and in the frame it predicts alike, so only a frame listing
+    the training categories in their order is read right; any other is refused.
+    """
+    frame_cats = list(X[c].cat.categories)
+    if list(record) == frame_cats:
+        return None
+    text = is_text(record) and all(isinstance(v, str) for v in frame_cats)
+    ascii_only = text and all(v.isascii() for v in record) and all(
+        v.isascii() for v in frame_cats)
+    if text and not ascii_only:
+        if encode_categories(frame_cats) == record:
+            return None  # XGBoost records the frame's categories as the model's: read as is
+        cats = decode_record(str(c), record, writer)  # UnreadableCategories if it cannot
+        if not records_text_faithfully():  # the frame's would be misrecorded
+            raise UnreadableCategories(unreadable_message(str(c), record))
+    else:
+        cats = [v.decode("ascii") if isinstance(v, bytes) else v for v in record]
+    if frame_cats == cats:
+        return None
+    values = X[c].dropna()
+    unseen = pd.unique(values[~values.isin(cats)])
+    if len(unseen):
+        if text and not ascii_only and misrecorded_reading(record, frame_cats):
+            raise UnreadableCategories(unreadable_message(str(c), record))
+        raise ValueError(
+            f"{argument}'s column {c!r} holds categories the model was not trained with: "
+            f"{', '.join(repr(v) for v in unseen[:5])} (it stores {shown_record(record)})")
+    return X[c].cat.set_categories(cats)
+
+
+def _recode_categories(X: pd.DataFrame, bst: xgboost.Booster, argument: str,
+                       writer: tuple[int, int]) -> tuple[pd.DataFrame, bool]:
     """``X`` with its category columns on the categories the model stores, as XGBoost
     recodes them when it predicts with the whole model; and whether a sliced Booster may
     route it. A slice forgets the stored categories and reads the codes as they are, so a
-    held-out frame with categories reordered or missing was routed by the wrong codes."""
+    held-out frame with categories reordered or missing was routed by the wrong codes.
+    ``writer``: the XGBoost version that wrote the model."""
     if not X.columns.is_unique:  # X[c] would be a frame; XGBoost names features by column
         dup = pd.unique(X.columns[X.columns.duplicated()])
         raise ValueError(f"{argument} has duplicate column names "
                          f"({', '.join(repr(c) for c in dup[:5])}): XGBoost needs one name "
                          "per feature")
     cat_columns = [c for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)]
-    stored = _stored_categories(bst)
-    plain = [c for c in X.columns if stored and stored.get(str(c)) is not None
+    stored = _stored_records(bst)
+    # the model's name of each column (XGBoost's: MultiIndex levels joined by a space)
+    names = dict(zip(X.columns, host_column_names(X.columns), strict=True))
+    plain = [c for c in X.columns if stored and stored.get(names[c]) is not None
              and c not in cat_columns]
     text = [c for c in plain if not (pd.api.types.is_numeric_dtype(X[c].dtype)
                                      or pd.api.types.is_bool_dtype(X[c].dtype))]
@@ -84,7 +146,7 @@ def _recode_categories(X: pd.DataFrame, bst: xgboost.Booster, argument: str) -> 
         c = text[0]
         raise ValueError(
             f"{argument}'s column {c!r} is a categorical feature of the model (categories "
-            f"{stored[str(c)][:5]}{'...' if len(stored[str(c)]) > 5 else ''}) but holds "
+            f"{shown_record(stored[names[c]])}) but holds "
             f"{X[c].dtype} values: pass it as a pandas category, as when the model was "
             f"trained (.astype('category'))"
             + (f"; so must {', '.join(repr(t) for t in text[1:])}" if len(text) > 1 else ""))
@@ -92,10 +154,10 @@ def _recode_categories(X: pd.DataFrame, bst: xgboost.Booster, argument: str) -> 
         c = plain[0]
         warnings.warn(
             f"{argument}'s column {c!r} is a categorical feature of the model (categories "
-            f"{stored[str(c)][:5]}{'...' if len(stored[str(c)]) > 5 else ''}) but holds "
-            f"{X[c].dtype} values: they are read as category codes 0..{len(stored[str(c)]) - 1}"
-            ", as XGBoost predicts such a frame; pass the column as a pandas category to "
-            "match its values to the model's categories"
+            f"{shown_record(stored[names[c]])}) but holds "
+            f"{X[c].dtype} values: they are read as category codes "
+            f"0..{len(stored[names[c]]) - 1}, as XGBoost predicts such a frame; pass the "
+            "column as a pandas category to match its values to the model's categories"
             + (f" ({len(plain)} such columns)" if len(plain) > 1 else ""),
             UserWarning, stacklevel=5)
     if not cat_columns:
@@ -104,17 +166,22 @@ def _recode_categories(X: pd.DataFrame, bst: xgboost.Booster, argument: str) -> 
         return X, False
     recoded = {}
     for c in cat_columns:
-        cats = stored.get(str(c))
-        if cats is None or list(X[c].cat.categories) == cats:
+        record = stored.get(names[c])
+        if record is None:
             continue
-        values = X[c].dropna()
-        unseen = pd.unique(values[~values.isin(cats)])
-        if len(unseen):
-            raise ValueError(
-                f"{argument}'s column {c!r} holds categories the model was not trained with: "
-                f"{', '.join(repr(v) for v in unseen[:5])}")
-        recoded[c] = X[c].cat.set_categories(cats)
-    return (X.assign(**{str(c): v for c, v in recoded.items()}) if recoded else X), True
+        try:
+            column = _on_stored(X, c, record, writer, argument)
+        except UnreadableCategories as err:
+            raise ValueError(f"{argument}'s column {c!r} cannot be matched to the model's "
+                             f"categories: {err}") from None
+        if column is not None:
+            recoded[c] = column
+    if not recoded:
+        return X, True
+    out = X.copy(deep=False)  # by label: X.assign(**{str(c): ...}) added a column beside 1
+    for c, v in recoded.items():
+        out[c] = v
+    return out, True
 
 
 def _stores_no_categories(model: Any, model_ir: Model) -> bool | None:
@@ -124,7 +191,7 @@ def _stores_no_categories(model: Any, model_ir: Model) -> bool | None:
     if not isinstance(model_ir.source, Mapping) or "learner" not in model_ir.source:
         return True  # a dump: it stores none
     try:
-        pairs = stored_categories(_booster(model))
+        pairs = category_records(_booster(model))
     except ImportError:
         return None
     return pairs is None or not any(cats is not None for _, cats in pairs)
@@ -285,7 +352,7 @@ def make_router(
     X, kwargs = _check_X(X, model_ir, argument, np.nan if missing is None else missing)
     may_slice = True
     if isinstance(X, pd.DataFrame):
-        X, may_slice = _recode_categories(X, bst, argument)
+        X, may_slice = _recode_categories(X, bst, argument, model_version(model_ir.source))
     n_rows = int(X.shape[0])
     trees_json = _gbtree(model_ir.source["learner"])[0]["trees"]
     if len(trees_json) != forest.n_trees or bst.num_boosted_rounds() != (

@@ -19,7 +19,11 @@ import numpy as np
 import xgboost
 from unbiased_criteria.adapters._record import attach_record
 from unbiased_criteria.adapters.xgboost import compat
-from unbiased_criteria.adapters.xgboost.compat import stored_categories
+from unbiased_criteria.adapters.xgboost.compat import (
+    UnreadableCategories,
+    category_records,
+    decode_record,
+)
 from unbiased_criteria.adapters.xgboost.grower import XGBGrower
 from unbiased_criteria.adapters.xgboost.layout import _gbtree, _outputs
 from unbiased_criteria.adapters.xgboost.metrics import (
@@ -200,12 +204,13 @@ def _check_reference(dmat: xgboost.DMatrix, argument: str, dtrain: xgboost.DMatr
 
 
 def _categories(dmat: xgboost.DMatrix) -> list | None:
-    """Per feature, the categories a DMatrix holds (None for a numeric one); None when there
-    are no categorical features or this XGBoost (before 3.1) stores none."""
+    """Per feature, the categories a DMatrix holds (None for a numeric one; text as its
+    stored bytes, :func:`~unbiased_criteria.adapters.xgboost.compat.category_records`);
+    None when there are no categorical features or this XGBoost (before 3.1) stores none."""
     if "c" not in (dmat.feature_types or ()):
         return None
     try:
-        pairs = stored_categories(dmat)
+        pairs = category_records(dmat)
     except ImportError:
         warnings.warn("pyarrow is not installed: the eval sets' categories cannot be read "
                       "(they must be dtrain's, in the same order)",
@@ -232,11 +237,16 @@ def on_dtrain_categories(dmat: xgboost.DMatrix, argument: str,
     names = reference.feature_names or [f"f{j}" for j in range(len(train))]
     data = dmat.get_data()
     for j, (name, a, b) in enumerate(zip(names, mine, train)):
-        if a == b:
+        if a == b:  # recorded alike (same categories, same order): codes alike
             continue
         if a is None or b is None:
             raise ValueError(f"{argument}: feature {name!r} is {_kind(a)} but dtrain's is "
                              f"{_kind(b)}")
+        try:  # by value, where both can be read (not non-ASCII text XGBoost misrecords)
+            a, b = decode_record(name, a), decode_record(name, b)
+        except UnreadableCategories as err:
+            raise ValueError(f"{argument}: feature {name!r} lists other categories than "
+                             f"dtrain's, or in another order, and {err}") from None
         at = np.flatnonzero(data.indices == j)
         code = data.data[at].astype(np.int64)
         position = {c: i for i, c in enumerate(b)}
