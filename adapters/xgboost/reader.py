@@ -409,11 +409,14 @@ def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
             "(model.get_booster() for an estimator)"
         )
     lmp = learner["learner_model_param"]
-    # before XGBoost 2.0, 0.5 was every model's default base_score: it tells nothing there
-    if (objective == "reg:squarederror" and np.all(base_score == 0.5)
-            and str(lmp.get("boost_from_average", "1")) == "1" and version >= (2, 0)):
+    # xgb.train(obj=f) stores the objective XGBoost chose for params naming none
+    # (multi:softmax with num_class > 1) and leaves base_score 0.5, which XGBoost estimates
+    # from 2.0 (for several classes from 3.1): before, 0.5 was every model's and tells nothing
+    estimated_from = {"reg:squarederror": (2, 0), "multi:softmax": (3, 1)}.get(objective)
+    if (estimated_from is not None and np.all(base_score == 0.5)
+            and str(lmp.get("boost_from_average", "1")) == "1" and version >= estimated_from):
         notes.append(
-            "base_score is 0.5 with reg:squarederror, what a custom objective (obj=) leaves: "
+            f"base_score is 0.5 with {objective}, what a custom objective (obj=) leaves: "
             "if the model was trained with one, pass objective= (on the command line "
             "--objective, an objective name)"
         )
@@ -603,9 +606,11 @@ def read_model(
     -------
     Model
         ``objective`` is None for a scikit-learn model with a callable objective. A Booster
-        trained with ``xgb.train(..., obj=f)`` cannot be told apart: it stores the params'
-        objective (reg:squarederror by default) and base_score 0.5, so pass ``objective=`` to
-        the public functions for such models. ``source`` is the parsed model JSON.
+        trained with ``xgb.train(..., obj=f)`` cannot be told apart: it stores the objective
+        XGBoost configured from the params (``reg:squarederror`` unless they name one,
+        ``multi:softmax`` with ``num_class`` > 1) and base_score 0.5 (a note says so), so
+        pass ``objective=`` to the public functions for such models. ``source`` is the parsed
+        model JSON.
 
     Raises
     ------
