@@ -325,6 +325,13 @@ def written_trees(learner: Mapping, n_trees: int) -> int:
     return n_trees if count is None else min(int(count), n_trees)
 
 
+def _writes_max_delta_step(learner: Mapping, n_trees: int) -> bool:
+    """Whether this library wrote all the model's trees and stored the ``max_delta_step``
+    they were fit with (:func:`written_params`), which may differ from the objective's."""
+    return (written_trees(learner, n_trees) == n_trees > 0
+            and "max_delta_step" in written_params(learner))
+
+
 def _written_shrinkage_head(learner: Mapping, n_written: int, n_parallel: int
                             ) -> np.ndarray | None:
     """The etas of the first ``n_written`` trees as the writer stored them (one ``eta`` for
@@ -475,10 +482,12 @@ def parse_model(
         # vector leaves (multi_output_tree) were refused with the trees
         objective = multi_target(objective, obj_name, n_target)
     params = _train_params(None, train_params)
-    if obj_name == "count:poisson" and params["max_delta_step"] == 0:
+    if (obj_name == "count:poisson" and params["max_delta_step"] == 0
+            and not _writes_max_delta_step(learner, len(model["trees"]))):
         # XGBoost's one duplicated parameter: poisson's trees are clipped at the objective's
         # max_delta_step (0.7 unless given), which the model JSON keeps and a Booster loaded
-        # from it does not (its configuration reports 0)
+        # from it does not (its configuration reports 0). Where this library wrote the trees,
+        # it stored their own (the native grower's 0, under the objective's 0.7)
         params["max_delta_step"] = float(np.float32(obj_params.get("max_delta_step", 0.7)))
     n_parallel = int(model.get("gbtree_model_param", {}).get("num_parallel_tree", 1))
     # the updaters shrink each of an iteration's parallel trees by eta / num_parallel_tree,
