@@ -53,7 +53,10 @@ class XGBGrower:
                  evals: list[xgboost.DMatrix] | tuple = ()):
         self.booster = xgboost.Booster(dict(params), [dtrain, *evals])
         self.data = [dtrain, *evals]
-        self.train_params = _train_params(json.loads(self.booster.save_config()), None)
+        config = json.loads(self.booster.save_config())
+        self.train_params = _train_params(config, None)
+        #: the objective XGBoost configured from ``params`` (its choice where they name none)
+        self.objective_name: str = config["learner"]["objective"]["name"]
         js = json.loads(self.booster.save_raw("json"))
         # classes or targets (a multi-target DMatrix): one tree per output and iteration
         self.n_outputs, _ = _outputs(js["learner"])

@@ -325,6 +325,13 @@ def written_trees(learner: Mapping, n_trees: int) -> int:
     return n_trees if count is None else min(int(count), n_trees)
 
 
+def _writes_max_delta_step(learner: Mapping, n_trees: int) -> bool:
+    """Whether this library wrote all the model's trees and stored the ``max_delta_step``
+    they were fit with (:func:`written_params`), which may differ from the objective's."""
+    return (written_trees(learner, n_trees) == n_trees > 0
+            and "max_delta_step" in written_params(learner))
+
+
 def _written_shrinkage_head(learner: Mapping, n_written: int, n_parallel: int
                             ) -> np.ndarray | None:
     """The etas of the first ``n_written`` trees as the writer stored them (one ``eta`` for
@@ -409,11 +416,14 @@ def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
             "(model.get_booster() for an estimator)"
         )
     lmp = learner["learner_model_param"]
-    # before XGBoost 2.0, 0.5 was every model's default base_score: it tells nothing there
-    if (objective == "reg:squarederror" and np.all(base_score == 0.5)
-            and str(lmp.get("boost_from_average", "1")) == "1" and version >= (2, 0)):
+    # xgb.train(obj=f) stores the objective XGBoost chose for params naming none
+    # (multi:softmax with num_class > 1) and leaves base_score 0.5, which XGBoost estimates
+    # from 2.0 (for several classes from 3.1): before, 0.5 was every model's and tells nothing
+    estimated_from = {"reg:squarederror": (2, 0), "multi:softmax": (3, 1)}.get(objective)
+    if (estimated_from is not None and np.all(base_score == 0.5)
+            and str(lmp.get("boost_from_average", "1")) == "1" and version >= estimated_from):
         notes.append(
-            "base_score is 0.5 with reg:squarederror, what a custom objective (obj=) leaves: "
+            f"base_score is 0.5 with {objective}, what a custom objective (obj=) leaves: "
             "if the model was trained with one, pass objective= (on the command line "
             "--objective, an objective name)"
         )
@@ -472,10 +482,12 @@ def parse_model(
         # vector leaves (multi_output_tree) were refused with the trees
         objective = multi_target(objective, obj_name, n_target)
     params = _train_params(None, train_params)
-    if obj_name == "count:poisson" and params["max_delta_step"] == 0:
+    if (obj_name == "count:poisson" and params["max_delta_step"] == 0
+            and not _writes_max_delta_step(learner, len(model["trees"]))):
         # XGBoost's one duplicated parameter: poisson's trees are clipped at the objective's
         # max_delta_step (0.7 unless given), which the model JSON keeps and a Booster loaded
-        # from it does not (its configuration reports 0)
+        # from it does not (its configuration reports 0). Where this library wrote the trees,
+        # it stored their own (the native grower's 0, under the objective's 0.7)
         params["max_delta_step"] = float(np.float32(obj_params.get("max_delta_step", 0.7)))
     n_parallel = int(model.get("gbtree_model_param", {}).get("num_parallel_tree", 1))
     # the updaters shrink each of an iteration's parallel trees by eta / num_parallel_tree,
@@ -603,9 +615,11 @@ def read_model(
     -------
     Model
         ``objective`` is None for a scikit-learn model with a callable objective. A Booster
-        trained with ``xgb.train(..., obj=f)`` cannot be told apart: it stores the params'
-        objective (reg:squarederror by default) and base_score 0.5, so pass ``objective=`` to
-        the public functions for such models. ``source`` is the parsed model JSON.
+        trained with ``xgb.train(..., obj=f)`` cannot be told apart: it stores the objective
+        XGBoost configured from the params (``reg:squarederror`` unless they name one,
+        ``multi:softmax`` with ``num_class`` > 1) and base_score 0.5 (a note says so), so
+        pass ``objective=`` to the public functions for such models. ``source`` is the parsed
+        model JSON.
 
     Raises
     ------

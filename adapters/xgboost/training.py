@@ -93,24 +93,18 @@ def _normalise_params(params: Any) -> dict[str, Any]:
     return out
 
 
-def _check_training_params(params: Mapping[str, Any]) -> str:
-    """The objective name of ``params``, after refusing what the hook cannot drive."""
-    name = params.get("objective", "reg:squarederror")
+def _check_training_params(params: Mapping[str, Any]) -> None:
+    """Refuse what the hook cannot drive in ``params``: the objective where they name one
+    (without one, XGBoost chooses it: :func:`_check_objective` checks its choice), the booster
+    and its options."""
+    name = params.get("objective")
     if callable(name):
         raise TypeError("params['objective'] must be an XGBoost objective name; pass a callable "
                         "objective as obj=")
-    if not isinstance(name, str):
-        raise TypeError(f"params['objective'] must be a string, got {type(name).__name__}")
-    if name in _REFUSED_OBJECTIVES or name.startswith(("rank:", "survival:")):
-        why = _REFUSED_OBJECTIVES.get(name, "ranking and survival objectives are not row-wise")
-        raise UnsupportedModelError(
-            f"params['objective']={name!r} is not supported by the training hook: {why}"
-        )
-    if name not in _TRAIN_OBJECTIVES:
-        raise ValueError(
-            f"params['objective']: unknown objective {name!r}; the training hook supports "
-            f"{list(_TRAIN_OBJECTIVES)} (or pass a callable as obj=)"
-        )
+    if name is not None:  # None: unset, as XGBoost's set_param skips it
+        if not isinstance(name, str):
+            raise TypeError(f"params['objective'] must be a string, got {type(name).__name__}")
+        _check_objective(name, "params['objective']")
     booster = params.get("booster", "gbtree")
     if booster != "gbtree":
         raise UnsupportedModelError(
@@ -133,6 +127,21 @@ def _check_training_params(params: Mapping[str, Any]) -> str:
     if params.get("multi_strategy", "one_output_per_tree") != "one_output_per_tree":
         raise UnsupportedModelError("multi_strategy='multi_output_tree' (vector leaves) is not "
                                     "supported")
+
+
+def _check_objective(name: str, source: str) -> str:
+    """``name``, after refusing an objective the hook cannot drive; ``source`` says where it
+    came from in the errors."""
+    if name in _REFUSED_OBJECTIVES or name.startswith(("rank:", "survival:")):
+        why = _REFUSED_OBJECTIVES.get(name, "ranking and survival objectives are not row-wise")
+        raise UnsupportedModelError(
+            f"{source}={name!r} is not supported by the training hook: {why}"
+        )
+    if name not in _TRAIN_OBJECTIVES:
+        raise ValueError(
+            f"{source}: unknown objective {name!r}; the training hook supports "
+            f"{list(_TRAIN_OBJECTIVES)} (or pass a callable as obj=)"
+        )
     return name
 
 
@@ -326,7 +335,10 @@ def train(
         ``binary:logistic``, ``binary:logitraw``, ``multi:softmax``, ``multi:softprob``,
         ``count:poisson``, ``reg:gamma``, ``reg:tweedie``, and from XGBoost 3.4
         ``reg:absoluteerror`` and ``reg:quantileerror`` with one ``quantile_alpha`` (its link
-        and default metric also apply with ``obj=``). ``eval_metric``: XGBoost names among
+        and default metric also apply with ``obj=``). Without one, the objective XGBoost
+        chooses, as in ``xgboost.train``: ``multi:softmax`` with ``num_class`` > 1, else
+        ``reg:squarederror`` (read from the Booster's configuration, with ``obj=`` too).
+        ``eval_metric``: XGBoost names among
         rmse, rmsle, mae, mape, mphe, logloss, error, error@t, auc, mlogloss, merror,
         poisson-nloglik, gamma-nloglik, gamma-deviance, tweedie-nloglik@rho, quantile;
         default: the objective's, as in XGBoost.
@@ -464,7 +476,7 @@ def run_training(
         raise TypeError(f"obj must be a callable f(preds, dtrain) -> (grad, hess), got {obj!r}")
     if custom_metric is not None and not callable(custom_metric):
         raise TypeError("custom_metric must be a callable f(preds, dmatrix) -> (name, value)")
-    name = _check_training_params(params)
+    _check_training_params(params)
     if int(num_boost_round) != num_boost_round or num_boost_round < 0:
         raise ValueError(f"num_boost_round must be a non-negative integer, got "
                          f"{num_boost_round!r}")
@@ -490,6 +502,13 @@ def run_training(
     routed = [on_dtrain_categories(d, f"evals[{i}] ({s!r})", dtrain)
               for i, (d, s) in enumerate(evals)]
     grower = XGBGrower(params, dtrain, routed)
+    # the objective XGBoost configured, as xgb.train's Booster has it: without one in params
+    # XGBoost chooses (multi:softmax with num_class > 1), and its link and default metric are
+    # what xgb.train evaluates with, obj= or not
+    name = _check_objective(
+        grower.objective_name,
+        "params['objective']" if params.get("objective") is not None
+        else "the objective XGBoost chose for params naming none")
     K = grower.n_outputs
     template = json.loads(grower.booster.save_raw("json"))
     model_ir = parse_model(template, grower.train_params)

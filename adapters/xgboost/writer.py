@@ -214,7 +214,29 @@ def _load_with_config(js: Mapping, template: xgboost.Booster) -> xgboost.Booster
         params = {k: v for k, v in json.loads(stored).items()
                   if k not in ("monotone_constraints", "n_trees")}
         new.set_param({k: str(v) for k, v in params.items()})
+        _keep_objective(new, js["learner"].get("objective"))
     return new
+
+
+def _keep_objective(booster: xgboost.Booster, objective: Mapping | None) -> None:
+    """Give ``booster`` back the objective parameters of its model JSON (``objective``).
+
+    XGBoost shares one name between the trees and an objective: ``max_delta_step`` clips the
+    leaf weights and sets count:poisson's hessian ``exp(F + max_delta_step)``, and
+    ``set_param`` sets both. The trees' value (the native grower's 0 under LightGBM's Poisson
+    hessian ``exp(F + 0.7)``) overwrote the objective's, so the model's hessians were not the
+    ones its trees were grown with. The configuration can hold both: the objective's is
+    loaded back (a later ``set_param`` of it sets both again, as in XGBoost).
+    """
+    if objective is None:
+        return
+    config = json.loads(booster.save_config())
+    learner = config.get("learner", {})
+    if learner.get("objective", {}).get("name") != objective.get("name"):
+        return  # not the objective the model JSON holds (none to keep)
+    if learner["objective"] != objective:
+        learner["objective"] = dict(objective)
+        booster.load_config(json.dumps(config, ensure_ascii=False))
 
 
 def write_model(model: xgboost.Booster | xgboost.XGBModel, forest: Forest,

@@ -863,6 +863,32 @@ def test_custom_objective_note_is_answered_by_objective():
             uc.prune(bst, X, y, Xv, yv, objective=objective)
 
 
+def test_custom_objective_note_with_num_class_and_no_objective():
+    """xgb.train({"num_class": 3}, obj=f) stores multi:softmax, XGBoost's choice for params
+    naming no objective, and base_score 0.5, which XGBoost 3.1+ estimates for several
+    classes otherwise: the reader's note asks for objective= as it does for
+    reg:squarederror (it said nothing); a model XGBoost trained itself gets no note."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 3))
+    y = np.digitize(X[:, 0] + rng.normal(size=500), [-1.0, 0.5]).astype(float)
+
+    def softmax(preds, dmat):
+        p = np.exp(preds - preds.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        return p - np.eye(3)[dmat.get_label().astype(int)], 2 * p * (1 - p)
+
+    params = {"num_class": 3, "max_depth": 2, "nthread": 1}
+    custom = xgb.train(params, xgb.DMatrix(X, y), 2, obj=softmax)
+    own = xgb.train(params, xgb.DMatrix(X, y), 2)
+    assert json.loads(custom.save_config())["learner"]["objective"]["name"] == "multi:softmax"
+    noted = [m for m in ax.read_model(custom).notes if "custom objective" in m]
+    if compat.model_version() >= (3, 1):  # multi-class intercepts estimated from 3.1
+        assert noted and "base_score is 0.5 with multi:softmax" in noted[0]
+    else:
+        assert not noted
+    assert not [m for m in ax.read_model(own).notes if "custom objective" in m]
+
+
 def test_no_best_iteration_note_when_it_is_the_last_iteration():
     """EarlyStopping(save_best=True) returns the model up to best_iteration, and early
     stopping that runs to the last round keeps it there: the note asked to pass the slice

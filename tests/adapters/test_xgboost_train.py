@@ -203,6 +203,58 @@ def test_custom_objective_and_metric_match_xgboost():
     assert_history_equal(got_log, want_log)
 
 
+def _softmax_obj(preds, dmat):
+    """XGBoost's custom-softmax demo: float32 margins (n, K), weighted gradients."""
+    p = np.exp(preds - preds.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    onehot = np.eye(preds.shape[1])[dmat.get_label().astype(int)]
+    w = dmat.get_weight()[:, None]
+    return (p - onehot) * w, np.maximum(2 * p * (1 - p) * w, 1e-16) * w
+
+
+def _predictions(preds, dmat):
+    """A custom metric that sees the predictions xgb.train gives it."""
+    return "mean_prediction", float(np.mean(preds))
+
+
+@pytest.mark.parametrize(
+    "extra, obj, metric",
+    [
+        ({}, None, None),  # the default metric of XGBoost's choice, multi:softmax: mlogloss
+        ({"eval_metric": ["merror", "mlogloss"]}, None, _predictions),  # predict: classes
+        ({}, _softmax_obj, _predictions),  # obj=: mlogloss still on multi:softmax's link
+        ({"num_class": 1}, None, None),  # one class: reg:squarederror, rmse
+    ],
+    ids=["default-metric", "metrics", "obj", "one-class"],
+)
+def test_without_an_objective_params_train_xgboosts_choice(extra, obj, metric):
+    """params with num_class and no objective: xgb.train trains multi:softmax (XGBoost's
+    choice, also with obj=), with its default metric on its link. The hook evaluated
+    reg:squarederror's rmse on raw margins (refused: "metric 'rmse' does not fit objective
+    'reg:squarederror' with 3 output(s)") or mlogloss on margins (7.98 where 0.97), and early
+    stopping followed those numbers."""
+    dtrain, dvalid = dmatrices("multi:softmax", n=600)
+    params = {"num_class": 3, "max_depth": 3, "eta": 0.3, "seed": 0, "nthread": 1, **extra}
+    if params["num_class"] == 1:
+        dtrain, dvalid = dmatrices("reg:squarederror", n=600)
+    evals = [(dtrain, "train"), (dvalid, "valid")]
+    want_log, got_log = {}, {}
+    kw = dict(evals=evals, obj=obj, custom_metric=metric, early_stopping_rounds=3,
+              verbose_eval=False)
+    ref = xgb.train(params, dtrain, 40, evals_result=want_log, **kw)
+    bst = ax.train(params, dtrain, 40, evals_result=got_log, **kw, **OFF)
+    names = [json.loads(b.save_config())["learner"]["objective"]["name"] for b in (ref, bst)]
+    assert names == (["reg:squarederror"] * 2 if params["num_class"] == 1
+                     else ["multi:softmax"] * 2)
+    assert list(want_log["valid"])  # a metric is recorded: the case
+    assert_history_equal(got_log, want_log)
+    assert bst.best_iteration == ref.best_iteration
+    assert bst.num_boosted_rounds() == ref.num_boosted_rounds()
+    for dmat in (dtrain, dvalid):
+        np.testing.assert_allclose(margins(bst, dmat), margins(ref, dmat), rtol=0, atol=1e-6)
+        np.testing.assert_array_equal(bst.predict(dmat), ref.predict(dmat))
+
+
 def test_held_out_rows_do_not_build_trees():
     """holdout without pruning = xgb.train whose gradients vanish on the same held-out rows."""
     dtrain, dvalid = dmatrices("binary:logistic")

@@ -18,7 +18,21 @@ from grower_cases import grower_data, grower_estimator  # noqa: E402
 
 import unbiased_criteria as uc  # noqa: E402
 
-_data, _estimator = grower_data, grower_estimator
+
+def _data(kind, n=2000, seed=0):
+    """``grower_data``; ``"poisson"``: counts whose log mean is the regression signal (some
+    first-tree leaves have Newton steps beyond 0.7, count:poisson's max_delta_step)."""
+    X, y = grower_data("regression" if kind == "poisson" else kind, n=n, seed=seed)
+    if kind == "poisson":
+        y = np.random.default_rng(seed + 100).poisson(np.exp(np.clip(y, -3, 3))).astype(float)
+    return X, y
+
+
+def _estimator(kind, **kw):
+    if kind == "poisson":
+        return uc.UnbiasedGBMRegressor(objective="poisson", n_estimators=15, num_leaves=15,
+                                       random_state=0, **kw)
+    return grower_estimator(kind, **kw)
 
 
 def _encoded(est, y):
@@ -61,6 +75,44 @@ def test_xgboost_export_stores_xgboosts_own_gain_on_all_training_rows(kind, pena
     assert n_splits > 20
 
 
+@pytest.mark.parametrize(("penalties", "saved"), [
+    ({}, False), ({"reg_lambda": 1.0, "max_delta_step": 0.3}, False), ({"reg_lambda": 1.0}, True)])
+def test_poisson_xgboost_export_has_the_growers_hessian(penalties, saved, tmp_path):
+    """The grower's Poisson hessian is LightGBM's, ``exp(F + 0.7)``: XGBoost's count:poisson
+    with its max_delta_step 0.7. XGBoost shares that name with the trees' max_delta_step
+    (the grower's 0, or its own), which was written over the objective's: the export's
+    hessian was ``exp(F)`` (the gains it stored 101% off when read back). Oracle: XGBoost's
+    ``refresh`` updater recomputes every node's hessian sum and gain with the export's own
+    objective and tree parameters, in memory, and loaded from its file (whose Booster has
+    XGBoost's default tree parameters: the grower's lambda is passed)."""
+    X, y = _data("poisson", n=1500)
+    est = _estimator("poisson", **penalties).fit(X, y)
+    booster = est.to_xgboost()
+    learner = json.loads(booster.save_raw("json"))["learner"]
+    assert float(learner["objective"]["poisson_regression_param"]["max_delta_step"]) == \
+        pytest.approx(0.7)
+    params = {"process_type": "update", "updater": "refresh", "refresh_leaf": False}
+    if saved:
+        booster.save_model(tmp_path / "m.json")
+        booster = xgb.Booster(model_file=str(tmp_path / "m.json"))
+        params["lambda"] = penalties["reg_lambda"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "you have manually specified the updater"
+        refreshed = xgb.train(params, xgb.DMatrix(X, y), booster.num_boosted_rounds(),
+                              xgb_model=booster)
+    n_splits = 0
+    for own, host in zip(_xgb_trees(booster), _xgb_trees(refreshed), strict=True):
+        inner = np.asarray(own["left_children"]) >= 0
+        n_splits += int(inner.sum())
+        np.testing.assert_allclose(np.asarray(own["sum_hessian"]),
+                                   np.asarray(host["sum_hessian"]), rtol=1e-5)
+        # (atol: a gain near 0 is a difference of float32 sums of 1e2..1e3)
+        np.testing.assert_allclose(np.asarray(own["loss_changes"])[inner],
+                                   np.asarray(host["loss_changes"])[inner], rtol=1e-4,
+                                   atol=1e-5)
+    assert n_splits > 20
+
+
 @pytest.mark.parametrize("kind", ["regression", "binary", "multiclass"])
 def test_lightgbm_export_stores_the_same_gains(kind):
     X, y = _data(kind, n=1500)
@@ -76,7 +128,8 @@ def test_lightgbm_export_stores_the_same_gains(kind):
 
 @pytest.mark.parametrize(("host", "kind"), [
     ("lightgbm", "regression"), ("xgboost", "regression"), ("lightgbm file", "regression"),
-    ("lightgbm", "binary"), ("xgboost", "binary"), ("lightgbm", "multiclass")])
+    ("lightgbm", "binary"), ("xgboost", "binary"), ("lightgbm", "multiclass"),
+    ("lightgbm", "poisson"), ("xgboost", "poisson"), ("xgboost file", "poisson")])
 @pytest.mark.parametrize("penalties", [{}, {"reg_lambda": 3.0, "reg_alpha": 0.3,
                                             "max_delta_step": 0.05}])
 def test_exports_are_scored_and_pruned_like_host_models(host, kind, penalties, tmp_path):
@@ -84,8 +137,11 @@ def test_exports_are_scored_and_pruned_like_host_models(host, kind, penalties, t
     Xv, yv = _data(kind, n=1000, seed=1)
     est = _estimator(kind, **penalties).fit(X, y)
     y, yv = _encoded(est, y), _encoded(est, yv)
-    if host == "xgboost":
+    if host.startswith("xgboost"):
         model = est.to_xgboost()
+        if host == "xgboost file":
+            model.save_model(tmp_path / "m.json")
+            model = xgb.Booster(model_file=str(tmp_path / "m.json"))
     else:
         model = est.to_lightgbm()
         if host == "lightgbm file":
@@ -100,7 +156,7 @@ def test_exports_are_scored_and_pruned_like_host_models(host, kind, penalties, t
     assert len(splits) > 15
     np.testing.assert_allclose(splits.biased_gain, splits.host_gain, rtol=1e-3)
     assert isinstance(pruned, type(model))
-    if host == "xgboost":
+    if host.startswith("xgboost"):
         dm = xgb.DMatrix(X)
         before, after = model.predict(dm), refit.predict(dm)
     else:
