@@ -103,8 +103,14 @@ def test_prune_without_training_rows_uses_the_models_sums():
         warnings.simplefilter("ignore")
         a = uc.prune(model, None, None, Xv, yv, threshold=threshold, random_state=3)
         b = uc.prune(model, X, y, Xv, yv, threshold=threshold, random_state=3)
-    first = (lambda m: m.dump_model()["tree_info"][0]["num_leaves"])
+
+    def first(m):
+        return m.dump_model()["tree_info"][0]["num_leaves"]
+
     assert first(a) == first(b) < first(model)
+    # the new leaves take the same values: the model's sums are the training rows'
+    np.testing.assert_allclose(a.predict(Xv, num_iteration=1), b.predict(Xv, num_iteration=1),
+                               rtol=1e-6, atol=1e-9)
 
 
 def _warned(fn, *args, **kw) -> list[str]:
