@@ -604,8 +604,14 @@ def unbiased_importance(
         rules.
     X_train, y_train : array-like or None
         Rows that give the gradient sums G (normally the training rows). ``None`` for both
-        selects the validation-only mode: the held-out rows are split in two random halves,
-        G from one and the ratios from the other (and, with ``cross_fit``, the other way round).
+        selects the validation-only mode: G and H are the training rows' sums the model
+        stores (its leaf values and hessian sums, each split checked against its stored gain,
+        :func:`~unbiased_criteria.model_sums.forest_node_sums`) and the ratios come from all
+        held-out rows (``report.g_source == "model"``). Where the model cannot give them
+        (L1, clipping, smoothing, monotone constraints, HistGradientBoosting, a failed check)
+        the held-out rows are split in two random halves, G from one and the ratios from the
+        other (and, with ``cross_fit``, the other way round), with a warning for a model of
+        more than one iteration: its features that earlier trees overfit then score above 0.
     X_valid, y_valid : array-like
         Held-out rows no decision of the model has seen. numpy, pandas (category dtype
         included) or scipy sparse. For a fitted scikit-learn classifier the labels are those
@@ -626,7 +632,7 @@ def unbiased_importance(
         draws). Every option is checked as the training hooks check it
         (:class:`~unbiased_criteria.options.GainOptions`): ``ValueError`` naming it.
     cross_fit : bool
-        Validation-only mode: average both assignments of the halves.
+        Validation-only mode with halves: average both assignments of the halves.
     n_blocks : int
         Blocks of held-out rows for the jackknife standard errors (``report.to_frame()``'s
         ``std_error``, ``report.select``); 0 switches them off (1 is an error: a jackknife
@@ -659,7 +665,9 @@ def unbiased_importance(
     Warns
     -----
     UserWarning
-        When ``X_valid`` holds the training rows, or the rows that pruned the model (``prune``
+        In validation-only mode, when a model of more than one iteration cannot give its
+        own sums (the halves give G: biased upward for what earlier trees overfit); when
+        ``X_valid`` holds the training rows, or the rows that pruned the model (``prune``
         kept each split for its ``U`` on them: ``U`` there is biased upwards), when more than
         half the splits have fewer than ``min_k`` held-out rows in a child,
         when the model has no trees, and when an XGBoost model's eta and lambda are not stored
@@ -820,7 +828,8 @@ def prune(
     model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective, \
 n_draws, min_k, random_state, cross_fit, progress, memory_budget, host_params
         As in :func:`unbiased_importance` (``X_train = y_train = None``: validation-only mode,
-        G and the new leaf values from one half of the held-out rows).
+        G and the new leaf values from the model's own sums, at its unpruned scores; where it
+        cannot give them, from one half of the held-out rows, warned).
     threshold : float, default 0.0
         Splits with ``U <= threshold`` are removed (``-inf`` keeps every split).
     refit_leaves : bool, default False

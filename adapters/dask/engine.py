@@ -6,8 +6,10 @@ sums (:func:`unbiased_criteria.partitioned.partition_step`); dask adds them up i
 tasks, and only those small arrays reach the client, which draws the k-allocations and scores
 the splits. Importance takes two rounds per chunk of trees (node counts and training sums,
 then the draws); pruning one round per tree (each tree is scored at the pruned trees before
-it). Without training rows (validation-only mode) the held-out partitions give the sums of a
-uniformly random half A and the draws of both directions.
+it). Without training rows (validation-only mode) the training sums are the model's own, as
+in memory (:func:`unbiased_criteria.api.validation_only_sums`); where it cannot give them the
+held-out partitions give the sums of a uniformly random half A and the draws of both
+directions (warned).
 
 The checks are the in-memory ones (:mod:`unbiased_criteria.api`'s helpers), fed from the
 partitions: the rows' hashes summarised per partition and merged
