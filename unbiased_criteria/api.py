@@ -17,7 +17,7 @@ import pandas as pd
 
 from .dumps import Dump, as_dump, is_file, recognise_dump, refuse_linear_dump
 from .errors import ObjectiveNeeded
-from .gains import MIN_HESSIAN, Workspace, node_sums
+from .gains import MIN_HESSIAN, NodeSums, Workspace, node_sums
 from .host_gains import (
     _as_stored,
     _first_trees,
@@ -48,6 +48,7 @@ from .leaf_params import (
 )
 from .model import Model, UnsupportedModelError
 from .model_files import ADAPTERS, load_model_file
+from .model_sums import forest_node_sums
 from .objectives import CustomObjective, Objective
 from .options import check_bool, check_memory_budget
 from .parallel import OrderedPool, resolve_n_jobs, scoring_threads
@@ -397,6 +398,36 @@ def _prepare(
     return _Prepared(adapter, read, obj, train, valid, valid_hashes)
 
 
+#: ``report.g_source``: where each split's G came from
+G_SOURCES = ("training rows", "model", "held-out halves")
+
+
+def validation_only_sums(model: Model, extra_frames: int = 0
+                         ) -> tuple[NodeSums | None, ...] | None:
+    """Validation-only mode: the training rows' node sums every tree of ``model`` stores
+    (:func:`~unbiased_criteria.model_sums.forest_node_sums`), or None, with one warning for
+    a model of more than one iteration, where the held-out halves must give G instead.
+
+    The halves refit each split on held-out rows: after earlier trees overfit a feature, both
+    halves' gradients carry the same residual pattern, so U of its later splits measures the
+    gain of refitting them (above 0), not that of the split the model made (below 0). A model
+    of one iteration has no earlier trees, so its halves are sound and it is not warned.
+    """
+    found = forest_node_sums(model.forest, model.split_score)
+    if found.sums is not None:
+        return found.sums
+    if np.unique(model.forest.tree_iteration).size > 1:
+        warnings.warn(
+            "validation-only mode: the model's own training sums cannot be used "
+            f"({found.reason}), so G comes from one half of the held-out rows and the ratios "
+            "from the other; for a model of more than one iteration this scores features "
+            "that earlier trees overfit above 0 (the halves measure refitting a split on "
+            "held-out rows, not the split the model made): pass X_train and y_train (on the "
+            "command line --train) to remove this",
+            UserWarning, stacklevel=3 + extra_frames)
+    return None
+
+
 def _warn_unusable(usable: np.ndarray, k: np.ndarray, share: np.ndarray, min_k: int,
                    n_valid: int, extra_frames: int = 0, halves: bool = False) -> None:
     """One warning when most splits had no usable evidence, saying why.
@@ -493,6 +524,8 @@ def _child_share(step: TreeStep, scores: TreeScores) -> np.ndarray:
     tree = step.tree
     inner = tree.internal_nodes
     n = scores.n_train.astype(np.float64)
+    if n.size and np.any(n < 0):  # a model's sums without row counts: by hessian instead
+        n = scores.sums.H
     root = n[0] if n.size and n[0] > 0 else np.nan
     return np.minimum(n[tree.left[inner]], n[tree.right[inner]]) / root
 
@@ -571,8 +604,14 @@ def unbiased_importance(
         rules.
     X_train, y_train : array-like or None
         Rows that give the gradient sums G (normally the training rows). ``None`` for both
-        selects the validation-only mode: the held-out rows are split in two random halves,
-        G from one and the ratios from the other (and, with ``cross_fit``, the other way round).
+        selects the validation-only mode: G and H are the training rows' sums the model
+        stores (its leaf values and hessian sums, each split checked against its stored gain,
+        :func:`~unbiased_criteria.model_sums.forest_node_sums`) and the ratios come from all
+        held-out rows (``report.g_source == "model"``). Where the model cannot give them
+        (L1, clipping, smoothing, monotone constraints, HistGradientBoosting, a failed check)
+        the held-out rows are split in two random halves, G from one and the ratios from the
+        other (and, with ``cross_fit``, the other way round), with a warning for a model of
+        more than one iteration: its features that earlier trees overfit then score above 0.
     X_valid, y_valid : array-like
         Held-out rows no decision of the model has seen. numpy, pandas (category dtype
         included) or scipy sparse. For a fitted scikit-learn classifier the labels are those
@@ -593,7 +632,7 @@ def unbiased_importance(
         draws). Every option is checked as the training hooks check it
         (:class:`~unbiased_criteria.options.GainOptions`): ``ValueError`` naming it.
     cross_fit : bool
-        Validation-only mode: average both assignments of the halves.
+        Validation-only mode with halves: average both assignments of the halves.
     n_blocks : int
         Blocks of held-out rows for the jackknife standard errors (``report.to_frame()``'s
         ``std_error``, ``report.select``); 0 switches them off (1 is an error: a jackknife
@@ -626,7 +665,9 @@ def unbiased_importance(
     Warns
     -----
     UserWarning
-        When ``X_valid`` holds the training rows, or the rows that pruned the model (``prune``
+        In validation-only mode, when a model of more than one iteration cannot give its
+        own sums (the halves give G: biased upward for what earlier trees overfit); when
+        ``X_valid`` holds the training rows, or the rows that pruned the model (``prune``
         kept each split for its ``U`` on them: ``U`` there is biased upwards), when more than
         half the splits have fewer than ``min_k`` held-out rows in a child,
         when the model has no trees, and when an XGBoost model's eta and lambda are not stored
@@ -655,7 +696,9 @@ def unbiased_importance(
     # visitors see the held-out rows in one random order (the k-draws' ranking), so the
     # halves and blocks, drawn on the rows' own order, are permuted alike
     order = valid_ranking(prep.valid.n_rows, options)
-    halves = holdout_halves(prep.valid.n_rows, options) if prep.train is None else None
+    own = validation_only_sums(prep.model) if prep.train is None else None
+    use_halves = prep.train is None and own is None
+    halves = holdout_halves(prep.valid.n_rows, options) if use_halves else None
     halves = None if halves is None else halves[order]
     blocks = jackknife_blocks(prep.valid.n_rows, options)
     blocks = None if blocks is None else blocks[order]
@@ -670,7 +713,8 @@ def unbiased_importance(
 
     def score(step: TreeStep):
         scores = score_tree(step, prep.model.split_score, options, halves, blocks,
-                            ranked=True, workspace=workspace)
+                            ranked=True, workspace=workspace,
+                            model_sums=None if own is None else own[step.index])
         # what the checks compare: HistGradientBoosting's roots, ties at a threshold; here,
         # while the step's rows are those it was scored with
         return step, scores, comparable_gains(prep.model, step.tree, scores, step.nodes_train,
@@ -704,10 +748,11 @@ def unbiased_importance(
     if records:
         _warn_unusable(np.concatenate([r["usable"] for r in records]),
                        np.concatenate([r["k"] for r in records]), np.concatenate(shares),
-                       options.min_k, prep.valid.n_rows, halves=prep.train is None)
+                       options.min_k, prep.valid.n_rows, halves=use_halves)
     jack = stack_replicates(replicates, options.n_blocks)
     report = ImportanceReport(_records_frame(records, forest.feature_names),
                               forest.feature_names, host=prep.model.host, jackknife=jack)
+    report.g_source = G_SOURCES[2 if use_halves else 1 if own is not None else 0]
     # the first iteration's sums and gains depend on the rows alone; the later trees' gains
     # on the scores before them too (not held to a pruned model's: later_start)
     stage_change = stages.changed()
@@ -783,7 +828,8 @@ def prune(
     model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective, \
 n_draws, min_k, random_state, cross_fit, progress, memory_budget, host_params
         As in :func:`unbiased_importance` (``X_train = y_train = None``: validation-only mode,
-        G and the new leaf values from one half of the held-out rows).
+        G and the new leaf values from the model's own sums, at its unpruned scores; where it
+        cannot give them, from one half of the held-out rows, warned).
     threshold : float, default 0.0
         Splits with ``U <= threshold`` are removed (``-inf`` keeps every split).
     refit_leaves : bool, default False
@@ -892,7 +938,9 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     prep = _sklearn_fit_stages(prep)  # a fit continued with warm_start
     options = options.with_weight_scale(prep.valid.weight)  # the held-out rows' units
     order = valid_ranking(prep.valid.n_rows, options)  # see unbiased_importance
-    halves = holdout_halves(prep.valid.n_rows, options) if prep.train is None else None
+    own = (validation_only_sums(prep.model, extra_frames) if prep.train is None else None)
+    use_halves = prep.train is None and own is None
+    halves = holdout_halves(prep.valid.n_rows, options) if use_halves else None
     halves = None if halves is None else halves[order]
     usable: list[np.ndarray] = []
     ks: list[np.ndarray] = []
@@ -908,7 +956,8 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
         if step.tree.n_leaves == 1:
             return None
         scores = score_tree(step, prep.model.split_score, options, halves, ranked=True,
-                            workspace=workspace)
+                            workspace=workspace,
+                            model_sums=None if own is None else own[step.index])
         usable.append(scores.usable[step.tree.internal_nodes])
         ks.append(scores.k[step.tree.internal_nodes])
         shares.append(_child_share(step, scores))
@@ -934,7 +983,7 @@ def prune_forest(model, X_train, y_train, X_valid, y_valid, *, threshold=0.0,
     if usable:
         _warn_unusable(np.concatenate(usable), np.concatenate(ks), np.concatenate(shares),
                        options.min_k, prep.valid.n_rows, extra_frames=extra_frames,
-                       halves=prep.train is None)
+                       halves=use_halves)
     first_warned = bool(first) and check_against_host(*map(np.concatenate, zip(*first)),
                                                       prep.model, extra_frames=extra_frames)
     if not first_warned:

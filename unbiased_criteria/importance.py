@@ -92,11 +92,17 @@ def score_tree(
     blocks: np.ndarray | None = None,
     ranked: bool = False,
     workspace: Workspace | None = None,
+    model_sums: NodeSums | None = None,
 ) -> TreeScores:
     """B and U of every split of ``step.tree``.
 
     With training rows, G and H come from them and the ratios from the held-out rows. Without
-    (validation-only mode), ``halves`` splits the held-out rows: G from one half, ratios from
+    them, ``model_sums`` (validation-only mode, the training rows' sums the model stores,
+    :func:`unbiased_criteria.model_sums.forest_node_sums`) stand in for them: the same
+    computation, every held-out row giving the ratios, so ``B`` is the host's gain and ``U``
+    that of the split the model made; their counts may be -1 (not stored), and a node's
+    held-out rows then scale its drawn hessian sum (``unbiased_gain(n_node=None)``). Without
+    either, ``halves`` splits the held-out rows: G from one half, ratios from
     the other, and with ``options.cross_fit`` also the other way round, averaged; a split is
     usable only when both directions are, and U (and its jackknife replicates) is 0 otherwise;
     its ``k`` is then the smaller of the two draws. A split one of whose nodes holds held-out
@@ -117,10 +123,12 @@ def score_tree(
     nv, gv, hv = step.nodes_valid, step.g_valid, step.h_valid
     n_blocks = options.n_blocks if blocks is not None else 0
     floor = MIN_HESSIAN * options.weight_scale  # in the rows' own units (weight_scale)
-    if step.nodes_train is not None:
-        sums = node_sums(tree, step.nodes_train, step.g_train, step.h_train)
+    if step.nodes_train is not None or model_sums is not None:
+        sums = (node_sums(tree, step.nodes_train, step.g_train, step.h_train)
+                if step.nodes_train is not None else model_sums)
+        counted = bool(np.all(sums.n >= 0))  # a model's sums may come without row counts
         u = unbiased_gain(tree, sums.G, nv, gv, hv, blocks=blocks, n_blocks=n_blocks,
-                          n_node=sums.n, min_hessian=floor, **kw)
+                          n_node=sums.n if counted else None, min_hessian=floor, **kw)
         return TreeScores(
             biased_gain(tree, sums, score), u.gain, u.k, u.usable, sums.n, u.n_valid, sums,
             u.jackknife,

@@ -451,11 +451,14 @@ def tree_scores(
     draws: np.ndarray, options: GainOptions, score, jack: bool,
 ) -> TreeScores:
     """A tree's :class:`~unbiased_criteria.importance.TreeScores` from the whole-set sums:
-    ``sums`` the training ``[G, H, n]``, ``n_valid`` the held-out counts, ``draws`` the
+    ``sums`` the training ``[G, H, n]`` (validation-only mode: the model's own,
+    :func:`~unbiased_criteria.model_sums.forest_node_sums`, ``n`` -1 where it stores no row
+    counts), ``n_valid`` the held-out counts, ``draws`` the
     summed draw sums of :func:`partition_step`."""
     node_sums = NodeSums(sums[0], sums[1], np.rint(sums[2]).astype(np.int64))
+    counted = bool(np.all(node_sums.n >= 0))  # a model's own sums may have no counts (-1)
     u = _unbiased(tree, node_sums.G, n_valid, k, usable, draws, options, jack,
-                  n_node=node_sums.n)
+                  n_node=node_sums.n if counted else None)
     return TreeScores(biased_gain(tree, node_sums, score), u.gain, u.k, u.usable, node_sums.n,
                       u.n_valid, node_sums, u.jackknife)
 

@@ -71,12 +71,18 @@ class ImportanceReport:
         Dumped models: rows of ``X_train`` / ``X_valid`` with a value within the printed
         precision of a threshold (the original model may route them differently); empty
         where it does not apply.
+    g_source : str
+        Where the gradient sums G of :func:`~unbiased_criteria.unbiased_importance` came
+        from: ``"training rows"``, ``"model"`` (validation-only mode, the sums the model
+        stores, checked against its split gains) or ``"held-out halves"`` (validation-only
+        mode where the model cannot give them, warned); ``""`` where not recorded.
     """
 
     def __init__(self, splits: pd.DataFrame, feature_names, *, host: str = "",
                  jackknife: np.ndarray | None = None):
         self.splits = splits
         self.rows_near_threshold: dict[str, int] = {}
+        self.g_source = ""
         self.feature_names = list(feature_names)
         self.host = host
         # (n_splits, n_blocks): each split's U with one block of held-out rows left out

@@ -6,8 +6,10 @@ sums (:func:`unbiased_criteria.partitioned.partition_step`); dask adds them up i
 tasks, and only those small arrays reach the client, which draws the k-allocations and scores
 the splits. Importance takes two rounds per chunk of trees (node counts and training sums,
 then the draws); pruning one round per tree (each tree is scored at the pruned trees before
-it). Without training rows (validation-only mode) the held-out partitions give the sums of a
-uniformly random half A and the draws of both directions.
+it). Without training rows (validation-only mode) the training sums are the model's own, as
+in memory (:func:`unbiased_criteria.api.validation_only_sums`); where it cannot give them the
+held-out partitions give the sums of a uniformly random half A and the draws of both
+directions (warned).
 
 The checks are the in-memory ones (:mod:`unbiased_criteria.api`'s helpers), fed from the
 partitions: the rows' hashes summarised per partition and merged
@@ -38,6 +40,7 @@ from unbiased_criteria.adapters.dask.inputs import (
 )
 
 from unbiased_criteria.api import (
+    G_SOURCES,
     _child_share,
     _class_weights,
     _records_frame,
@@ -48,6 +51,7 @@ from unbiased_criteria.api import (
     bias_objective,
     blocks_for_rows,
     reader_warnings,
+    validation_only_sums,
     warn_held_out_rows,
 )
 from unbiased_criteria.dumps import Dump
@@ -405,6 +409,14 @@ class _Setup:
     options: GainOptions
     train: _Rows | None
     valid: _Rows
+    #: validation-only mode: each tree's training ``[G, H, n]`` ``(3, n_nodes)`` the model
+    #: stores (None for a tree without splits), or None where the halves give G
+    own: list | None = None
+
+    @property
+    def halves(self) -> bool:
+        """Validation-only mode without the model's sums: G from half the held-out rows."""
+        return self.train is None and self.own is None
 
 
 def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
@@ -469,6 +481,11 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
     if read.forest.n_trees == 0:
         warnings.warn("the model has no trees: there is no split to score", UserWarning,
                       stacklevel=4)
+    # validation-only mode: the training sums the model stores, as in memory (else the
+    # halves, warned there)
+    own = validation_only_sums(read, extra_frames=2) if X_train is None else None
+    own = None if own is None else [
+        None if s is None else np.stack([s.G, s.H, s.n.astype(np.float64)]) for s in own]
     # a model that stores no categories reads each frame's category codes: the held-out
     # partitions' are coded as the training frame's, by value, as in memory
     categories_like = _categories_like(adapter, host_model, read, X_train, X_valid)
@@ -488,13 +505,14 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
     # the rows' hashes, as in memory: the training rows' to compare, the held-out rows' to
     # compare, to sketch the rows that prune, or to test against the pruning rows' sketches
     compared = train is not None and not same
-    valid.start(job_future, held_out=True, halves_of=options if train is None else None,
+    valid.start(job_future, held_out=True,
+                halves_of=options if train is None and own is None else None,
                 hashed=compared or (needed_for == "prune" and options.prune_threshold > -np.inf)
                 or (needed_for == "importance" and bool(read.pruned_on) and not same))
     if train is not None:
         train.start(job_future, held_out=False, hashed=compared)
     _check_held_out_rows(train if compared else None, valid, read, needed_for)
-    return _Setup(adapter, read, obj, options, train, valid)
+    return _Setup(adapter, read, obj, options, train, valid, own)
 
 
 def _check_held_out_rows(train: _Rows | None, valid: _Rows, read: Model,
@@ -597,14 +615,15 @@ def unbiased_importance(
         sums_f = [] if train is None else train.step(start, stop, "sums")
         counts_f = valid.step(start, stop, "counts")
         _progress(progress, sums_f + counts_f)
-        sums = [None] * (stop - start) if train is None else train.reduce(sums_f)
+        sums = (train.reduce(sums_f) if train is not None
+                else [None] * (stop - start) if setup.halves else setup.own[start:stop])
         per_part = valid.client.gather(counts_f)
         requests = [[] for _ in valid.x]
         about = []
         for i, t in enumerate(range(start, stop)):
             counts = np.stack([c[i] for c in per_part])
             share, info = _allocations(forest.trees[t], counts, options, t, len(valid.x),
-                                       halves=train is None)
+                                       halves=setup.halves)
             for p, r in enumerate(share):
                 requests[p].append(r)
             about.append(info)
@@ -630,10 +649,11 @@ def unbiased_importance(
     if records:
         _warn_unusable(np.concatenate([r["usable"] for r in records]),
                        np.concatenate([r["k"] for r in records]), np.concatenate(shares),
-                       options.min_k, valid.n_rows, extra_frames=1, halves=train is None)
+                       options.min_k, valid.n_rows, extra_frames=1, halves=setup.halves)
     report = ImportanceReport(_records_frame(records, forest.feature_names),
                               forest.feature_names, host=read.host,
                               jackknife=stack_replicates(replicates, options.n_blocks))
+    report.g_source = G_SOURCES[2 if setup.halves else 1 if train is None else 0]
     report.rows_near_threshold = {}
     # as in memory: the first iteration against the model's own, then the later trees' gains
     if not (first and check_against_host(*map(np.concatenate, zip(*first)), read,
@@ -697,14 +717,15 @@ def prune(
                          for i in range(stop - t)}
         tree = forest.trees[t]
         requests, info = _allocations(tree, counts_of.pop(t), options, t, len(valid.x),
-                                      halves=train is None)
+                                      halves=setup.halves)
         at_own = later.at_own_scores(t)
         sums_f = (None if train is None
                   else train.step(t, t + 1, "sums", replaced=replaced, keep_last=True,
                                   keep_own=later.follow, own_sums=at_own))
         draws_f = valid.step(t, t + 1, "draws", replaced=replaced,
                              requests=[[r] for r in requests], keep_last=True)
-        sums = None if train is None else train.reduce(sums_f)[0]
+        sums = (train.reduce(sums_f)[0] if train is not None
+                else None if setup.halves else setup.own[t])
         draws = valid.reduce(draws_f)[0]
         replaced = None
         if tree.n_leaves > 1:
@@ -727,7 +748,7 @@ def prune(
     bar.close()
     if usable_all:
         _warn_unusable(np.concatenate(usable_all), np.concatenate(ks), np.concatenate(shares),
-                       options.min_k, valid.n_rows, extra_frames=1, halves=train is None)
+                       options.min_k, valid.n_rows, extra_frames=1, halves=setup.halves)
     # as in memory: the first iteration against the model's own, then the later trees' gains
     first_warned = bool(first) and check_against_host(*map(np.concatenate, zip(*first)), read,
                                                       extra_frames=1)

@@ -557,7 +557,9 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
             f"best_iteration is {best_iteration} of {n_iterations} iterations: every iteration "
             "is scored, while LightGBM's predict stops at best_iteration by default; to score "
             "only those, pass lightgbm.Booster(model_str=model.model_to_string("
-            f"num_iteration={best_iteration}))"
+            f"num_iteration={best_iteration})), and measure it on held-out rows that did not "
+            "choose best_iteration (not the early-stopping valid_sets): on those the cut "
+            "favours trees that happen to fit them, and U comes out biased upward"
         )
     return Model(
         forest=forest, objective=objective, split_score=score, host="lightgbm",

@@ -413,7 +413,9 @@ def _warnings(learner: Mapping, model: Mapping, params: Mapping, objective: str,
             f"the model has best_iteration={best}: the IR holds all its iterations (as "
             "Booster.predict uses), while the scikit-learn predict stops at best_iteration; "
             f"to score only those, pass the slice booster[:{int(best) + 1}] "
-            "(model.get_booster() for an estimator)"
+            "(model.get_booster() for an estimator), and measure it on held-out rows that did "
+            "not choose best_iteration (not the early-stopping evals / eval_set): on those the "
+            "cut favours trees that happen to fit them, and U comes out biased upward"
         )
     lmp = learner["learner_model_param"]
     # xgb.train(obj=f) stores the objective XGBoost chose for params naming none

@@ -238,8 +238,12 @@ def test_num_iteration_minus_one_reads_every_tree():
     assert read.forest.n_trees == booster.num_trees()
     assert read.source.best_iteration == booster.best_iteration
     # predict stops at best_iteration: the reader says so, and how to score only those
-    assert any(f"best_iteration is {booster.best_iteration} of {booster.current_iteration()}"
-               in w for w in read.notes)
+    note = [w for w in read.notes
+            if f"best_iteration is {booster.best_iteration} of {booster.current_iteration()}" in w]
+    assert len(note) == 1
+    # the cut was chosen on valid_sets: the note says not to measure U on those rows
+    assert "held-out rows that did not choose best_iteration" in note[0]
+    assert "biased upward" in note[0]
     cut = lightgbm.Booster(
         model_str=booster.model_to_string(num_iteration=booster.best_iteration))
     read_cut = adapter.read_model(cut)

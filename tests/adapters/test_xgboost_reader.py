@@ -835,6 +835,9 @@ def test_best_iteration_note_names_the_slice_the_estimator_predicts_with():
     assert est.best_iteration + 1 < booster.num_boosted_rounds()
     note = [m for m in ax.read_model(est).notes if "best_iteration" in m]
     assert len(note) == 1
+    # the cut was chosen on eval_set: the note says not to measure U on those rows
+    assert "held-out rows that did not choose best_iteration" in note[0]
+    assert "biased upward" in note[0]
     stop = int(re.search(r"booster\[:(\d+)\]", note[0]).group(1))
     cut = booster[:stop]
     np.testing.assert_array_equal(cut.predict(xgb.DMatrix(Xv)), est.predict(Xv))

@@ -249,11 +249,14 @@ def test_xgboost_multi_target_model(client):
     np.testing.assert_allclose(pruned.predict(d, output_margin=True),
                                same.predict(d, output_margin=True), rtol=0, atol=1e-6)
     assert not np.allclose(pruned.predict(d), model.predict(d))
-    halves = uc.unbiased_importance(model, None, None, *_dask(3, Xv, Yv))
-    np.testing.assert_allclose(halves.splits["biased_gain"],
-                               uc.unbiased_importance(model, None, None, Xv, Yv)
-                               .splits["biased_gain"], rtol=1e-9, atol=0)
-    assert (halves.splits.loc[halves.splits["node"] == 0, "n_train"] == 1000).all()
+    # validation-only: G from the model's own sums (it stores no row counts: -1), B its gain
+    own = uc.unbiased_importance(model, None, None, *_dask(3, Xv, Yv))
+    assert own.g_source == "model"
+    own_mem = uc.unbiased_importance(model, None, None, Xv, Yv)
+    _assert_same_splits(own_mem, own)
+    np.testing.assert_allclose(own.splits["biased_gain"], own.splits["host_gain"], rtol=1e-4,
+                               atol=1e-5 * own.splits["host_gain"].abs().max())
+    assert (own.splits["n_train"] == -1).all()
 
 
 def test_is_unbalance_takes_its_class_weights_from_the_training_labels(client):
@@ -331,15 +334,49 @@ def test_dask_xgboost_estimator(client):
     assert not np.allclose(pruned.get_booster().predict(d), model.get_booster().predict(d))
 
 
-def test_validation_only_mode(client):
-    """X_train = None: G from a random half of the held-out rows, ratios from the other half
-    (and the other way round). B and the counts are over all held-out rows, whatever the
-    halves: they equal the in-memory ones; half A holds exactly half the rows."""
+def test_validation_only_mode_takes_the_models_sums(client):
+    """X_train = None: G from the sums the model stores, as in memory (the same splits, U and
+    standard errors); B is the model's gain, n_train its training counts; prune runs."""
     X, y, _ = _data(3000, 16)
     Xv, yv, wv = _data(3001, 17)
     model = lightgbm.LGBMRegressor(n_estimators=6, num_leaves=8, verbose=-1).fit(X, y)
     dXv, dyv, dwv = _dask(3, Xv, yv, wv)
-    dsk = uc.unbiased_importance(model, None, None, dXv, dyv, valid_weight=dwv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to the halves
+        dsk = uc.unbiased_importance(model, None, None, dXv, dyv, valid_weight=dwv)
+    mem = uc.unbiased_importance(model, None, None, Xv, yv, valid_weight=wv)
+    assert dsk.g_source == mem.g_source == "model"
+    _assert_same_splits(mem, dsk)
+    b = dsk.splits
+    np.testing.assert_allclose(b["biased_gain"], b["host_gain"], rtol=1e-4,
+                               atol=1e-5 * b["host_gain"].abs().max())
+    assert (b["n_train"] == b["host_count"]).all()
+    assert (b.loc[b["node"] == 0, "n_train"] == 3000).all()
+    # (the partitions' jackknife blocks are not the in-memory ones: standard errors differ)
+    assert np.isfinite(dsk.to_frame()["std_error"]).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pruned = uc.prune(model, None, None, dXv, dyv, valid_weight=dwv)
+        kept = uc.prune(model, None, None, dXv, dyv, threshold=-np.inf)
+    assert 0 < pruned.booster_.num_trees() and pruned.predict(Xv).shape == (3001,)
+    np.testing.assert_allclose(kept.predict(Xv), model.predict(Xv), rtol=1e-9, atol=1e-12)
+
+
+def test_validation_only_mode_with_halves(client):
+    """A model that cannot give its sums (L1): G from a random half of the held-out rows,
+    ratios from the other half (and the other way round), warned once. B and the counts are
+    over all held-out rows, whatever the halves: they equal the in-memory ones; half A holds
+    exactly half the rows."""
+    X, y, _ = _data(3000, 16)
+    Xv, yv, wv = _data(3001, 17)
+    model = lightgbm.LGBMRegressor(n_estimators=6, num_leaves=8, verbose=-1, reg_alpha=1.0,
+                                   boost_from_average=False).fit(X, y)
+    dXv, dyv, dwv = _dask(3, Xv, yv, wv)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        dsk = uc.unbiased_importance(model, None, None, dXv, dyv, valid_weight=dwv)
+    assert sum("cannot be used" in str(w.message) for w in seen) == 1
+    assert dsk.g_source == "held-out halves"
     mem = uc.unbiased_importance(model, None, None, Xv, yv, valid_weight=wv)
     a, b = mem.splits, dsk.splits
     for col in ("tree", "node", "n_valid"):

@@ -30,7 +30,8 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
                         "code from the file: use this only for files you trust")
     p.add_argument("--train", metavar="FILE",
                    help="training rows (CSV or Parquet); leave out for the validation-only "
-                        "mode (held-out rows split in two halves)")
+                        "mode (G from the model's own sums where it stores them, else from "
+                        "halves of the held-out rows, warned)")
     p.add_argument("--valid", metavar="FILE", required=True,
                    help="held-out rows the model has not seen (CSV or Parquet)")
     p.add_argument("--label", metavar="COL", required=True, action="append",
