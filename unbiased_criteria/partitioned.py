@@ -490,7 +490,8 @@ def halves_tree_scores(
     biased, gain, usable, jackknife = without_flat_nodes(
         tree, every, biased_gain(tree, every, score), gain, usable, jackknife,
         MIN_HESSIAN * options.weight_scale)
-    return TreeScores(biased, gain, u.k, usable, a.n, every.n, a, jackknife)
+    k = np.minimum(u.k, u2.k) if options.cross_fit else u.k  # the smaller draw, as in memory
+    return TreeScores(biased, gain, k, usable, a.n, every.n, a, jackknife)
 
 
 def own_biased_gain(tree: Tree, sums: np.ndarray, score) -> np.ndarray:
