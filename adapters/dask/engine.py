@@ -428,26 +428,31 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
     if same:
         training_rows_held_out(needed_for, stacklevel=4)  # prune: raises
     classes = getattr(host_model, "classes_", None)
-    per_class = None
-    if read.class_weight is not None and classes is not None:
-        import dask
-
-        # "balanced" needs the labels' counts: the labels, and only they, come to the client
-        balanced = isinstance(read.class_weight, str)
-        yt = np.asarray(dask.compute(y_train)[0]) if balanced and y_train is not None else None
-        yv = np.asarray(dask.compute(y_valid)[0]) if balanced and y_train is None else None
-        per_class = _class_weights(read, classes, yt, yv, extra_frames=1)
     from_labels = obj is None
-    labels = None
-    if (read.bias_from_labels or from_labels or read.init_score_unseen) and y_train is not None:
-        # the init score (LightGBM's boost_from_average; the one a model without it would
-        # have had) and is_unbalance's class weights are functions of all training labels:
-        # the labels, and only they, come to the client
+    # class_weight='balanced' (the labels' counts), the init score (LightGBM's
+    # boost_from_average; the one a model without it would have had) and is_unbalance's
+    # class weights are functions of all training labels: the labels, and only they, come
+    # to the client, once for all of these (each compute runs their graph again)
+    weighted_classes = read.class_weight is not None and classes is not None
+    balanced = weighted_classes and isinstance(read.class_weight, str)
+    for_bias = (read.bias_from_labels or from_labels or read.init_score_unseen) \
+        and y_train is not None
+    y_all = w_all = None
+    if y_train is not None and (balanced or for_bias):
         import dask
 
-        log.info("collecting the training labels for the init score")
-        y_all, w_all = dask.compute(y_train, train_weight)
+        log.info("collecting the training labels")
+        y_all, w_all = dask.compute(y_train, train_weight if for_bias else None)
         y_all = np.asarray(y_all)
+    per_class = None
+    if weighted_classes:
+        import dask
+
+        yv = np.asarray(dask.compute(y_valid)[0]) if balanced and y_train is None else None
+        per_class = _class_weights(read, classes, y_all if balanced else None, yv,
+                                   extra_frames=1)
+    labels = None
+    if for_bias:
         if classes is not None:
             y_all = encode_classes(y_all, classes, "y_train")
         if from_labels:
@@ -455,6 +460,8 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
             _check_objective(obj)
         y_all = check_labels(y_all, y_all.shape[0], "y_train", obj)
         w_all = check_weight(w_all, y_all.shape[0], "train_weight")
+        if w_all is not None and not w_all.any():  # as in memory (the init score divides)
+            raise ValueError("train_weight is 0 for every row: those rows carry no evidence")
         if per_class is not None:
             by_class = per_class[y_all.astype(np.int64)]
             w_all = by_class if w_all is None else w_all * by_class
