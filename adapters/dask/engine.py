@@ -24,6 +24,7 @@ import importlib
 import logging
 import operator
 import warnings
+import weakref
 from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
@@ -141,6 +142,53 @@ def _client():
             "dask inputs are computed on a dask.distributed cluster: create a "
             "distributed.Client (e.g. Client(LocalCluster())) before the call"
         ) from None
+
+
+class _CallClient:
+    """The client as one call uses it: every future it makes through :meth:`submit`,
+    :meth:`map`, :meth:`compute` and :meth:`scatter` is noted (weakly: those the call drops
+    are released as it goes), so that where the call fails, :meth:`release` releases those
+    still held. A failed call's exception holds the frames that hold its futures (and a
+    failed future's state holds the exception), so without it every partition stayed on
+    the workers. Released, not cancelled: a key others hold (a persisted collection's
+    partition) stays theirs. Anything else is the client's own."""
+
+    def __init__(self) -> None:
+        self._client: Any = None
+        self._made: weakref.WeakSet = weakref.WeakSet()
+
+    def using(self, client) -> _CallClient:
+        self._client = client
+        return self
+
+    def _noted(self, out):
+        from distributed.client import futures_of
+
+        for future in futures_of(out):
+            self._made.add(future)
+        return out
+
+    def submit(self, *args, **kwargs):
+        return self._noted(self._client.submit(*args, **kwargs))
+
+    def map(self, *args, **kwargs):
+        return self._noted(self._client.map(*args, **kwargs))
+
+    def compute(self, *args, **kwargs):
+        return self._noted(self._client.compute(*args, **kwargs))
+
+    def scatter(self, *args, **kwargs):
+        return self._noted(self._client.scatter(*args, **kwargs))
+
+    def __getattr__(self, name: str):
+        return getattr(self._client, name)
+
+    def release(self) -> None:
+        """Release every future of the call still held (a failed call's): the client then
+        holds what it held before the call."""
+        for future in list(self._made):
+            future.release()
+        self._made = weakref.WeakSet()
 
 
 # ---- tasks (run on the workers) ----------------------------------------------------------
@@ -408,7 +456,7 @@ class _Setup:
 
 
 def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
-           options, memory_budget, host_params, needed_for) -> _Setup:
+           options, memory_budget, host_params, needed_for, calls: _CallClient) -> _Setup:
     # the in-memory path's check, first as there (int() took 0 and -5 silently and failed
     # on text and NaN without naming memory_budget)
     memory_budget = check_memory_budget(memory_budget)
@@ -479,7 +527,7 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
     # a model that stores no categories reads each frame's category codes: the held-out
     # partitions' are coded as the training frame's, by value, as in memory
     categories_like = _categories_like(adapter, host_model, read, X_train, X_valid)
-    client = _client()
+    client = calls.using(_client())
     valid = _Rows(client, X_valid, y_valid, valid_weight, ("X_valid", "y_valid", "valid_weight"))
     train = None if X_train is None else _Rows(client, X_train, y_train, train_weight,
                                                ("X_train", "y_train", "train_weight"))
@@ -590,64 +638,69 @@ def unbiased_importance(
             n_jobs=n_jobs)
     options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
                           cross_fit=cross_fit, n_blocks=n_blocks)
-    setup = _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
-                   objective, options, memory_budget, host_params, "importance")
-    read, train, valid, options = setup.read, setup.train, setup.valid, setup.options
-    forest = read.forest
-    jack = options.n_blocks > 1
-    chunk = _round_chunk(valid.client, read, train, valid, memory_budget)
-    records, replicates, shares = [], [], []
-    n_first, first = _first_trees(forest), []  # for check_against_host
-    later: list[tuple[int, int, int]] = []  # for check_later_gains
-    for start in range(0, forest.n_trees, chunk):
-        stop = min(start + chunk, forest.n_trees)
-        sums_f = [] if train is None else train.step(start, stop, "sums")
-        counts_f = valid.step(start, stop, "counts")
-        _progress(progress, sums_f + counts_f)
-        sums = [None] * (stop - start) if train is None else train.reduce(sums_f)
-        per_part = valid.client.gather(counts_f)
-        requests = [[] for _ in valid.x]
-        about = []
-        for i, t in enumerate(range(start, stop)):
-            counts = np.stack([c[i] for c in per_part])
-            share, info = _allocations(forest.trees[t], counts, options, t, len(valid.x),
-                                       halves=train is None)
-            for p, r in enumerate(share):
-                requests[p].append(r)
-            about.append(info)
-        draws_f = valid.step(start, stop, "draws", requests=requests)
-        _progress(progress, draws_f)
-        draws = valid.reduce(draws_f)
-        for i, t in enumerate(range(start, stop)):
-            tree = forest.trees[t]
-            if tree.n_leaves == 1:
-                continue
-            scores = _scores(tree, about[i], sums[i], draws[i], options, read, jack)
-            records.append(_split_records(_Step(t, tree), scores, int(forest.tree_class[t])))
-            if train is not None and t < n_first:
-                first.append(_host_and_replay(tree, scores))
-            elif train is not None:
-                later.append((t, *later_gains(tree, scores)))
-            shares.append(_child_share(_Step(t, tree), scores))
-            inner = tree.internal_nodes
-            if scores.jackknife is not None:
-                replicates.append(scores.jackknife[:, inner].T)
-            elif jack:
-                replicates.append(np.zeros((inner.size, options.n_blocks)))
-    if records:
-        _warn_unusable(np.concatenate([r["usable"] for r in records]),
-                       np.concatenate([r["k"] for r in records]), np.concatenate(shares),
-                       options.min_k, valid.n_rows, extra_frames=1, halves=train is None)
-    report = ImportanceReport(_records_frame(records, forest.feature_names),
-                              forest.feature_names, host=read.host,
-                              jackknife=stack_replicates(replicates, options.n_blocks))
-    report.rows_near_threshold = {}
-    # as in memory: the first iteration against the model's own, then the later trees' gains
-    if not (first and check_against_host(*map(np.concatenate, zip(*first)), read,
-                                         extra_frames=1)):
-        check_later_gains(sum_later_gains(later), read, "importance", extra_frames=1,
-                          first=first)
-    return report
+    calls = _CallClient()  # the futures this call makes, released where it fails
+    try:
+        setup = _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
+                       objective, options, memory_budget, host_params, "importance", calls)
+        read, train, valid, options = setup.read, setup.train, setup.valid, setup.options
+        forest = read.forest
+        jack = options.n_blocks > 1
+        chunk = _round_chunk(valid.client, read, train, valid, memory_budget)
+        records, replicates, shares = [], [], []
+        n_first, first = _first_trees(forest), []  # for check_against_host
+        later: list[tuple[int, int, int]] = []  # for check_later_gains
+        for start in range(0, forest.n_trees, chunk):
+            stop = min(start + chunk, forest.n_trees)
+            sums_f = [] if train is None else train.step(start, stop, "sums")
+            counts_f = valid.step(start, stop, "counts")
+            _progress(progress, sums_f + counts_f)
+            sums = [None] * (stop - start) if train is None else train.reduce(sums_f)
+            per_part = valid.client.gather(counts_f)
+            requests = [[] for _ in valid.x]
+            about = []
+            for i, t in enumerate(range(start, stop)):
+                counts = np.stack([c[i] for c in per_part])
+                share, info = _allocations(forest.trees[t], counts, options, t, len(valid.x),
+                                           halves=train is None)
+                for p, r in enumerate(share):
+                    requests[p].append(r)
+                about.append(info)
+            draws_f = valid.step(start, stop, "draws", requests=requests)
+            _progress(progress, draws_f)
+            draws = valid.reduce(draws_f)
+            for i, t in enumerate(range(start, stop)):
+                tree = forest.trees[t]
+                if tree.n_leaves == 1:
+                    continue
+                scores = _scores(tree, about[i], sums[i], draws[i], options, read, jack)
+                records.append(_split_records(_Step(t, tree), scores, int(forest.tree_class[t])))
+                if train is not None and t < n_first:
+                    first.append(_host_and_replay(tree, scores))
+                elif train is not None:
+                    later.append((t, *later_gains(tree, scores)))
+                shares.append(_child_share(_Step(t, tree), scores))
+                inner = tree.internal_nodes
+                if scores.jackknife is not None:
+                    replicates.append(scores.jackknife[:, inner].T)
+                elif jack:
+                    replicates.append(np.zeros((inner.size, options.n_blocks)))
+        if records:
+            _warn_unusable(np.concatenate([r["usable"] for r in records]),
+                           np.concatenate([r["k"] for r in records]), np.concatenate(shares),
+                           options.min_k, valid.n_rows, extra_frames=1, halves=train is None)
+        report = ImportanceReport(_records_frame(records, forest.feature_names),
+                                  forest.feature_names, host=read.host,
+                                  jackknife=stack_replicates(replicates, options.n_blocks))
+        report.rows_near_threshold = {}
+        # as in memory: the first iteration against the model's own, then the later trees' gains
+        if not (first and check_against_host(*map(np.concatenate, zip(*first)), read,
+                                             extra_frames=1)):
+            check_later_gains(sum_later_gains(later), read, "importance", extra_frames=1,
+                              first=first)
+        return report
+    except BaseException:
+        calls.release()
+        raise
 
 
 @dataclass(frozen=True)
@@ -680,84 +733,89 @@ def prune(
                           cross_fit=cross_fit, prune_threshold=threshold,
                           refit_leaves=refit_leaves,
                           argument_names={"prune_threshold": "threshold"})
-    setup = _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
-                   objective, options, memory_budget, host_params, "prune")
-    read, obj, train, valid = setup.read, setup.objective, setup.train, setup.valid
-    if obj.renews_leaves:
-        raise ValueError(f"pruning {obj.name} models is not supported: the host renews their "
-                         "leaf values from residual percentiles")
-    forest = read.forest
-    chunk = _round_chunk(valid.client, read, train, valid, memory_budget)
-    trees = list(forest.trees)
-    usable_all, ks, shares, first = [], [], [], []
-    n_first = _first_trees(forest)
-    later = _PartitionedLaterGains(read, train is not None)  # for check_later_gains
-    own_gains: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}  # B, old_to_new per tree
-    replaced = None
-    counts_of: dict[int, np.ndarray] = {}
-    bar = progress_bar(forest.n_trees, progress, "trees")
-    for t in range(forest.n_trees):
-        if t not in counts_of:  # held-out node counts do not depend on the pruning
-            stop = min(t + chunk, forest.n_trees)
-            per_part = valid.client.gather(valid.step(t, stop, "counts"))
-            counts_of = {t + i: np.stack([c[i] for c in per_part])
-                         for i in range(stop - t)}
-        tree = forest.trees[t]
-        requests, info = _allocations(tree, counts_of.pop(t), options, t, len(valid.x),
-                                      halves=train is None)
-        at_own = later.at_own_scores(t)
-        sums_f = (None if train is None
-                  else train.step(t, t + 1, "sums", replaced=replaced, keep_last=True,
-                                  keep_own=later.follow, own_sums=at_own))
-        draws_f = valid.step(t, t + 1, "draws", replaced=replaced,
-                             requests=[[r] for r in requests], keep_last=True)
-        sums = None if train is None else train.reduce(sums_f)[0]
-        draws = valid.reduce(draws_f)[0]
+    calls = _CallClient()  # the futures this call makes, released where it fails
+    try:
+        setup = _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
+                       objective, options, memory_budget, host_params, "prune", calls)
+        read, obj, train, valid = setup.read, setup.objective, setup.train, setup.valid
+        if obj.renews_leaves:
+            raise ValueError(f"pruning {obj.name} models is not supported: the host renews their "
+                             "leaf values from residual percentiles")
+        forest = read.forest
+        chunk = _round_chunk(valid.client, read, train, valid, memory_budget)
+        trees = list(forest.trees)
+        usable_all, ks, shares, first = [], [], [], []
+        n_first = _first_trees(forest)
+        later = _PartitionedLaterGains(read, train is not None)  # for check_later_gains
+        own_gains: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}  # B, old_to_new per tree
         replaced = None
-        if tree.n_leaves > 1:
-            scores = _scores(tree, info, sums, draws, options, read, False)
-            usable_all.append(scores.usable[tree.internal_nodes])
-            ks.append(scores.k[tree.internal_nodes])
-            shares.append(_child_share(_Step(t, tree), scores))
-            if train is not None and t < n_first:
-                first.append(_host_and_replay(tree, scores))
-            elif train is not None:
-                later.add(t, tree, scores, sums if at_own else None)
-            replaced = prune_tree(tree, scores, read.split_score, options.prune_threshold,
-                                  options.refit_leaves)
-            if train is not None:
-                later.moved(t, tree, replaced)
-                own_gains[t] = (scores.biased, None if replaced is None else replaced[1])
-            if replaced is not None:
-                trees[t] = replaced[0]
-        bar.update(1)
-    bar.close()
-    if usable_all:
-        _warn_unusable(np.concatenate(usable_all), np.concatenate(ks), np.concatenate(shares),
-                       options.min_k, valid.n_rows, extra_frames=1, halves=train is None)
-    # as in memory: the first iteration against the model's own, then the later trees' gains
-    first_warned = bool(first) and check_against_host(*map(np.concatenate, zip(*first)), read,
-                                                      extra_frames=1)
-    if not first_warned:
-        check_later_gains(sum_later_gains(later.parts), read, "prune", extra_frames=1,
-                          first=first)
-    if later.changed_at is not None and not first_warned and not read.warnings:
-        # the later trees' gains at the pruned model's own scores, as in memory: read again
-        # where its record is lost, it is checked silently and can be pruned again
-        trees = _with_own_gains(trees, forest.tree_iteration, later.changed_at, own_gains)
-    before = sum(t.n_leaves for t in forest.trees)
-    after = sum(t.n_leaves for t in trees)
-    log.info("pruning kept %d of %d leaves", after, before)
-    # rows that decided something (not those of threshold=-inf, which keeps every split):
-    # the sketch of the held-out rows, from their partitions' summaries, as in memory
-    pruned_on = read.pruned_on
-    if threshold > -np.inf:
-        pruned_on += tuple({summary_sketch(valid.summary)} - set(pruned_on))
-    pruned = setup.adapter.write_model(unwrap_model(model), forest.with_trees(trees),
-                                       split_score=read.split_score, pruned_on=pruned_on)
-    if is_xgboost_dask_result(model):
-        return {**model, "booster": pruned}
-    return pruned
+        counts_of: dict[int, np.ndarray] = {}
+        bar = progress_bar(forest.n_trees, progress, "trees")
+        for t in range(forest.n_trees):
+            if t not in counts_of:  # held-out node counts do not depend on the pruning
+                stop = min(t + chunk, forest.n_trees)
+                per_part = valid.client.gather(valid.step(t, stop, "counts"))
+                counts_of = {t + i: np.stack([c[i] for c in per_part])
+                             for i in range(stop - t)}
+            tree = forest.trees[t]
+            requests, info = _allocations(tree, counts_of.pop(t), options, t, len(valid.x),
+                                          halves=train is None)
+            at_own = later.at_own_scores(t)
+            sums_f = (None if train is None
+                      else train.step(t, t + 1, "sums", replaced=replaced, keep_last=True,
+                                      keep_own=later.follow, own_sums=at_own))
+            draws_f = valid.step(t, t + 1, "draws", replaced=replaced,
+                                 requests=[[r] for r in requests], keep_last=True)
+            sums = None if train is None else train.reduce(sums_f)[0]
+            draws = valid.reduce(draws_f)[0]
+            replaced = None
+            if tree.n_leaves > 1:
+                scores = _scores(tree, info, sums, draws, options, read, False)
+                usable_all.append(scores.usable[tree.internal_nodes])
+                ks.append(scores.k[tree.internal_nodes])
+                shares.append(_child_share(_Step(t, tree), scores))
+                if train is not None and t < n_first:
+                    first.append(_host_and_replay(tree, scores))
+                elif train is not None:
+                    later.add(t, tree, scores, sums if at_own else None)
+                replaced = prune_tree(tree, scores, read.split_score, options.prune_threshold,
+                                      options.refit_leaves)
+                if train is not None:
+                    later.moved(t, tree, replaced)
+                    own_gains[t] = (scores.biased, None if replaced is None else replaced[1])
+                if replaced is not None:
+                    trees[t] = replaced[0]
+            bar.update(1)
+        bar.close()
+        if usable_all:
+            _warn_unusable(np.concatenate(usable_all), np.concatenate(ks), np.concatenate(shares),
+                           options.min_k, valid.n_rows, extra_frames=1, halves=train is None)
+        # as in memory: the first iteration against the model's own, then the later trees' gains
+        first_warned = bool(first) and check_against_host(*map(np.concatenate, zip(*first)), read,
+                                                          extra_frames=1)
+        if not first_warned:
+            check_later_gains(sum_later_gains(later.parts), read, "prune", extra_frames=1,
+                              first=first)
+        if later.changed_at is not None and not first_warned and not read.warnings:
+            # the later trees' gains at the pruned model's own scores, as in memory: read again
+            # where its record is lost, it is checked silently and can be pruned again
+            trees = _with_own_gains(trees, forest.tree_iteration, later.changed_at, own_gains)
+        before = sum(t.n_leaves for t in forest.trees)
+        after = sum(t.n_leaves for t in trees)
+        log.info("pruning kept %d of %d leaves", after, before)
+        # rows that decided something (not those of threshold=-inf, which keeps every split):
+        # the sketch of the held-out rows, from their partitions' summaries, as in memory
+        pruned_on = read.pruned_on
+        if threshold > -np.inf:
+            pruned_on += tuple({summary_sketch(valid.summary)} - set(pruned_on))
+        pruned = setup.adapter.write_model(unwrap_model(model), forest.with_trees(trees),
+                                           split_score=read.split_score, pruned_on=pruned_on)
+        if is_xgboost_dask_result(model):
+            return {**model, "booster": pruned}
+        return pruned
+    except BaseException:
+        calls.release()
+        raise
 
 
 class _PartitionedLaterGains:
