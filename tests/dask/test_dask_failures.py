@@ -14,6 +14,7 @@ import pytest
 import unbiased_criteria as uc
 
 da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
 lightgbm = pytest.importorskip("lightgbm")
 
 
@@ -28,17 +29,24 @@ def _d(a):
 
 
 def _held(client):
-    """The client's futures' keys and the bytes its workers hold, once the releases sent
-    (asynchronously) have landed."""
+    """The client's futures' keys and the data its workers hold."""
+    return set(client.futures), sum(
+        client.run(lambda dask_worker: len(dask_worker.data)).values())
+
+
+def _settles_at(client, before, seconds=30.0) -> bool:
+    """Whether the client comes to hold the futures of ``before``, and its workers no more
+    data (releases are sent asynchronously, and the workers free their data when the
+    scheduler says so; an earlier test's may still be on their way out)."""
     gc.collect()
-    for _ in range(50):
-        keys = set(client.futures)
-        held = sum(client.run(lambda dask_worker: len(dask_worker.data)).values())
-        time.sleep(0.1)
-        if keys == set(client.futures) and held == sum(
-                client.run(lambda dask_worker: len(dask_worker.data)).values()):
-            return keys, held
-    return keys, held
+    deadline = time.monotonic() + seconds
+    while True:
+        keys, data = _held(client)
+        if keys == before[0] and data <= before[1]:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
 
 
 @pytest.mark.parametrize("call", ["importance", "prune"])
@@ -47,6 +55,7 @@ def test_a_failed_call_leaves_the_client_holding_what_it_held(client, call):
     model = lightgbm.LGBMRegressor(n_estimators=5, verbose=-1, n_jobs=1).fit(X, y)
     # the user's own persisted partitions: the call's failure must not take them
     X_mine = _d(X).persist()
+    distributed.wait(X_mine)
     before = _held(client)
     entry = uc.unbiased_importance if call == "importance" else uc.prune
     for _ in range(3):
@@ -54,5 +63,5 @@ def test_a_failed_call_leaves_the_client_holding_what_it_held(client, call):
         bad[-1] = np.nan  # found by the last held-out partition's task
         with pytest.raises(ValueError, match="y_valid contains NaN"):
             entry(model, X_mine, _d(y), _d(Xv), _d(bad), random_state=0)
-        assert _held(client) == before
+        assert _settles_at(client, before), (_held(client), before)
     np.testing.assert_array_equal(X_mine.compute(), X)
