@@ -52,19 +52,24 @@ from unbiased_criteria.api import (
     warn_held_out_rows,
 )
 from unbiased_criteria.dumps import Dump
-from unbiased_criteria.gains import log_weight_sums, scale_from_log_sums
+from unbiased_criteria.gains import NodeSums, biased_gain, log_weight_sums, scale_from_log_sums
 from unbiased_criteria.host_gains import (
+    LATER_GAIN_RTOL,
     PRUNE_CHECK_TREES,
+    _as_stored,
     _first_trees,
     _host_and_replay,
     _with_own_gains,
     check_against_host,
     check_later_gains,
     later_gains,
+    later_start,
     leaves_unchanged,
     sum_later_gains,
+    tie_candidates,
+    with_ties,
 )
-from unbiased_criteria.importance import stack_replicates
+from unbiased_criteria.importance import TreeScores, stack_replicates
 from unbiased_criteria.model import Model, UnsupportedModelError, chunk_size
 from unbiased_criteria.objectives import Objective
 from unbiased_criteria.options import GainOptions, check_bool, check_memory_budget
@@ -227,7 +232,8 @@ def _start(job: _Job, x, y, w, names, held_out: bool, index: int, offset: int,
            half_a: int | None, hashed: bool):
     x_name, y_name, w_name = names
     x = _matched(job, x, x_name)
-    n = _router(job, x, x_name).n_rows  # checks the features as in memory
+    router = _router(job, x, x_name)  # checks the features as in memory
+    n = router.n_rows
     if job.classes is not None:
         y = encode_classes(y, job.classes, y_name)
     labels = check_labels(y, n, y_name, job.objective)
@@ -237,7 +243,8 @@ def _start(job: _Job, x, y, w, names, held_out: bool, index: int, offset: int,
         weight = by_class if weight is None else weight * by_class
     state = start_partition(job.read, labels, weight, held_out=held_out, index=index,
                             offset=offset, options=job.options, half_a=half_a)
-    stats = [np.array([n, 0 if weight is None else np.count_nonzero(weight)])]
+    stats = [np.array([n, 0 if weight is None else np.count_nonzero(weight),
+                       router.feature_values is not None])]
     if not hashed:
         return state, stats
     hashes = row_hashes(x, labels)  # as in memory: the rows' values and their labels
@@ -250,7 +257,8 @@ def _step(job: _Job, state, x, x_name: str, start: int, stop: int, what: str, re
     return partition_step(state, job.read, job.objective, router.leaf_nodes, router.chunk,
                           start, stop, what=what, replaced=replaced, requests=requests,
                           keep_last=keep_last, options=job.options, index=index,
-                          keep_own=keep_own, own_sums=own_sums)
+                          keep_own=keep_own, own_sums=own_sums,
+                          feature_values=router.feature_values)
 
 
 # ---- the client's side ---------------------------------------------------------------------
@@ -277,6 +285,7 @@ class _Rows:
         self.n_rows = int(sum(lengths))
         self.largest = int(max(lengths))
         self.job = self.states = None
+        self.reads_values = False
         #: the summary of the rows' hashes, where asked for
         self.summary: HashSummary | None = None
 
@@ -307,7 +316,9 @@ class _Rows:
                    for i in self.index]
         parts = self._split(started, 3 if hashed else 2)
         self.states, info = parts[0], parts[1]
-        nonzero = self.reduce(info)[0][1]
+        _, nonzero, values = self.reduce(info)[0]
+        #: the adapter reads the rows' feature values (the gain checks' ties at a threshold)
+        self.reads_values = bool(values)
         if self.weighted and nonzero == 0:
             raise ValueError(f"{names[2]} is 0 for every row: those rows carry no evidence")
         if hashed:
@@ -329,6 +340,18 @@ class _Rows:
         ]
         self.states, stats = self._split(results)
         return stats
+
+    def ties(self, states, start, stop, requests, **step) -> list[np.ndarray]:
+        """The summed :func:`partition_step` ``"ties"`` of trees ``start..stop-1`` from
+        ``states``, those a ``"sums"`` step started from (``step``: its arguments); the
+        partitions keep their current states."""
+        results = [
+            self.client.submit(_step, self.job, s, x, self.names[0], start, stop, "ties",
+                               step.get("replaced"), requests, step.get("keep_last", False),
+                               i, step.get("keep_own", False), False, pure=False)
+            for s, x, i in zip(states, self.x, self.index)
+        ]
+        return self.reduce(self._split(results)[1])
 
     def reduce(self, stats, combine=add_stats):
         """The partitions' results combined (added up) in a tree of tasks on the workers."""
@@ -620,6 +643,40 @@ def _scores(tree, info, sums, draws, options, read, jack):
     return tree_scores(tree, sums, n_valid, k, usable, draws, options, read.split_score, jack)
 
 
+def _training_scores(tree, sums: np.ndarray, score) -> TreeScores:
+    """What the gain checks read of a tree's scores (``B``, the training rows' sums and
+    counts), from the training partitions' summed ``[G, H, n]`` before any held-out draw:
+    ``B`` as :func:`~unbiased_criteria.partitioned.tree_scores` gives it, the held-out
+    fields empty."""
+    node_sums = NodeSums(sums[0], sums[1], np.rint(sums[2]).astype(np.int64))
+    none = np.zeros(tree.n_nodes, dtype=np.int64)
+    return TreeScores(biased_gain(tree, node_sums, score), np.full(tree.n_nodes, np.nan),
+                      none, none.astype(bool), node_sums.n, none, node_sums)
+
+
+def _compared(read: Model, train: _Rows, before, start: int, stop: int,
+              scores: dict[int, TreeScores], rtol: float = 1e-3, at_own: bool = False,
+              **step) -> dict[int, TreeScores]:
+    """Trees ``start..stop-1``'s ``scores`` as compared with the model's stored gains, as in
+    memory (:func:`~unbiased_criteria.host_gains.comparable_gains`: HistGradientBoosting's
+    root term, XGBoost's exact-method ties at a threshold), by the same two functions
+    (:func:`~unbiased_criteria.host_gains.tie_candidates`, :func:`~unbiased_criteria.
+    host_gains.with_ties`). The ties' sums take one more pass over the training partitions,
+    from ``before`` (the states their ``"sums"`` step started from, ``step`` its arguments;
+    ``at_own``: at the model's own scores), only where a numeric split misses its stored
+    gain and the adapter reads the rows' values."""
+    trees = read.forest.trees
+    candidates = {t: tie_candidates(read, trees[t], s, rtol) for t, s in scores.items()}
+    ties: dict[int, np.ndarray] = {}
+    if train.reads_values and any(c.size for c in candidates.values()):
+        requests = [(candidates[t], at_own) if t in candidates and candidates[t].size
+                    else None for t in range(start, stop)]
+        summed = train.ties(before, start, stop, requests, **step)
+        ties = {t: summed[t - start] for t in candidates}
+    return {t: with_ties(read, trees[t], s, candidates[t], ties.get(t))
+            for t, s in scores.items()}
+
+
 def unbiased_importance(
     model, X_train, y_train, X_valid, y_valid, *, train_weight=None, valid_weight=None,
     objective=None, n_draws=1, min_k=5, random_state=None, cross_fit=True, n_blocks=20,
@@ -651,10 +708,17 @@ def unbiased_importance(
         later: list[tuple[int, int, int]] = []  # for check_later_gains
         for start in range(0, forest.n_trees, chunk):
             stop = min(start + chunk, forest.n_trees)
+            before = None if train is None else train.states  # for _compared's ties
             sums_f = [] if train is None else train.step(start, stop, "sums")
             counts_f = valid.step(start, stop, "counts")
             _progress(progress, sums_f + counts_f)
             sums = [None] * (stop - start) if train is None else train.reduce(sums_f)
+            # what the checks compare, as in memory, from the training sums alone
+            stored = {} if train is None else _compared(
+                read, train, before, start, stop,
+                {t: _training_scores(forest.trees[t], sums[t - start], read.split_score)
+                 for t in range(start, stop) if forest.trees[t].n_leaves > 1})
+            before = None
             per_part = valid.client.gather(counts_f)
             requests = [[] for _ in valid.x]
             about = []
@@ -675,9 +739,9 @@ def unbiased_importance(
                 scores = _scores(tree, about[i], sums[i], draws[i], options, read, jack)
                 records.append(_split_records(_Step(t, tree), scores, int(forest.tree_class[t])))
                 if train is not None and t < n_first:
-                    first.append(_host_and_replay(tree, scores))
+                    first.append(_host_and_replay(tree, stored[t]))
                 elif train is not None:
-                    later.append((t, *later_gains(tree, scores)))
+                    later.append((t, *later_gains(tree, stored[t])))
                 shares.append(_child_share(_Step(t, tree), scores))
                 inner = tree.internal_nodes
                 if scores.jackknife is not None:
@@ -695,7 +759,8 @@ def unbiased_importance(
         # as in memory: the first iteration against the model's own, then the later trees' gains
         if not (first and check_against_host(*map(np.concatenate, zip(*first)), read,
                                              extra_frames=1)):
-            check_later_gains(sum_later_gains(later), read, "importance", extra_frames=1,
+            check_later_gains(sum_later_gains(later, later_start(read) or 0), read,
+                              "importance", extra_frames=1,
                               first=first)
         return report
     except BaseException:
@@ -761,9 +826,10 @@ def prune(
             requests, info = _allocations(tree, counts_of.pop(t), options, t, len(valid.x),
                                           halves=train is None)
             at_own = later.at_own_scores(t)
+            before = None if train is None else train.states  # for _compared's ties
+            step = {"replaced": replaced, "keep_last": True, "keep_own": later.follow}
             sums_f = (None if train is None
-                      else train.step(t, t + 1, "sums", replaced=replaced, keep_last=True,
-                                      keep_own=later.follow, own_sums=at_own))
+                      else train.step(t, t + 1, "sums", own_sums=at_own, **step))
             draws_f = valid.step(t, t + 1, "draws", replaced=replaced,
                                  requests=[[r] for r in requests], keep_last=True)
             sums = None if train is None else train.reduce(sums_f)[0]
@@ -774,15 +840,20 @@ def prune(
                 usable_all.append(scores.usable[tree.internal_nodes])
                 ks.append(scores.k[tree.internal_nodes])
                 shares.append(_child_share(_Step(t, tree), scores))
+                def compared(scores, rtol, at_own=False, t=t, before=before, step=step):
+                    return _compared(read, train, before, t, t + 1, {t: scores}, rtol,
+                                     at_own, **step)[t]
+
                 if train is not None and t < n_first:
-                    first.append(_host_and_replay(tree, scores))
+                    first.append(_host_and_replay(tree, compared(scores, 1e-3)))
                 elif train is not None:
-                    later.add(t, tree, scores, sums if at_own else None)
+                    later.add(t, tree, scores, sums if at_own else None, compared)
                 replaced = prune_tree(tree, scores, read.split_score, options.prune_threshold,
                                       options.refit_leaves)
                 if train is not None:
                     later.moved(t, tree, replaced)
-                    own_gains[t] = (scores.biased, None if replaced is None else replaced[1])
+                    own_gains[t] = (_as_stored(read, tree, scores).biased,
+                                    None if replaced is None else replaced[1])
                 if replaced is not None:
                     trees[t] = replaced[0]
             bar.update(1)
@@ -794,12 +865,14 @@ def prune(
         first_warned = bool(first) and check_against_host(*map(np.concatenate, zip(*first)), read,
                                                           extra_frames=1)
         if not first_warned:
-            check_later_gains(sum_later_gains(later.parts), read, "prune", extra_frames=1,
+            check_later_gains(sum_later_gains(later.parts, later_start(read) or 0), read,
+                              "prune", extra_frames=1,
                               first=first)
         if later.changed_at is not None and not first_warned and not read.warnings:
             # the later trees' gains at the pruned model's own scores, as in memory: read again
             # where its record is lost, it is checked silently and can be pruned again
-            trees = _with_own_gains(trees, forest.tree_iteration, later.changed_at, own_gains)
+            trees = _with_own_gains(trees, forest.tree_iteration, later.changed_at, own_gains,
+                                    float32=read.host != "sklearn")
         before = sum(t.n_leaves for t in forest.trees)
         after = sum(t.n_leaves for t in trees)
         log.info("pruning kept %d of %d leaves", after, before)
@@ -841,17 +914,20 @@ class _PartitionedLaterGains:
         return (self.follow and self.changed_at is not None
                 and int(self.iteration_of[t]) != self.changed_at)
 
-    def add(self, t: int, tree, scores, sums: np.ndarray | None) -> None:
-        """Compare tree ``t``'s gains (``sums``: with those at the model's own scores)."""
+    def add(self, t: int, tree, scores, sums: np.ndarray | None, compared) -> None:
+        """Compare tree ``t``'s gains (``sums``: with those at the model's own scores), as
+        ``compared(scores, rtol, at_own)`` gives them (:func:`_compared`), as in memory."""
         if self.changed_at is None or self.changed_at == int(self.iteration_of[t]):
-            self.parts.append((t, *later_gains(tree, scores)))
+            self.parts.append((t, *later_gains(tree, compared(scores, LATER_GAIN_RTOL))))
             return
         if sums is None:
             return
         self.left -= 1
         self.follow = self.left > 0
-        own = own_biased_gain(tree, sums, self.read.split_score)
-        self.parts.append((t, *later_gains(tree, replace(scores, biased=own))))
+        own = NodeSums(sums[3], sums[4], np.rint(sums[2]).astype(np.int64))
+        at_own = replace(scores, biased=own_biased_gain(tree, sums, self.read.split_score),
+                         sums=own)
+        self.parts.append((t, *later_gains(tree, compared(at_own, LATER_GAIN_RTOL, True))))
 
     def moved(self, t: int, tree, out) -> None:
         """Note the first iteration whose pruning moved the training rows' scores (a leaf
