@@ -353,24 +353,38 @@ def comparable_gains(read: Model, tree, scores: TreeScores, nodes: np.ndarray | 
     ``h``: the training rows' leaves and weighted gradients and hessians at the scores ``B``
     was computed from; ``feature_values``: :attr:`~unbiased_criteria.model.Router.
     feature_values` (None: the adapter cannot read the rows' values, nothing replaced)."""
+    candidates = tie_candidates(read, tree, scores, rtol)
+    if feature_values is None or nodes is None or not candidates.size:
+        return with_ties(read, tree, scores, candidates, None)
+    return with_ties(read, tree, scores, candidates,
+                     tie_sums(tree, candidates, nodes, g, h, feature_values))
+
+
+def tie_candidates(read: Model, tree, scores: TreeScores, rtol: float = 1e-3) -> np.ndarray:
+    """The numeric splits of ``tree`` whose ``B`` (as stored, :func:`_as_stored`) misses the
+    stored gain beyond ``rtol``: those :func:`comparable_gains` tries the other side of a tie
+    at (their training rows at the threshold: :func:`tie_sums`)."""
+    if tree.n_leaves == 1:
+        return np.zeros(0, dtype=np.intp)
     stored = _as_stored(read, tree, scores)
-    if feature_values is None or nodes is None or tree.n_leaves == 1:
-        return stored
     inner = tree.internal_nodes
     host = np.asarray(tree.host_gain, dtype=np.float64)
     B = np.asarray(stored.biased, dtype=np.float64)
     with np.errstate(invalid="ignore"):
         miss = np.isfinite(host) & np.isfinite(B) & (np.abs(B - host) > rtol * np.abs(host))
-    candidates = inner[miss[inner] & ~tree.categorical[inner]
-                       & np.isfinite(tree.threshold[inner])]
-    if not candidates.size:
-        return stored
-    out = B.copy()
-    G, H, score = scores.sums.G, scores.sums.H, read.split_score
+    return inner[miss[inner] & ~tree.categorical[inner] & np.isfinite(tree.threshold[inner])]
+
+
+def tie_sums(tree, candidates: np.ndarray, nodes: np.ndarray, g: np.ndarray, h: np.ndarray,
+             feature_values) -> np.ndarray:
+    """``(3, len(candidates))``: the sums of ``g``, ``h`` and the count of the training rows
+    at each candidate split's threshold below it (``nodes``: the rows' leaves;
+    ``feature_values``: :attr:`~unbiased_criteria.model.Router.feature_values`). Sums over
+    rows: partitions' add up (Dask)."""
+    out = np.zeros((3, len(candidates)))
     read_features: dict[int, np.ndarray] = {}
     below = tree.descendants
-    at_left = tree.rules.operator == "<="  # where the rows at the threshold go
-    for node in candidates:
+    for i, node in enumerate(candidates):
         j = int(tree.feature[node])
         if j not in read_features:
             read_features[j] = feature_values(j)
@@ -379,9 +393,29 @@ def comparable_gains(read: Model, tree, scores: TreeScores, nodes: np.ndarray | 
         under = np.zeros(tree.n_nodes, dtype=bool)
         under[below.indices[below.indptr[node]:below.indptr[node + 1]]] = True
         tie = tie[under[nodes[tie]]]
-        if not tie.size:
+        out[:, i] = float(np.sum(g[tie])), float(np.sum(h[tie])), tie.size
+    return out
+
+
+def with_ties(read: Model, tree, scores: TreeScores, candidates: np.ndarray,
+              ties: np.ndarray | None) -> TreeScores:
+    """``scores`` as compared with the model's stored gains (:func:`_as_stored`), each
+    candidate split's ``B`` (:func:`tie_candidates`) replaced by that of the other side of
+    its tie where that is nearer the stored gain; ``ties``: their :func:`tie_sums` (in
+    memory, or added over partitions), None: nothing replaced. What
+    :func:`comparable_gains` gives; the Dask engine calls it with the partitions' sums."""
+    stored = _as_stored(read, tree, scores)
+    if ties is None or not len(candidates):
+        return stored
+    host = np.asarray(tree.host_gain, dtype=np.float64)
+    B = np.asarray(stored.biased, dtype=np.float64)
+    out = B.copy()
+    G, H, score = scores.sums.G, scores.sums.H, read.split_score
+    at_left = tree.rules.operator == "<="  # where the rows at the threshold go
+    for i, node in enumerate(candidates):
+        moved_g, moved_h, count = ties[:, i]
+        if not count:
             continue
-        moved_g, moved_h = float(np.sum(g[tie])), float(np.sum(h[tie]))
         L, R = int(tree.left[node]), int(tree.right[node])
         sign = 1.0 if at_left else -1.0  # their sums leave that child for the other
         extra = tree.l2_extra[node]

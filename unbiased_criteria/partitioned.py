@@ -51,6 +51,7 @@ from .gains import (
     leave_one_out,
     rank_bins,
 )
+from .host_gains import tie_sums
 from .importance import TreeScores, without_flat_nodes
 from .model import Model
 from .objectives import Objective
@@ -183,6 +184,7 @@ def partition_step(
     index: int = 0,
     keep_own: bool = False,
     own_sums: bool = False,
+    feature_values: Callable[[int], np.ndarray] | None = None,
 ) -> tuple[PartitionState, list[np.ndarray]]:
     """Trees ``start..stop-1`` on one partition: the new state and per-tree arrays to add up.
 
@@ -201,6 +203,12 @@ def partition_step(
     ``(2, 3, n_nodes)``, the draw sums of direction 1 (ratios from B) and 2 (from A), and the
     halves' G per jackknife block ``(2, n_nodes, n_blocks)``, with ``requests[i]`` a pair of
     requests.
+
+    ``"ties"`` (training rows, the gain checks): for each tree the
+    :func:`~unbiased_criteria.host_gains.tie_sums` ``(3, n_candidates)`` of ``requests[i]``
+    ``(candidates, at_own)`` (None: none), at the scores ``"sums"`` gives the tree's sums at
+    (``at_own``: those at the model's own scores), the rows' values read by
+    ``feature_values``. Run it on the state ``"sums"`` started from, with the same arguments.
 
     For ``"sums"`` and ``"draws"`` the scores advance: first the pending tree is added
     (``replaced``: the new tree and old-to-new node map that replace it), then each tree after
@@ -227,8 +235,8 @@ def partition_step(
     if what == "counts":
         out = [_counts(forest.trees[t], leaf_ids(t), state.half) for t in range(start, stop)]
         return replace(state, leaves=leaves, leaves_from=leaves_from), out
-    if what not in ("sums", "draws"):
-        raise ValueError(f"what must be 'counts', 'sums' or 'draws', got {what!r}")
+    if what not in ("sums", "draws", "ties"):
+        raise ValueError(f"what must be 'counts', 'sums', 'draws' or 'ties', got {what!r}")
 
     raw = state.raw.copy()
     g, h, iteration = state.g, state.h, state.iteration
@@ -276,6 +284,18 @@ def partition_step(
                     sums += [tree.node_sums(nodes, own_g[:, cls]),
                              tree.node_sums(nodes, own_h[:, cls])]
             out.append(np.stack(sums))
+        elif what == "ties":
+            if requests[i] is None:
+                out.append(np.zeros((3, 0)))
+            else:
+                candidates, at_own = requests[i]
+                if at_own and own is not None:  # as own_sums takes them
+                    if own_iteration != it:
+                        own_g, own_h = _grad_hess(objective, rows,
+                                                  (own + shift).astype(forest.score_dtype))
+                        own_iteration = it
+                    gt, ht = own_g[:, cls], own_h[:, cls]
+                out.append(tie_sums(tree, candidates, nodes, gt, ht, feature_values))
         elif state.half is None:
             out.append(_draw_sums(tree, nodes, gt, ht, state.blocks, requests[i], options,
                                   index, t))
@@ -493,7 +513,8 @@ def halves_tree_scores(
     biased, gain, usable, jackknife = without_flat_nodes(
         tree, every, biased_gain(tree, every, score), gain, usable, jackknife,
         MIN_HESSIAN * options.weight_scale)
-    return TreeScores(biased, gain, u.k, usable, a.n, every.n, a, jackknife)
+    k = np.minimum(u.k, u2.k) if options.cross_fit else u.k  # the smaller draw, as in memory
+    return TreeScores(biased, gain, k, usable, a.n, every.n, a, jackknife)
 
 
 def own_biased_gain(tree: Tree, sums: np.ndarray, score) -> np.ndarray:

@@ -26,6 +26,7 @@ import importlib
 import logging
 import operator
 import warnings
+import weakref
 from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
@@ -55,19 +56,24 @@ from unbiased_criteria.api import (
     warn_held_out_rows,
 )
 from unbiased_criteria.dumps import Dump
-from unbiased_criteria.gains import log_weight_sums, scale_from_log_sums
+from unbiased_criteria.gains import NodeSums, biased_gain, log_weight_sums, scale_from_log_sums
 from unbiased_criteria.host_gains import (
+    LATER_GAIN_RTOL,
     PRUNE_CHECK_TREES,
+    _as_stored,
     _first_trees,
     _host_and_replay,
     _with_own_gains,
     check_against_host,
     check_later_gains,
     later_gains,
+    later_start,
     leaves_unchanged,
     sum_later_gains,
+    tie_candidates,
+    with_ties,
 )
-from unbiased_criteria.importance import stack_replicates
+from unbiased_criteria.importance import TreeScores, stack_replicates
 from unbiased_criteria.model import Model, UnsupportedModelError, chunk_size
 from unbiased_criteria.objectives import Objective
 from unbiased_criteria.options import GainOptions, check_bool, check_memory_budget
@@ -147,6 +153,53 @@ def _client():
         ) from None
 
 
+class _CallClient:
+    """The client as one call uses it: every future it makes through :meth:`submit`,
+    :meth:`map`, :meth:`compute` and :meth:`scatter` is noted (weakly: those the call drops
+    are released as it goes), so that where the call fails, :meth:`release` releases those
+    still held. A failed call's exception holds the frames that hold its futures (and a
+    failed future's state holds the exception), so without it every partition stayed on
+    the workers. Released, not cancelled: a key others hold (a persisted collection's
+    partition) stays theirs. Anything else is the client's own."""
+
+    def __init__(self) -> None:
+        self._client: Any = None
+        self._made: weakref.WeakSet = weakref.WeakSet()
+
+    def using(self, client) -> _CallClient:
+        self._client = client
+        return self
+
+    def _noted(self, out):
+        from distributed.client import futures_of
+
+        for future in futures_of(out):
+            self._made.add(future)
+        return out
+
+    def submit(self, *args, **kwargs):
+        return self._noted(self._client.submit(*args, **kwargs))
+
+    def map(self, *args, **kwargs):
+        return self._noted(self._client.map(*args, **kwargs))
+
+    def compute(self, *args, **kwargs):
+        return self._noted(self._client.compute(*args, **kwargs))
+
+    def scatter(self, *args, **kwargs):
+        return self._noted(self._client.scatter(*args, **kwargs))
+
+    def __getattr__(self, name: str):
+        return getattr(self._client, name)
+
+    def release(self) -> None:
+        """Release every future of the call still held (a failed call's): the client then
+        holds what it held before the call."""
+        for future in list(self._made):
+            future.release()
+        self._made = weakref.WeakSet()
+
+
 # ---- tasks (run on the workers) ----------------------------------------------------------
 
 def _n_rows(x) -> int:
@@ -183,7 +236,8 @@ def _start(job: _Job, x, y, w, names, held_out: bool, index: int, offset: int,
            half_a: int | None, hashed: bool):
     x_name, y_name, w_name = names
     x = _matched(job, x, x_name)
-    n = _router(job, x, x_name).n_rows  # checks the features as in memory
+    router = _router(job, x, x_name)  # checks the features as in memory
+    n = router.n_rows
     if job.classes is not None:
         y = encode_classes(y, job.classes, y_name)
     labels = check_labels(y, n, y_name, job.objective)
@@ -193,7 +247,8 @@ def _start(job: _Job, x, y, w, names, held_out: bool, index: int, offset: int,
         weight = by_class if weight is None else weight * by_class
     state = start_partition(job.read, labels, weight, held_out=held_out, index=index,
                             offset=offset, options=job.options, half_a=half_a)
-    stats = [np.array([n, 0 if weight is None else np.count_nonzero(weight)])]
+    stats = [np.array([n, 0 if weight is None else np.count_nonzero(weight),
+                       router.feature_values is not None])]
     if not hashed:
         return state, stats
     hashes = row_hashes(x, labels)  # as in memory: the rows' values and their labels
@@ -206,7 +261,8 @@ def _step(job: _Job, state, x, x_name: str, start: int, stop: int, what: str, re
     return partition_step(state, job.read, job.objective, router.leaf_nodes, router.chunk,
                           start, stop, what=what, replaced=replaced, requests=requests,
                           keep_last=keep_last, options=job.options, index=index,
-                          keep_own=keep_own, own_sums=own_sums)
+                          keep_own=keep_own, own_sums=own_sums,
+                          feature_values=router.feature_values)
 
 
 # ---- the client's side ---------------------------------------------------------------------
@@ -233,6 +289,7 @@ class _Rows:
         self.n_rows = int(sum(lengths))
         self.largest = int(max(lengths))
         self.job = self.states = None
+        self.reads_values = False
         #: the summary of the rows' hashes, where asked for
         self.summary: HashSummary | None = None
 
@@ -263,7 +320,9 @@ class _Rows:
                    for i in self.index]
         parts = self._split(started, 3 if hashed else 2)
         self.states, info = parts[0], parts[1]
-        nonzero = self.reduce(info)[0][1]
+        _, nonzero, values = self.reduce(info)[0]
+        #: the adapter reads the rows' feature values (the gain checks' ties at a threshold)
+        self.reads_values = bool(values)
         if self.weighted and nonzero == 0:
             raise ValueError(f"{names[2]} is 0 for every row: those rows carry no evidence")
         if hashed:
@@ -285,6 +344,18 @@ class _Rows:
         ]
         self.states, stats = self._split(results)
         return stats
+
+    def ties(self, states, start, stop, requests, **step) -> list[np.ndarray]:
+        """The summed :func:`partition_step` ``"ties"`` of trees ``start..stop-1`` from
+        ``states``, those a ``"sums"`` step started from (``step``: its arguments); the
+        partitions keep their current states."""
+        results = [
+            self.client.submit(_step, self.job, s, x, self.names[0], start, stop, "ties",
+                               step.get("replaced"), requests, step.get("keep_last", False),
+                               i, step.get("keep_own", False), False, pure=False)
+            for s, x, i in zip(states, self.x, self.index)
+        ]
+        return self.reduce(self._split(results)[1])
 
     def reduce(self, stats, combine=add_stats):
         """The partitions' results combined (added up) in a tree of tasks on the workers."""
@@ -420,7 +491,7 @@ class _Setup:
 
 
 def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight, objective,
-           options, memory_budget, host_params, needed_for) -> _Setup:
+           options, memory_budget, host_params, needed_for, calls: _CallClient) -> _Setup:
     # the in-memory path's check, first as there (int() took 0 and -5 silently and failed
     # on text and NaN without naming memory_budget)
     memory_budget = check_memory_budget(memory_budget)
@@ -440,26 +511,31 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
     if same:
         training_rows_held_out(needed_for, stacklevel=4)  # prune: raises
     classes = getattr(host_model, "classes_", None)
-    per_class = None
-    if read.class_weight is not None and classes is not None:
-        import dask
-
-        # "balanced" needs the labels' counts: the labels, and only they, come to the client
-        balanced = isinstance(read.class_weight, str)
-        yt = np.asarray(dask.compute(y_train)[0]) if balanced and y_train is not None else None
-        yv = np.asarray(dask.compute(y_valid)[0]) if balanced and y_train is None else None
-        per_class = _class_weights(read, classes, yt, yv, extra_frames=1)
     from_labels = obj is None
-    labels = None
-    if (read.bias_from_labels or from_labels or read.init_score_unseen) and y_train is not None:
-        # the init score (LightGBM's boost_from_average; the one a model without it would
-        # have had) and is_unbalance's class weights are functions of all training labels:
-        # the labels, and only they, come to the client
+    # class_weight='balanced' (the labels' counts), the init score (LightGBM's
+    # boost_from_average; the one a model without it would have had) and is_unbalance's
+    # class weights are functions of all training labels: the labels, and only they, come
+    # to the client, once for all of these (each compute runs their graph again)
+    weighted_classes = read.class_weight is not None and classes is not None
+    balanced = weighted_classes and isinstance(read.class_weight, str)
+    for_bias = (read.bias_from_labels or from_labels or read.init_score_unseen) \
+        and y_train is not None
+    y_all = w_all = None
+    if y_train is not None and (balanced or for_bias):
         import dask
 
-        log.info("collecting the training labels for the init score")
-        y_all, w_all = dask.compute(y_train, train_weight)
+        log.info("collecting the training labels")
+        y_all, w_all = dask.compute(y_train, train_weight if for_bias else None)
         y_all = np.asarray(y_all)
+    per_class = None
+    if weighted_classes:
+        import dask
+
+        yv = np.asarray(dask.compute(y_valid)[0]) if balanced and y_train is None else None
+        per_class = _class_weights(read, classes, y_all if balanced else None, yv,
+                                   extra_frames=1)
+    labels = None
+    if for_bias:
         if classes is not None:
             y_all = encode_classes(y_all, classes, "y_train")
         if from_labels:
@@ -467,6 +543,8 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
             _check_objective(obj)
         y_all = check_labels(y_all, y_all.shape[0], "y_train", obj)
         w_all = check_weight(w_all, y_all.shape[0], "train_weight")
+        if w_all is not None and not w_all.any():  # as in memory (the init score divides)
+            raise ValueError("train_weight is 0 for every row: those rows carry no evidence")
         if per_class is not None:
             by_class = per_class[y_all.astype(np.int64)]
             w_all = by_class if w_all is None else w_all * by_class
@@ -489,7 +567,7 @@ def _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight
     # a model that stores no categories reads each frame's category codes: the held-out
     # partitions' are coded as the training frame's, by value, as in memory
     categories_like = _categories_like(adapter, host_model, read, X_train, X_valid)
-    client = _client()
+    client = calls.using(_client())
     valid = _Rows(client, X_valid, y_valid, valid_weight, ("X_valid", "y_valid", "valid_weight"))
     train = None if X_train is None else _Rows(client, X_train, y_train, train_weight,
                                                ("X_train", "y_train", "train_weight"))
@@ -583,6 +661,40 @@ def _scores(tree, info, sums, draws, options, read, jack):
     return tree_scores(tree, sums, n_valid, k, usable, draws, options, read.split_score, jack)
 
 
+def _training_scores(tree, sums: np.ndarray, score) -> TreeScores:
+    """What the gain checks read of a tree's scores (``B``, the training rows' sums and
+    counts), from the training partitions' summed ``[G, H, n]`` before any held-out draw:
+    ``B`` as :func:`~unbiased_criteria.partitioned.tree_scores` gives it, the held-out
+    fields empty."""
+    node_sums = NodeSums(sums[0], sums[1], np.rint(sums[2]).astype(np.int64))
+    none = np.zeros(tree.n_nodes, dtype=np.int64)
+    return TreeScores(biased_gain(tree, node_sums, score), np.full(tree.n_nodes, np.nan),
+                      none, none.astype(bool), node_sums.n, none, node_sums)
+
+
+def _compared(read: Model, train: _Rows, before, start: int, stop: int,
+              scores: dict[int, TreeScores], rtol: float = 1e-3, at_own: bool = False,
+              **step) -> dict[int, TreeScores]:
+    """Trees ``start..stop-1``'s ``scores`` as compared with the model's stored gains, as in
+    memory (:func:`~unbiased_criteria.host_gains.comparable_gains`: HistGradientBoosting's
+    root term, XGBoost's exact-method ties at a threshold), by the same two functions
+    (:func:`~unbiased_criteria.host_gains.tie_candidates`, :func:`~unbiased_criteria.
+    host_gains.with_ties`). The ties' sums take one more pass over the training partitions,
+    from ``before`` (the states their ``"sums"`` step started from, ``step`` its arguments;
+    ``at_own``: at the model's own scores), only where a numeric split misses its stored
+    gain and the adapter reads the rows' values."""
+    trees = read.forest.trees
+    candidates = {t: tie_candidates(read, trees[t], s, rtol) for t, s in scores.items()}
+    ties: dict[int, np.ndarray] = {}
+    if train.reads_values and any(c.size for c in candidates.values()):
+        requests = [(candidates[t], at_own) if t in candidates and candidates[t].size
+                    else None for t in range(start, stop)]
+        summed = train.ties(before, start, stop, requests, **step)
+        ties = {t: summed[t - start] for t in candidates}
+    return {t: with_ties(read, trees[t], s, candidates[t], ties.get(t))
+            for t, s in scores.items()}
+
+
 def unbiased_importance(
     model, X_train, y_train, X_valid, y_valid, *, train_weight=None, valid_weight=None,
     objective=None, n_draws=1, min_k=5, random_state=None, cross_fit=True, n_blocks=20,
@@ -601,66 +713,79 @@ def unbiased_importance(
             n_jobs=n_jobs)
     options = GainOptions(n_draws=n_draws, min_k=min_k, random_state=random_state,
                           cross_fit=cross_fit, n_blocks=n_blocks)
-    setup = _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
-                   objective, options, memory_budget, host_params, "importance")
-    read, train, valid, options = setup.read, setup.train, setup.valid, setup.options
-    forest = read.forest
-    jack = options.n_blocks > 1
-    chunk = _round_chunk(valid.client, read, train, valid, memory_budget)
-    records, replicates, shares = [], [], []
-    n_first, first = _first_trees(forest), []  # for check_against_host
-    later: list[tuple[int, int, int]] = []  # for check_later_gains
-    for start in range(0, forest.n_trees, chunk):
-        stop = min(start + chunk, forest.n_trees)
-        sums_f = [] if train is None else train.step(start, stop, "sums")
-        counts_f = valid.step(start, stop, "counts")
-        _progress(progress, sums_f + counts_f)
-        sums = (train.reduce(sums_f) if train is not None
-                else [None] * (stop - start) if setup.halves else setup.own[start:stop])
-        per_part = valid.client.gather(counts_f)
-        requests = [[] for _ in valid.x]
-        about = []
-        for i, t in enumerate(range(start, stop)):
-            counts = np.stack([c[i] for c in per_part])
-            share, info = _allocations(forest.trees[t], counts, options, t, len(valid.x),
-                                       halves=setup.halves)
-            for p, r in enumerate(share):
-                requests[p].append(r)
-            about.append(info)
-        draws_f = valid.step(start, stop, "draws", requests=requests)
-        _progress(progress, draws_f)
-        draws = valid.reduce(draws_f)
-        for i, t in enumerate(range(start, stop)):
-            tree = forest.trees[t]
-            if tree.n_leaves == 1:
-                continue
-            scores = _scores(tree, about[i], sums[i], draws[i], options, read, jack)
-            records.append(_split_records(_Step(t, tree), scores, int(forest.tree_class[t])))
-            if train is not None and t < n_first:
-                first.append(_host_and_replay(tree, scores))
-            elif train is not None:
-                later.append((t, *later_gains(tree, scores)))
-            shares.append(_child_share(_Step(t, tree), scores))
-            inner = tree.internal_nodes
-            if scores.jackknife is not None:
-                replicates.append(scores.jackknife[:, inner].T)
-            elif jack:
-                replicates.append(np.zeros((inner.size, options.n_blocks)))
-    if records:
-        _warn_unusable(np.concatenate([r["usable"] for r in records]),
-                       np.concatenate([r["k"] for r in records]), np.concatenate(shares),
-                       options.min_k, valid.n_rows, extra_frames=1, halves=setup.halves)
-    report = ImportanceReport(_records_frame(records, forest.feature_names),
-                              forest.feature_names, host=read.host,
-                              jackknife=stack_replicates(replicates, options.n_blocks))
-    report.g_source = G_SOURCES[2 if setup.halves else 1 if train is None else 0]
-    report.rows_near_threshold = {}
-    # as in memory: the first iteration against the model's own, then the later trees' gains
-    if not (first and check_against_host(*map(np.concatenate, zip(*first)), read,
-                                         extra_frames=1)):
-        check_later_gains(sum_later_gains(later), read, "importance", extra_frames=1,
-                          first=first)
-    return report
+    calls = _CallClient()  # the futures this call makes, released where it fails
+    try:
+        setup = _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
+                       objective, options, memory_budget, host_params, "importance", calls)
+        read, train, valid, options = setup.read, setup.train, setup.valid, setup.options
+        forest = read.forest
+        jack = options.n_blocks > 1
+        chunk = _round_chunk(valid.client, read, train, valid, memory_budget)
+        records, replicates, shares = [], [], []
+        n_first, first = _first_trees(forest), []  # for check_against_host
+        later: list[tuple[int, int, int]] = []  # for check_later_gains
+        for start in range(0, forest.n_trees, chunk):
+            stop = min(start + chunk, forest.n_trees)
+            before = None if train is None else train.states  # for _compared's ties
+            sums_f = [] if train is None else train.step(start, stop, "sums")
+            counts_f = valid.step(start, stop, "counts")
+            _progress(progress, sums_f + counts_f)
+            sums = (train.reduce(sums_f) if train is not None
+                    else [None] * (stop - start) if setup.halves else setup.own[start:stop])
+            # what the checks compare, as in memory, from the training sums alone
+            stored = {} if train is None else _compared(
+                read, train, before, start, stop,
+                {t: _training_scores(forest.trees[t], sums[t - start], read.split_score)
+                 for t in range(start, stop) if forest.trees[t].n_leaves > 1})
+            before = None
+            per_part = valid.client.gather(counts_f)
+            requests = [[] for _ in valid.x]
+            about = []
+            for i, t in enumerate(range(start, stop)):
+                counts = np.stack([c[i] for c in per_part])
+                share, info = _allocations(forest.trees[t], counts, options, t, len(valid.x),
+                                           halves=setup.halves)
+                for p, r in enumerate(share):
+                    requests[p].append(r)
+                about.append(info)
+            draws_f = valid.step(start, stop, "draws", requests=requests)
+            _progress(progress, draws_f)
+            draws = valid.reduce(draws_f)
+            for i, t in enumerate(range(start, stop)):
+                tree = forest.trees[t]
+                if tree.n_leaves == 1:
+                    continue
+                scores = _scores(tree, about[i], sums[i], draws[i], options, read, jack)
+                records.append(_split_records(_Step(t, tree), scores, int(forest.tree_class[t])))
+                if train is not None and t < n_first:
+                    first.append(_host_and_replay(tree, stored[t]))
+                elif train is not None:
+                    later.append((t, *later_gains(tree, stored[t])))
+                shares.append(_child_share(_Step(t, tree), scores))
+                inner = tree.internal_nodes
+                if scores.jackknife is not None:
+                    replicates.append(scores.jackknife[:, inner].T)
+                elif jack:
+                    replicates.append(np.zeros((inner.size, options.n_blocks)))
+        if records:
+            _warn_unusable(np.concatenate([r["usable"] for r in records]),
+                           np.concatenate([r["k"] for r in records]), np.concatenate(shares),
+                           options.min_k, valid.n_rows, extra_frames=1, halves=setup.halves)
+        report = ImportanceReport(_records_frame(records, forest.feature_names),
+                                  forest.feature_names, host=read.host,
+                                  jackknife=stack_replicates(replicates, options.n_blocks))
+        report.g_source = G_SOURCES[2 if setup.halves else 1 if train is None else 0]
+        report.rows_near_threshold = {}
+        # as in memory: the first iteration against the model's own, then the later trees' gains
+        if not (first and check_against_host(*map(np.concatenate, zip(*first)), read,
+                                             extra_frames=1)):
+            check_later_gains(sum_later_gains(later, later_start(read) or 0), read,
+                              "importance", extra_frames=1,
+                              first=first)
+        return report
+    except BaseException:
+        calls.release()
+        raise
 
 
 @dataclass(frozen=True)
@@ -693,85 +818,98 @@ def prune(
                           cross_fit=cross_fit, prune_threshold=threshold,
                           refit_leaves=refit_leaves,
                           argument_names={"prune_threshold": "threshold"})
-    setup = _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
-                   objective, options, memory_budget, host_params, "prune")
-    read, obj, train, valid = setup.read, setup.objective, setup.train, setup.valid
-    if obj.renews_leaves:
-        raise ValueError(f"pruning {obj.name} models is not supported: the host renews their "
-                         "leaf values from residual percentiles")
-    forest = read.forest
-    chunk = _round_chunk(valid.client, read, train, valid, memory_budget)
-    trees = list(forest.trees)
-    usable_all, ks, shares, first = [], [], [], []
-    n_first = _first_trees(forest)
-    later = _PartitionedLaterGains(read, train is not None)  # for check_later_gains
-    own_gains: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}  # B, old_to_new per tree
-    replaced = None
-    counts_of: dict[int, np.ndarray] = {}
-    bar = progress_bar(forest.n_trees, progress, "trees")
-    for t in range(forest.n_trees):
-        if t not in counts_of:  # held-out node counts do not depend on the pruning
-            stop = min(t + chunk, forest.n_trees)
-            per_part = valid.client.gather(valid.step(t, stop, "counts"))
-            counts_of = {t + i: np.stack([c[i] for c in per_part])
-                         for i in range(stop - t)}
-        tree = forest.trees[t]
-        requests, info = _allocations(tree, counts_of.pop(t), options, t, len(valid.x),
-                                      halves=setup.halves)
-        at_own = later.at_own_scores(t)
-        sums_f = (None if train is None
-                  else train.step(t, t + 1, "sums", replaced=replaced, keep_last=True,
-                                  keep_own=later.follow, own_sums=at_own))
-        draws_f = valid.step(t, t + 1, "draws", replaced=replaced,
-                             requests=[[r] for r in requests], keep_last=True)
-        sums = (train.reduce(sums_f)[0] if train is not None
-                else None if setup.halves else setup.own[t])
-        draws = valid.reduce(draws_f)[0]
+    calls = _CallClient()  # the futures this call makes, released where it fails
+    try:
+        setup = _setup(model, X_train, y_train, X_valid, y_valid, train_weight, valid_weight,
+                       objective, options, memory_budget, host_params, "prune", calls)
+        read, obj, train, valid = setup.read, setup.objective, setup.train, setup.valid
+        if obj.renews_leaves:
+            raise ValueError(f"pruning {obj.name} models is not supported: the host renews their "
+                             "leaf values from residual percentiles")
+        forest = read.forest
+        chunk = _round_chunk(valid.client, read, train, valid, memory_budget)
+        trees = list(forest.trees)
+        usable_all, ks, shares, first = [], [], [], []
+        n_first = _first_trees(forest)
+        later = _PartitionedLaterGains(read, train is not None)  # for check_later_gains
+        own_gains: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}  # B, old_to_new per tree
         replaced = None
-        if tree.n_leaves > 1:
-            scores = _scores(tree, info, sums, draws, options, read, False)
-            usable_all.append(scores.usable[tree.internal_nodes])
-            ks.append(scores.k[tree.internal_nodes])
-            shares.append(_child_share(_Step(t, tree), scores))
-            if train is not None and t < n_first:
-                first.append(_host_and_replay(tree, scores))
-            elif train is not None:
-                later.add(t, tree, scores, sums if at_own else None)
-            replaced = prune_tree(tree, scores, read.split_score, options.prune_threshold,
-                                  options.refit_leaves)
-            if train is not None:
-                later.moved(t, tree, replaced)
-                own_gains[t] = (scores.biased, None if replaced is None else replaced[1])
-            if replaced is not None:
-                trees[t] = replaced[0]
-        bar.update(1)
-    bar.close()
-    if usable_all:
-        _warn_unusable(np.concatenate(usable_all), np.concatenate(ks), np.concatenate(shares),
-                       options.min_k, valid.n_rows, extra_frames=1, halves=setup.halves)
-    # as in memory: the first iteration against the model's own, then the later trees' gains
-    first_warned = bool(first) and check_against_host(*map(np.concatenate, zip(*first)), read,
-                                                      extra_frames=1)
-    if not first_warned:
-        check_later_gains(sum_later_gains(later.parts), read, "prune", extra_frames=1,
-                          first=first)
-    if later.changed_at is not None and not first_warned and not read.warnings:
-        # the later trees' gains at the pruned model's own scores, as in memory: read again
-        # where its record is lost, it is checked silently and can be pruned again
-        trees = _with_own_gains(trees, forest.tree_iteration, later.changed_at, own_gains)
-    before = sum(t.n_leaves for t in forest.trees)
-    after = sum(t.n_leaves for t in trees)
-    log.info("pruning kept %d of %d leaves", after, before)
-    # rows that decided something (not those of threshold=-inf, which keeps every split):
-    # the sketch of the held-out rows, from their partitions' summaries, as in memory
-    pruned_on = read.pruned_on
-    if threshold > -np.inf:
-        pruned_on += tuple({summary_sketch(valid.summary)} - set(pruned_on))
-    pruned = setup.adapter.write_model(unwrap_model(model), forest.with_trees(trees),
-                                       split_score=read.split_score, pruned_on=pruned_on)
-    if is_xgboost_dask_result(model):
-        return {**model, "booster": pruned}
-    return pruned
+        counts_of: dict[int, np.ndarray] = {}
+        bar = progress_bar(forest.n_trees, progress, "trees")
+        for t in range(forest.n_trees):
+            if t not in counts_of:  # held-out node counts do not depend on the pruning
+                stop = min(t + chunk, forest.n_trees)
+                per_part = valid.client.gather(valid.step(t, stop, "counts"))
+                counts_of = {t + i: np.stack([c[i] for c in per_part])
+                             for i in range(stop - t)}
+            tree = forest.trees[t]
+            requests, info = _allocations(tree, counts_of.pop(t), options, t, len(valid.x),
+                                          halves=setup.halves)
+            at_own = later.at_own_scores(t)
+            before = None if train is None else train.states  # for _compared's ties
+            step = {"replaced": replaced, "keep_last": True, "keep_own": later.follow}
+            sums_f = (None if train is None
+                      else train.step(t, t + 1, "sums", own_sums=at_own, **step))
+            draws_f = valid.step(t, t + 1, "draws", replaced=replaced,
+                                 requests=[[r] for r in requests], keep_last=True)
+            sums = (train.reduce(sums_f)[0] if train is not None
+                    else None if setup.halves else setup.own[t])
+            draws = valid.reduce(draws_f)[0]
+            replaced = None
+            if tree.n_leaves > 1:
+                scores = _scores(tree, info, sums, draws, options, read, False)
+                usable_all.append(scores.usable[tree.internal_nodes])
+                ks.append(scores.k[tree.internal_nodes])
+                shares.append(_child_share(_Step(t, tree), scores))
+                def compared(scores, rtol, at_own=False, t=t, before=before, step=step):
+                    return _compared(read, train, before, t, t + 1, {t: scores}, rtol,
+                                     at_own, **step)[t]
+
+                if train is not None and t < n_first:
+                    first.append(_host_and_replay(tree, compared(scores, 1e-3)))
+                elif train is not None:
+                    later.add(t, tree, scores, sums if at_own else None, compared)
+                replaced = prune_tree(tree, scores, read.split_score, options.prune_threshold,
+                                      options.refit_leaves)
+                if train is not None:
+                    later.moved(t, tree, replaced)
+                    own_gains[t] = (_as_stored(read, tree, scores).biased,
+                                    None if replaced is None else replaced[1])
+                if replaced is not None:
+                    trees[t] = replaced[0]
+            bar.update(1)
+        bar.close()
+        if usable_all:
+            _warn_unusable(np.concatenate(usable_all), np.concatenate(ks), np.concatenate(shares),
+                           options.min_k, valid.n_rows, extra_frames=1, halves=setup.halves)
+        # as in memory: the first iteration against the model's own, then the later trees' gains
+        first_warned = bool(first) and check_against_host(*map(np.concatenate, zip(*first)), read,
+                                                          extra_frames=1)
+        if not first_warned:
+            check_later_gains(sum_later_gains(later.parts, later_start(read) or 0), read,
+                              "prune", extra_frames=1,
+                              first=first)
+        if later.changed_at is not None and not first_warned and not read.warnings:
+            # the later trees' gains at the pruned model's own scores, as in memory: read again
+            # where its record is lost, it is checked silently and can be pruned again
+            trees = _with_own_gains(trees, forest.tree_iteration, later.changed_at, own_gains,
+                                    float32=read.host != "sklearn")
+        before = sum(t.n_leaves for t in forest.trees)
+        after = sum(t.n_leaves for t in trees)
+        log.info("pruning kept %d of %d leaves", after, before)
+        # rows that decided something (not those of threshold=-inf, which keeps every split):
+        # the sketch of the held-out rows, from their partitions' summaries, as in memory
+        pruned_on = read.pruned_on
+        if threshold > -np.inf:
+            pruned_on += tuple({summary_sketch(valid.summary)} - set(pruned_on))
+        pruned = setup.adapter.write_model(unwrap_model(model), forest.with_trees(trees),
+                                           split_score=read.split_score, pruned_on=pruned_on)
+        if is_xgboost_dask_result(model):
+            return {**model, "booster": pruned}
+        return pruned
+    except BaseException:
+        calls.release()
+        raise
 
 
 class _PartitionedLaterGains:
@@ -797,17 +935,20 @@ class _PartitionedLaterGains:
         return (self.follow and self.changed_at is not None
                 and int(self.iteration_of[t]) != self.changed_at)
 
-    def add(self, t: int, tree, scores, sums: np.ndarray | None) -> None:
-        """Compare tree ``t``'s gains (``sums``: with those at the model's own scores)."""
+    def add(self, t: int, tree, scores, sums: np.ndarray | None, compared) -> None:
+        """Compare tree ``t``'s gains (``sums``: with those at the model's own scores), as
+        ``compared(scores, rtol, at_own)`` gives them (:func:`_compared`), as in memory."""
         if self.changed_at is None or self.changed_at == int(self.iteration_of[t]):
-            self.parts.append((t, *later_gains(tree, scores)))
+            self.parts.append((t, *later_gains(tree, compared(scores, LATER_GAIN_RTOL))))
             return
         if sums is None:
             return
         self.left -= 1
         self.follow = self.left > 0
-        own = own_biased_gain(tree, sums, self.read.split_score)
-        self.parts.append((t, *later_gains(tree, replace(scores, biased=own))))
+        own = NodeSums(sums[3], sums[4], np.rint(sums[2]).astype(np.int64))
+        at_own = replace(scores, biased=own_biased_gain(tree, sums, self.read.split_score),
+                         sums=own)
+        self.parts.append((t, *later_gains(tree, compared(at_own, LATER_GAIN_RTOL, True))))
 
     def moved(self, t: int, tree, out) -> None:
         """Note the first iteration whose pruning moved the training rows' scores (a leaf

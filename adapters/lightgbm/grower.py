@@ -10,6 +10,7 @@ import numpy as np
 from unbiased_criteria.adapters.lightgbm.bins import dataset_bins
 from unbiased_criteria.adapters.lightgbm.compat import boost_one_iteration, train_scores
 from unbiased_criteria.adapters.lightgbm.reader import parse_tree
+from unbiased_criteria.adapters.lightgbm.router import predict_lock
 from unbiased_criteria.adapters.lightgbm.source import RULES, dump_model
 
 from unbiased_criteria.pruning import HistogramBins
@@ -189,10 +190,11 @@ class LGBMGrower:
             elif found is not None:
                 nodes = found
             else:
-                leaves = self.booster.predict(
-                    X, start_iteration=self._iteration, num_iteration=1, pred_leaf=True,
-                    num_threads=self._num_threads,
-                )
+                with predict_lock(self.booster):  # not thread-safe on one Booster
+                    leaves = self.booster.predict(
+                        X, start_iteration=self._iteration, num_iteration=1,
+                        pred_leaf=True, num_threads=self._num_threads,
+                    )
                 nodes = np.asarray(leaves).reshape(n, self.n_outputs) + self._offsets
             self._nodes[key] = nodes.astype(np.int32, copy=False)
         return self._nodes[key]

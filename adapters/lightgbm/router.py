@@ -6,6 +6,8 @@ ids (:mod:`~unbiased_criteria.adapters.lightgbm.source`).
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any
 
 import lightgbm
@@ -19,7 +21,38 @@ from unbiased_criteria.model import Model, Router, chunk_size, host_call_trees
 from unbiased_criteria.trees import Forest
 from unbiased_criteria.validation import check_column_names, check_matrix
 
-__all__ = ["make_router"]
+__all__ = ["make_router", "predict_lock"]
+
+#: one lock per Booster object (weakly held: the lock goes with the Booster)
+_PREDICT_LOCKS: weakref.WeakKeyDictionary[lightgbm.Booster, threading.Lock] = (
+    weakref.WeakKeyDictionary())
+_PREDICT_LOCKS_GUARD = threading.Lock()
+
+
+def predict_lock(booster: lightgbm.Booster) -> threading.Lock:
+    """The lock that every LightGBM ``predict`` the library makes on ``booster`` holds.
+
+    ``Booster.predict`` is not thread-safe on one Booster: each call sets the Booster's
+    shared prediction range (``GBDT::InitPredict``: start and number of iterations) and
+    then reads it, so two threads predicting different iterations at once get each other's
+    trees' leaves (or crash the process). The engines route from several threads on one
+    Booster (scoring threads, a Dask worker's tasks); LightGBM's own OpenMP threads make a
+    predict call parallel, so serialising the calls costs little.
+
+    Parameters
+    ----------
+    booster : lightgbm.Booster
+
+    Returns
+    -------
+    threading.Lock
+        The same lock for the same Booster object, as long as it lives.
+    """
+    with _PREDICT_LOCKS_GUARD:
+        lock = _PREDICT_LOCKS.get(booster)
+        if lock is None:
+            lock = _PREDICT_LOCKS[booster] = threading.Lock()
+        return lock
 
 
 def _check_X(X: Any, forest: Forest, argument: str, pandas_categorical: list | None = None
@@ -115,14 +148,16 @@ def make_router(
     # LightGBM selects whole iterations: keep chunks aligned to K trees
     chunk = max(K, chunk // K * K) if n_trees >= K else max(chunk, 1)
     offset = (source.n_leaves - 1).astype(np.int32)
+    lock = predict_lock(booster)
 
     def leaf_nodes(start: int, stop: int) -> np.ndarray:
         if not 0 <= start < stop <= n_trees:
             raise IndexError(f"tree range [{start}, {stop}) outside [0, {n_trees})")
         it0, it1 = start // K, -(-stop // K)
-        leaves = booster.predict(
-            X, start_iteration=it0, num_iteration=it1 - it0, pred_leaf=True
-        )
+        with lock:  # predict on a shared Booster is not thread-safe (predict_lock)
+            leaves = booster.predict(
+                X, start_iteration=it0, num_iteration=it1 - it0, pred_leaf=True
+            )
         leaves = np.asarray(leaves).reshape(n_rows, -1)
         leaves = leaves[:, start - it0 * K : stop - it0 * K]
         if leaves.dtype == np.int32 and leaves.flags.writeable:  # a fresh array of ours
