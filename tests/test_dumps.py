@@ -523,3 +523,19 @@ def test_lightgbm_dump_without_a_split_needs_no_l2():
         pruned = uc.prune(d, *args, random_state=0)
     assert len(report.splits) == 0
     assert pruned["tree_info"] == d["tree_info"]
+
+
+def test_lightgbm_dump_without_lambda_l2_still_reads_a_scheduled_first_rate():
+    """A dump stores no lambda_l2: its first iteration's gains are read under LightGBM's
+    default (0). Skipping that read altogether (so that an L2-penalised model is not told it
+    was edited) lost a learning-rate schedule's first rate, and the L2 inference then blamed
+    L1 or clipping; gains that agree on a rate still give it."""
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({f"x{j}": rng.normal(size=2500) for j in range(3)})
+    y = X.x0 + 0.5 * X.x1 + rng.normal(size=2500) + 3
+    b = lgb.train({"verbose": -1, "num_threads": 1, "num_leaves": 7}, lgb.Dataset(X, y), 10,
+                  callbacks=[lgb.reset_parameter(
+                      learning_rate=lambda i: 0.5 if i == 0 else 0.1)])
+    with pytest.warns(UserWarning, match="grown at learning rate 0.5, not the model's"):
+        uc.unbiased_importance(b.dump_model(), X[:1500], y[:1500], X[1500:], y[1500:],
+                               random_state=0)

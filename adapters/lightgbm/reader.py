@@ -400,7 +400,9 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
     ``tree_fields``: the trees as the text's checked ``Tree=`` blocks
     (:func:`parse_tree_text`) instead of the dump's ``tree_info``, which is then ignored.
     ``l2_known``: False for a dump without ``lambda_l2`` (the core infers it later): the first
-    iteration's gains cannot tell its learning rate under an L2 penalty not yet known."""
+    iteration's gains are read under LightGBM's default L2 (0); where they agree on a rate it
+    is used (a schedule), where they disagree that only says the L2 is not 0, not that the
+    trees were edited."""
     obj_line = dump.get("objective")  # absent for a custom objective
     objective_name = None
     if obj_line is not None:
@@ -485,11 +487,15 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
             any_bias = True
             if not forest_mode:  # AddBias reset the first iteration's shrinkage to 1
                 shrinkage = math.nan if scheduled else lr if lr > 0 else shrinkage
-                if exact_bias and l2_known and tree.left[0] >= 0:
+                if exact_bias and tree.left[0] >= 0:
                     # the rate is not stored (a schedule may have changed the first round's
                     # alone): where the tree's gains tell it, they decide
                     rate = _first_iteration_rate(tree, bias, score.l2,
                                                  score.hessian_epsilon)
+                    if not l2_known and rate is not None and math.isnan(rate):
+                        # gains that disagree under the default L2 (0) may only say the
+                        # model's L2 is another: no evidence of an edit or a schedule
+                        rate = None
                     if rate is not None:  # None: no evidence either way, nothing to say
                         if math.isfinite(rate) and math.isclose(rate, lr,
                                                                 rel_tol=_RATE_AGREEMENT):
