@@ -136,6 +136,9 @@ class LightGBMSource:
 
 #: what JSON must escape in a string: a backslash, a control character
 _UNESCAPED = re.compile(r"[\\\x00-\x1f]")
+#: the same but a newline, which LightGBM's text also writes between tokens: a text
+#: without any of these has no string to escape, unless one holds a newline (then invalid)
+_UNESCAPED_BUT_NEWLINE = re.compile(r"[\\\x00-\x09\x0b-\x1f]")
 
 
 def dump_model(booster: lightgbm.Booster, **kwargs: Any) -> dict:
@@ -158,17 +161,22 @@ def dump_model(booster: lightgbm.Booster, **kwargs: Any) -> dict:
         raise TypeError(f"dump_model: unexpected keyword(s) {sorted(unknown)}")
     raw = dump_model_text(booster, int(kwargs.get("start_iteration", 0)),
                           int(kwargs.get("num_iteration", -1)))
-    if _UNESCAPED.search(raw):  # else the text reads as it is (the usual case, faster)
+    dump = None
+    if not _UNESCAPED_BUT_NEWLINE.search(raw):  # the usual case: the text reads as it is
+        try:
+            dump = json.loads(raw)
+        except json.JSONDecodeError:  # a string holds a newline: escaped below
+            dump = None
+    if dump is None:
         parts = raw.split('"')
         # odd parts are the strings' texts: escaped as JSON, without json.dumps's quotes
         parts[1::2] = [json.dumps(text, ensure_ascii=False)[1:-1] if _UNESCAPED.search(text)
                        else text for text in parts[1::2]]
-        raw = '"'.join(parts)
-    try:
-        dump = json.loads(raw)
-    except json.JSONDecodeError as err:
-        raise InputError(f"LightGBM's dump of this model is not valid JSON ({err}): a "
-                         "feature name holding '\"'?") from None
+        try:
+            dump = json.loads('"'.join(parts))
+        except json.JSONDecodeError as err:
+            raise InputError(f"LightGBM's dump of this model is not valid JSON ({err}): a "
+                             "feature name holding '\"'?") from None
     # as Booster.dump_model: the pandas categories (Python's, not LightGBM's) as plain lists
     dump["pandas_categorical"] = json.loads(json.dumps(
         getattr(booster, "pandas_categorical", None), default=_plain))
