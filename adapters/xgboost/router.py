@@ -101,6 +101,11 @@ def _on_stored(X: pd.DataFrame, c: Any, record: list, writer: tuple[int, int],
     text = is_text(record) and all(isinstance(v, str) for v in frame_cats)
     ascii_only = text and all(v.isascii() for v in record) and all(
         v.isascii() for v in frame_cats)
+    if text and not ascii_only and all(v.isascii() for v in record):
+        # the model's categories read as they are; the frame's non-ASCII ones may be
+        # misrecorded by XGBoost, which then recodes the frame by its record of them
+        _check_frame_record(X, c, frame_cats, record)
+        text = False
     if text and not ascii_only:
         if encode_categories(frame_cats) == record:
             return None  # XGBoost records the frame's categories as the model's: read as is
@@ -120,6 +125,31 @@ def _on_stored(X: pd.DataFrame, c: Any, record: list, writer: tuple[int, int],
             f"{argument}'s column {c!r} holds categories the model was not trained with: "
             f"{', '.join(repr(v) for v in unseen[:5])} (it stores {shown_record(record)})")
     return X[c].cat.set_categories(cats)
+
+
+def _check_frame_record(X: pd.DataFrame, c: Any, frame_cats: list, record: list) -> None:
+    """Refuse column ``c`` of ``X`` where XGBoost, recoding it onto the model's ASCII
+    categories ``record`` by its own record of the frame's categories, would give a row
+    another category than its value (non-ASCII categories XGBoost 3.2 miscounts shift the
+    ones listed after them); only categories some row holds matter (an unseen one held by
+    a row is the caller's error)."""
+    recorded = encode_categories(frame_cats)
+    if recorded is None:
+        return
+    position = {v: j for j, v in enumerate(record)}
+    by_xgboost = [position.get(v) for v in recorded]
+    by_value = [position.get(v.encode("utf-8")) for v in frame_cats]
+    used = set(pd.unique(X[c].cat.codes[X[c].cat.codes >= 0]))
+    wrong = [frame_cats[i] for i in range(len(frame_cats))
+             if by_xgboost[i] != by_value[i] and i in used]
+    if wrong:
+        raise UnreadableCategories(
+            "it lists non-ASCII categories, which the installed "
+            f"XGBoost {xgboost.__version__} records with character counts taken as byte "
+            f"offsets, so it would read {', '.join(repr(v) for v in wrong[:5])} as other "
+            "categories than they are: list the non-ASCII categories after the others "
+            "(X[c].cat.reorder_categories), drop the unused ones "
+            "(X[c].cat.remove_unused_categories()), or use XGBoost 3.4 or later")
 
 
 def _recode_categories(X: pd.DataFrame, bst: xgboost.Booster, argument: str,

@@ -23,6 +23,7 @@ from unbiased_criteria.adapters.xgboost.compat import (
     UnreadableCategories,
     category_records,
     decode_record,
+    is_text,
 )
 from unbiased_criteria.adapters.xgboost.grower import XGBGrower
 from unbiased_criteria.adapters.xgboost.layout import _gbtree, _outputs
@@ -251,11 +252,19 @@ def on_dtrain_categories(dmat: xgboost.DMatrix, argument: str,
         if a is None or b is None:
             raise ValueError(f"{argument}: feature {name!r} is {_kind(a)} but dtrain's is "
                              f"{_kind(b)}")
-        try:  # by value, where both can be read (not non-ASCII text XGBoost misrecords)
-            a, b = decode_record(name, a), decode_record(name, b)
-        except UnreadableCategories as err:
-            raise ValueError(f"{argument}: feature {name!r} lists other categories than "
-                             f"dtrain's, or in another order, and {err}") from None
+        if is_text(b) and all(v.isascii() for v in b):
+            # dtrain's categories are read as they are: match the eval set's as XGBoost's
+            # whole model recodes them, by their recorded bytes (its record of non-ASCII
+            # ones may be cut: they then match none, as in xgboost.train)
+            a = [v.decode("utf-8", "backslashreplace") if isinstance(v, bytes) else v
+                 for v in a]
+            b = [v.decode("ascii") for v in b]
+        else:
+            try:  # by value, where both can be read (not non-ASCII text XGBoost misrecords)
+                a, b = decode_record(name, a), decode_record(name, b)
+            except UnreadableCategories as err:
+                raise ValueError(f"{argument}: feature {name!r} lists other categories than "
+                                 f"dtrain's, or in another order, and {err}") from None
         at = np.flatnonzero(data.indices == j)
         code = data.data[at].astype(np.int64)
         position = {c: i for i, c in enumerate(b)}

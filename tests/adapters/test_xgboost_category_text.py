@@ -246,3 +246,49 @@ def test_selector_takes_a_multiindex_frame():
     sel = uc.UnbiasedSelector(xgb.XGBRegressor(n_estimators=6, max_depth=3, n_jobs=1),
                               cv=3).fit(df, y)
     assert sel.transform(df).shape[0] == 1500
+
+
+def test_an_ascii_model_takes_frames_listing_non_ascii_categories_as_xgboost_reads_them():
+    """The model stores ASCII categories; the held-out frame also lists a non-ASCII one (its
+    categories set on the whole data set). Refused as if the model's categories could not
+    be read, though they read as they are: XGBoost recodes the frame by its own record of
+    the frame's categories, which is right for the ones listed before the first non-ASCII
+    one, so the library follows it there and refuses only where a row would be misread."""
+    cats = ["Berlin", "Paris", "Rome"]
+    df, y = frame(1500, 0, cats=cats)
+    dv, yv = frame(600, 1, cats=cats)
+    bst = fit(df, y)
+    plain = uc.unbiased_importance(bst, df, y, dv, yv, random_state=0).to_frame()
+    last = dv.assign(city=dv["city"].cat.set_categories(cats + ["Köln"]))
+    np.testing.assert_array_equal(host_leaves(bst, last), host_leaves(bst, dv))
+    pd.testing.assert_frame_equal(
+        uc.unbiased_importance(bst, df, y, last, yv, random_state=0).to_frame(), plain)
+    held = last.copy()
+    held.iloc[0, 0] = "Köln"  # a row of a category the model was not trained with
+    with pytest.raises(ValueError, match="not trained with: 'Köln'"):
+        uc.unbiased_importance(bst, df, y, held, yv, random_state=0)
+    middle = dv.assign(city=dv["city"].cat.set_categories(["Berlin", "Köln", "Paris", "Rome"]))
+    if compat.records_text_faithfully():  # XGBoost 3.4+: read by value
+        pd.testing.assert_frame_equal(
+            uc.unbiased_importance(bst, df, y, middle, yv, random_state=0).to_frame(), plain)
+    else:  # 3.2 would read 'Paris' rows as another category: refused, naming it
+        with pytest.raises(ValueError, match="it would read 'Paris', 'Rome' as other categories"):
+            uc.unbiased_importance(bst, df, y, middle, yv, random_state=0)
+
+
+def test_the_hook_evaluates_an_eval_set_listing_an_unused_non_ascii_category():
+    """dtrain's categories are ASCII, the eval frame lists one more, non-ASCII and unused:
+    xgboost.train evaluates it; the hook refused it, blaming the model's categories."""
+    cats = ["Berlin", "Paris", "Rome"]
+    df, y = frame(1500, 0, cats=cats)
+    dv, yv = frame(600, 1, cats=cats)
+    dv = dv.assign(city=dv["city"].cat.set_categories(cats + ["Köln"]))
+    params = {"nthread": 1, "max_depth": 3}
+    dtrain = xgb.DMatrix(df, y, enable_categorical=True)
+    deval = xgb.DMatrix(dv, yv, enable_categorical=True)
+    host, ours = {}, {}
+    xgb.train(params, dtrain, 5, evals=[(deval, "eval")], evals_result=host,
+              verbose_eval=False)
+    ax.train(params, dtrain, 5, evals=[(deval, "eval")], evals_result=ours,
+             verbose_eval=False, prune_threshold=None, holdout_fraction=0.0)
+    np.testing.assert_allclose(ours["eval"]["rmse"], host["eval"]["rmse"], rtol=1e-6)
