@@ -260,7 +260,10 @@ def test_an_ascii_model_takes_frames_listing_non_ascii_categories_as_xgboost_rea
     bst = fit(df, y)
     plain = uc.unbiased_importance(bst, df, y, dv, yv, random_state=0).to_frame()
     last = dv.assign(city=dv["city"].cat.set_categories(cats + ["Köln"]))
-    np.testing.assert_array_equal(host_leaves(bst, last), host_leaves(bst, dv))
+    try:  # XGBoost 3.4 refuses a frame listing a category the model lacks, even unused
+        np.testing.assert_array_equal(host_leaves(bst, last), host_leaves(bst, dv))
+    except xgb.core.XGBoostError:
+        assert compat.records_text_faithfully()
     pd.testing.assert_frame_equal(
         uc.unbiased_importance(bst, df, y, last, yv, random_state=0).to_frame(), plain)
     held = last.copy()
@@ -286,9 +289,16 @@ def test_the_hook_evaluates_an_eval_set_listing_an_unused_non_ascii_category():
     params = {"nthread": 1, "max_depth": 3}
     dtrain = xgb.DMatrix(df, y, enable_categorical=True)
     deval = xgb.DMatrix(dv, yv, enable_categorical=True)
-    host, ours = {}, {}
-    xgb.train(params, dtrain, 5, evals=[(deval, "eval")], evals_result=host,
-              verbose_eval=False)
+    host, ours, plain = {}, {}, {}
     ax.train(params, dtrain, 5, evals=[(deval, "eval")], evals_result=ours,
              verbose_eval=False, prune_threshold=None, holdout_fraction=0.0)
+    try:
+        xgb.train(params, dtrain, 5, evals=[(deval, "eval")], evals_result=host,
+                  verbose_eval=False)
+    except xgb.core.XGBoostError:  # 3.4 refuses the unused category; the hook recodes it
+        assert compat.records_text_faithfully()
+        xgb.train(params, dtrain, 5, evals_result=plain, verbose_eval=False,
+                  evals=[(xgb.DMatrix(dv.assign(city=dv["city"].cat.set_categories(cats)),
+                                      yv, enable_categorical=True), "eval")])
+        host = plain
     np.testing.assert_allclose(ours["eval"]["rmse"], host["eval"]["rmse"], rtol=1e-6)
