@@ -112,22 +112,28 @@ def test_pandas_categories_pair_with_the_frames_category_columns(case):
 def test_a_file_that_cannot_pair_its_category_lists_is_refused(tmp_path, capsys):
     """From a file (CSV) no column has a category dtype: the command line refuses a dump whose
     stored lists do not pair with its categorical features, as it does the model text."""
+    X, y, Xv, yv = _category_frames("declared")
+    ds = lgb.Dataset(X, y, categorical_feature=["c", "i"])
+    b = lgb.train({"verbose": -1, "num_threads": 1, "num_leaves": 6}, ds, 3)
+    for err in _cli_refusals(b, Xv, yv, tmp_path, capsys):
+        assert "which list is which feature's" in err
+        assert "integer column declared categorical_feature" in err and "ordered" not in err
+
+
+def _cli_refusals(booster, Xv, yv, tmp_path, capsys):
+    """The command line's error for ``booster`` as a dump and as a text model, with the
+    held-out rows as a CSV file (each run must refuse: exit status 2)."""
     import json
 
     from unbiased_criteria.cli import main
 
-    X, y, Xv, yv = _category_frames("declared")
-    ds = lgb.Dataset(X, y, categorical_feature=["c", "i"])
-    b = lgb.train({"verbose": -1, "num_threads": 1, "num_leaves": 6}, ds, 3)
-    (tmp_path / "m.json").write_text(json.dumps(b.dump_model()))
-    b.save_model(str(tmp_path / "m.txt"))
+    (tmp_path / "m.json").write_text(json.dumps(booster.dump_model()))
+    booster.save_model(str(tmp_path / "m.txt"))
     Xv.assign(y=yv).to_csv(tmp_path / "v.csv", index=False)
     for model in ("m.json", "m.txt"):
         assert main(["importance", str(tmp_path / model), "--valid", str(tmp_path / "v.csv"),
                      "--label", "y"]) == 2
-        err = capsys.readouterr().err
-        assert "which list is which feature's" in err
-        assert "integer column declared categorical_feature" in err and "ordered" not in err
+        yield capsys.readouterr().err
 
 
 def test_values_beyond_float32_hash_without_a_numpy_warning():
@@ -150,9 +156,6 @@ def test_an_ordered_category_column_is_named_as_the_cause_from_a_file(tmp_path, 
     numbers: from a file (CSV) the lists cannot be paired, and the refusal names that cause
     and the numeric feature holding codes (it named only other causes before); the Python API
     with the frame scores the model, as LightGBM's predict reads it."""
-    import json
-
-    from unbiased_criteria.cli import main
 
     def frame(seed):
         rng = np.random.default_rng(seed)
@@ -169,12 +172,6 @@ def test_an_ordered_category_column_is_named_as_the_cause_from_a_file(tmp_path, 
     ours, host = _leaves(b, b.dump_model(), Xv)  # the frame's codes, as predict reads them
     np.testing.assert_array_equal(ours, host)
     _same(b, b.dump_model(), X, y, Xv, yv)
-    (tmp_path / "m.json").write_text(json.dumps(b.dump_model()))
-    b.save_model(str(tmp_path / "m.txt"))
-    Xv.assign(y=yv).to_csv(tmp_path / "v.csv", index=False)
-    for model in ("m.json", "m.txt"):
-        assert main(["importance", str(tmp_path / model), "--valid", str(tmp_path / "v.csv"),
-                     "--label", "y"]) == 2
-        err = capsys.readouterr().err
+    for err in _cli_refusals(b, Xv, yv, tmp_path, capsys):
         assert "an ordered pandas category column" in err and "in ['size']" in err
         assert "which list is which feature's" in err and "df[col].cat.codes" in err

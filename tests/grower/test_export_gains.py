@@ -46,6 +46,21 @@ def _xgb_trees(booster):
     return json.loads(booster.save_raw("json"))["learner"]["gradient_booster"]["model"]["trees"]
 
 
+def _same_stats_as_refreshed(booster, refreshed, gain_atol=0.0):
+    """Every node's hessian sum and every split's gain of ``booster`` equal those XGBoost's
+    ``refresh`` updater recomputed (``refreshed``), over more than 20 splits."""
+    n_splits = 0
+    for own, host in zip(_xgb_trees(booster), _xgb_trees(refreshed), strict=True):
+        inner = np.asarray(own["left_children"]) >= 0
+        n_splits += int(inner.sum())
+        np.testing.assert_allclose(np.asarray(own["sum_hessian"]),
+                                   np.asarray(host["sum_hessian"]), rtol=1e-5)
+        np.testing.assert_allclose(np.asarray(own["loss_changes"])[inner],
+                                   np.asarray(host["loss_changes"])[inner], rtol=1e-4,
+                                   atol=gain_atol)
+    assert n_splits > 20
+
+
 # multiclass: the grower's softmax hessian is LightGBM's (K/(K-1) p(1-p)), XGBoost's 2 p(1-p)
 @pytest.mark.parametrize("kind", ["regression", "binary"])
 @pytest.mark.parametrize("penalties", [{}, {"reg_lambda": 2.0, "reg_alpha": 0.5},
@@ -64,15 +79,7 @@ def test_xgboost_export_stores_xgboosts_own_gain_on_all_training_rows(kind, pena
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "you have manually specified the updater"
         refreshed = xgb.train(params, dtrain, booster.num_boosted_rounds(), xgb_model=booster)
-    n_splits = 0
-    for own, host in zip(_xgb_trees(booster), _xgb_trees(refreshed), strict=True):
-        inner = np.asarray(own["left_children"]) >= 0
-        n_splits += int(inner.sum())
-        np.testing.assert_allclose(np.asarray(own["sum_hessian"]),
-                                   np.asarray(host["sum_hessian"]), rtol=1e-5)
-        np.testing.assert_allclose(np.asarray(own["loss_changes"])[inner],
-                                   np.asarray(host["loss_changes"])[inner], rtol=1e-4)
-    assert n_splits > 20
+    _same_stats_as_refreshed(booster, refreshed)
 
 
 @pytest.mark.parametrize(("penalties", "saved"), [
@@ -100,17 +107,8 @@ def test_poisson_xgboost_export_has_the_growers_hessian(penalties, saved, tmp_pa
         warnings.simplefilter("ignore")  # "you have manually specified the updater"
         refreshed = xgb.train(params, xgb.DMatrix(X, y), booster.num_boosted_rounds(),
                               xgb_model=booster)
-    n_splits = 0
-    for own, host in zip(_xgb_trees(booster), _xgb_trees(refreshed), strict=True):
-        inner = np.asarray(own["left_children"]) >= 0
-        n_splits += int(inner.sum())
-        np.testing.assert_allclose(np.asarray(own["sum_hessian"]),
-                                   np.asarray(host["sum_hessian"]), rtol=1e-5)
-        # (atol: a gain near 0 is a difference of float32 sums of 1e2..1e3)
-        np.testing.assert_allclose(np.asarray(own["loss_changes"])[inner],
-                                   np.asarray(host["loss_changes"])[inner], rtol=1e-4,
-                                   atol=1e-5)
-    assert n_splits > 20
+    # (atol: a gain near 0 is a difference of float32 sums of 1e2..1e3)
+    _same_stats_as_refreshed(booster, refreshed, gain_atol=1e-5)
 
 
 @pytest.mark.parametrize("kind", ["regression", "binary", "multiclass"])
