@@ -539,3 +539,22 @@ def test_lightgbm_dump_without_lambda_l2_still_reads_a_scheduled_first_rate():
     with pytest.warns(UserWarning, match="grown at learning rate 0.5, not the model's"):
         uc.unbiased_importance(b.dump_model(), X[:1500], y[:1500], X[1500:], y[1500:],
                                random_state=0)
+
+
+def test_lightgbm_dump_whose_gains_confirm_the_default_l2_needs_no_lambda_l2():
+    """Without training rows a dump's L2 penalty cannot be fitted, but where its leaves
+    reproduce every stored gain with LightGBM's default (0) it is confirmed: the warning
+    that B 'will not match the host's gain' was false there (B matched it to 1e-6), and
+    prune refused a model it can prune. A wrong L2 (5) still warns and refuses (above)."""
+    df, y = _frame(600, 1)
+    b = _lgb({"objective": "regression"}, df[:300], y[:300])
+    hp = {"cat_l2": 10, "max_cat_to_onehot": 4}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = uc.unbiased_importance(b.dump_model(), None, None, df[300:], y[300:],
+                                   host_params=hp, random_state=0)
+        pruned = uc.prune(b.dump_model(), None, None, df[300:], y[300:], host_params=hp,
+                          threshold=-np.inf, random_state=0)
+    assert r.g_source == "model"
+    np.testing.assert_allclose(r.splits["biased_gain"], r.splits["host_gain"], rtol=1e-5)
+    assert pruned["tree_info"] and len(pruned["tree_info"]) == len(b.dump_model()["tree_info"])

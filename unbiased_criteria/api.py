@@ -131,12 +131,20 @@ def _leaf_params(read: Model, obj: Objective, train: RowSet | None, needed_for: 
     """``read`` with the learning rate and L2 inferred where the reader could not know them.
 
     ``needed_for="prune"`` refuses when they cannot be inferred (new leaves need them);
-    ``"importance"`` warns (only the biased gain B depends on the L2 penalty, U on neither).
+    ``"importance"`` warns (with training rows only the biased gain B depends on the L2
+    penalty, U on neither). Without training rows the model's stored gains confirm the
+    values assumed where its leaves reproduce every one of them
+    (:func:`~unbiased_criteria.model_sums.forest_node_sums`): nothing is then unknown.
     """
     if not read.leaf_params_unknown:
         return read
     if all(tree.n_leaves == 1 for tree in read.forest.trees):
         return read  # no split to score (B) and no leaf to refit: neither is needed
+    if train is None and forest_node_sums(read.forest, read.split_score).sums is not None:
+        # every stored gain is what the leaves give with the model's learning rates and
+        # its assumed L2: the gains scale with 1 / rate**2 and weigh the L2 per split, so
+        # both are the model's (validation-only mode uses the same check)
+        return replace(read, leaf_params_unknown=False)
     if train is None:
         why = "without training rows (X_train, y_train) they cannot be inferred"
     else:

@@ -59,7 +59,9 @@ def model_node_sums(tree: Tree, score: SplitScore) -> tuple[NodeSums | None, str
     H_leaf = tree.host_hessian[leaf]
     if not (np.all(np.isfinite(H_leaf)) and np.all(np.isfinite(tree.host_gain[inner]))
             and np.isfinite(tree.bias) and tree.shrinkage > 0):
-        return None, "it does not store every node's hessian sum and split gain"
+        return None, ("its stored hessian sums, split gains or leaf values are not all "
+                      "finite (or not stored), e.g. gains beyond float32, which LightGBM "
+                      "stores as inf")
     parent = tree.parent[leaf]
     lam = score.l2 + tree.l2_extra[np.maximum(parent, 0)]  # children of cat_l2 splits
     weight = (tree.value[leaf] - tree.bias) / tree.shrinkage  # unshrunk leaf output
