@@ -531,9 +531,8 @@ def _child_share(step: TreeStep, scores: TreeScores) -> np.ndarray:
     """Each split's smaller child's share of the rows that give G (by count)."""
     tree = step.tree
     inner = tree.internal_nodes
-    n = scores.n_train.astype(np.float64)
-    if n.size and np.any(n < 0):  # a model's sums without row counts: by hessian instead
-        n = scores.sums.H
+    # a model's sums without row counts: by hessian instead
+    n = (scores.sums.H if scores.sums.counts is None else scores.n_train).astype(np.float64)
     root = n[0] if n.size and n[0] > 0 else np.nan
     return np.minimum(n[tree.left[inner]], n[tree.right[inner]]) / root
 

@@ -187,11 +187,17 @@ class SplitScore:
 
 @dataclass(frozen=True)
 class NodeSums:
-    """Per-node sums over a set of rows: gradient, hessian and row count."""
+    """Per-node sums over a set of rows: gradient, hessian and row count (-1 where not
+    known: a model's own sums, :mod:`unbiased_criteria.model_sums`, without stored counts)."""
 
     G: np.ndarray
     H: np.ndarray
     n: np.ndarray
+
+    @property
+    def counts(self) -> np.ndarray | None:
+        """``n``, or None where the counts are not known (``unbiased_gain(n_node=None)``)."""
+        return self.n if bool(np.all(self.n >= 0)) else None
 
 
 def node_sums(tree: Tree, nodes: np.ndarray, g: np.ndarray, h: np.ndarray) -> NodeSums:

@@ -126,9 +126,8 @@ def score_tree(
     if step.nodes_train is not None or model_sums is not None:
         sums = (node_sums(tree, step.nodes_train, step.g_train, step.h_train)
                 if step.nodes_train is not None else model_sums)
-        counted = bool(np.all(sums.n >= 0))  # a model's sums may come without row counts
         u = unbiased_gain(tree, sums.G, nv, gv, hv, blocks=blocks, n_blocks=n_blocks,
-                          n_node=sums.n if counted else None, min_hessian=floor, **kw)
+                          n_node=sums.counts, min_hessian=floor, **kw)
         return TreeScores(
             biased_gain(tree, sums, score), u.gain, u.k, u.usable, sums.n, u.n_valid, sums,
             u.jackknife,

@@ -161,9 +161,7 @@ def infer_leaf_params(model: Model, objective: Objective, train: RowSet) -> Leaf
         if tree.n_leaves == 1:  # a constant, not fitted to the rows (see above)
             return None
         sums = node_sums(tree, step.nodes_train, step.g_train, step.h_train)
-        parent = tree.parent
-        extra = np.where(parent >= 0, tree.l2_extra[np.maximum(parent, 0)], 0.0)
-        leaf = tree.is_leaf & (extra == 0)
+        leaf = tree.is_leaf & (tree.leaf_l2_extra == 0)
         # every leaf is a split's child: its H as the host padded it (LightGBM's kEpsilon)
         parts.append((tree.value[leaf] - tree.bias, sums.G[leaf],
                       sums.H[leaf] + model.split_score.hessian_epsilon))

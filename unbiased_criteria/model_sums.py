@@ -21,7 +21,7 @@ import numpy as np
 from .gains import NodeSums, SplitScore, biased_gain
 from .trees import Forest, Tree
 
-__all__ = ["ModelSums", "model_node_sums", "forest_node_sums"]
+__all__ = ["ModelSums", "leaf_implied_sums", "model_node_sums", "forest_node_sums"]
 
 #: a split's recomputed gain must match the stored one to this share of the stored gain:
 #: the stored gains are float32 (XGBoost) or printed to 6 digits (LightGBM), the recovered
@@ -40,6 +40,28 @@ class ModelSums:
 
     sums: tuple[NodeSums | None, ...] | None
     reason: str = ""
+
+
+def leaf_implied_sums(tree: Tree, bias: float, shrinkage: float,
+                      score: SplitScore) -> NodeSums:
+    """Every node's ``G`` and ``H`` (and row count where the leaves store one, else -1) that
+    ``tree``'s leaf values and stored hessian sums imply when each leaf holds
+    ``bias + shrinkage * (-G / (H + eps + l2 + its parent's l2_extra))`` (no L1, no clip;
+    ``score.l2``, ``eps`` its ``hessian_epsilon``): a leaf's from its value, a node's as the
+    sum of its leaves'. With ``shrinkage`` 1 the ``G`` are the unknown rate times the rows'."""
+    leaf = tree.is_leaf
+    H_leaf = tree.host_hessian[leaf]
+    weight = (tree.value[leaf] - bias) / shrinkage  # unshrunk leaf output
+    per_leaf = np.zeros((tree.n_nodes, 3))
+    per_leaf[leaf, 0] = -weight * (H_leaf + score.hessian_epsilon + score.l2
+                                   + tree.leaf_l2_extra[leaf])
+    per_leaf[leaf, 1] = H_leaf
+    per_leaf[leaf, 2] = np.maximum(tree.host_count[leaf], 0)
+    total = tree.descendants.sums(per_leaf)
+    counted = bool(np.all(tree.host_count[leaf] >= 0))
+    return NodeSums(G=np.ascontiguousarray(total[:, 0]), H=np.ascontiguousarray(total[:, 1]),
+                    n=np.rint(total[:, 2]).astype(np.int64) if counted
+                    else np.full(tree.n_nodes, -1, dtype=np.int64))
 
 
 def model_node_sums(tree: Tree, score: SplitScore) -> tuple[NodeSums | None, str]:
@@ -62,21 +84,11 @@ def model_node_sums(tree: Tree, score: SplitScore) -> tuple[NodeSums | None, str
         return None, ("its stored hessian sums, split gains or leaf values are not all "
                       "finite (or not stored), e.g. gains beyond float32, which LightGBM "
                       "stores as inf")
-    parent = tree.parent[leaf]
-    lam = score.l2 + tree.l2_extra[np.maximum(parent, 0)]  # children of cat_l2 splits
     weight = (tree.value[leaf] - tree.bias) / tree.shrinkage  # unshrunk leaf output
     if score.max_delta_step > 0 and np.any(
             np.abs(weight) >= score.max_delta_step * (1 - 1e-6)):
         return None, "max_delta_step clipped some of its leaf values"
-    per_leaf = np.zeros((tree.n_nodes, 3))
-    per_leaf[leaf, 0] = -weight * (H_leaf + score.hessian_epsilon + lam)
-    per_leaf[leaf, 1] = H_leaf
-    per_leaf[leaf, 2] = np.maximum(tree.host_count[leaf], 0)
-    total = tree.descendants.sums(per_leaf)
-    counted = bool(np.all(tree.host_count[leaf] >= 0))
-    sums = NodeSums(G=np.ascontiguousarray(total[:, 0]), H=np.ascontiguousarray(total[:, 1]),
-                    n=np.rint(total[:, 2]).astype(np.int64) if counted
-                    else np.full(tree.n_nodes, -1, dtype=np.int64))
+    sums = leaf_implied_sums(tree, tree.bias, tree.shrinkage, score)
     B = biased_gain(tree, sums, score)[inner]
     host = tree.host_gain[inner]
     # the three node scores the gain is the difference of

@@ -246,6 +246,14 @@ def partition_step(
     bias, first = _bias(model)
     rows = _Rows(state.y, state.weight)
 
+    def own_gradients(it: int, shift: float) -> tuple[np.ndarray, np.ndarray]:
+        """The rows' gradients and hessians at the model's own scores, once per iteration."""
+        nonlocal own_g, own_h, own_iteration
+        if own_iteration != it:
+            own_g, own_h = _grad_hess(objective, rows, (own + shift).astype(forest.score_dtype))
+            own_iteration = it
+        return own_g, own_h
+
     def add(t: int, tree: Tree, old_to_new: np.ndarray | None) -> None:
         nodes = leaf_ids(t)
         dtype, cls = forest.score_dtype, forest.tree_class[t]
@@ -275,14 +283,10 @@ def partition_step(
                 if own is None:  # no replaced tree moved the scores yet
                     sums += sums[:2]
                 else:
-                    if own_iteration != it:
-                        own_g, own_h = _grad_hess(objective, rows,
-                                                  (own + shift).astype(forest.score_dtype))
-                        own_iteration = it
                     # at an iteration's first tree requested (requests run from an
                     # iteration's first tree on): its own scores before the iteration
-                    sums += [tree.node_sums(nodes, own_g[:, cls]),
-                             tree.node_sums(nodes, own_h[:, cls])]
+                    og, oh = own_gradients(it, shift)
+                    sums += [tree.node_sums(nodes, og[:, cls]), tree.node_sums(nodes, oh[:, cls])]
             out.append(np.stack(sums))
         elif what == "ties":
             if requests[i] is None:
@@ -290,11 +294,8 @@ def partition_step(
             else:
                 candidates, at_own = requests[i]
                 if at_own and own is not None:  # as own_sums takes them
-                    if own_iteration != it:
-                        own_g, own_h = _grad_hess(objective, rows,
-                                                  (own + shift).astype(forest.score_dtype))
-                        own_iteration = it
-                    gt, ht = own_g[:, cls], own_h[:, cls]
+                    og, oh = own_gradients(it, shift)
+                    gt, ht = og[:, cls], oh[:, cls]
                 out.append(tie_sums(tree, candidates, nodes, gt, ht, feature_values))
         elif state.half is None:
             out.append(_draw_sums(tree, nodes, gt, ht, state.blocks, requests[i], options,
@@ -476,9 +477,8 @@ def tree_scores(
     counts), ``n_valid`` the held-out counts, ``draws`` the
     summed draw sums of :func:`partition_step`."""
     node_sums = NodeSums(sums[0], sums[1], np.rint(sums[2]).astype(np.int64))
-    counted = bool(np.all(node_sums.n >= 0))  # a model's own sums may have no counts (-1)
     u = _unbiased(tree, node_sums.G, n_valid, k, usable, draws, options, jack,
-                  n_node=node_sums.n if counted else None)
+                  n_node=node_sums.counts)
     return TreeScores(biased_gain(tree, node_sums, score), u.gain, u.k, u.usable, node_sums.n,
                       u.n_valid, node_sums, u.jackknife)
 

@@ -120,9 +120,7 @@ def leaf_values(tree: Tree, sums: NodeSums, score: SplitScore,
     :func:`smoothing_counts`, or a callable giving them, called only here) where given, else
     each node's row count.
     """
-    parent = tree.parent
-    extra = np.where(parent >= 0, tree.l2_extra[np.maximum(parent, 0)], 0.0)
-    w = leaf_weight(sums.G, sums.H, score, extra)
+    w = leaf_weight(sums.G, sums.H, score, tree.leaf_l2_extra)
     if score.path_smooth > 0:
         if callable(counts):
             counts = counts()

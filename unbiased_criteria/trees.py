@@ -220,6 +220,13 @@ class Tree:
         return parent
 
     @_computed_once
+    def leaf_l2_extra(self) -> np.ndarray:
+        """Extra L2 of every node valued as a leaf: its parent's ``l2_extra`` (the host
+        values a split's children with it, LightGBM's cat_l2), 0 at the root."""
+        parent = self.parent
+        return np.where(parent >= 0, self.l2_extra[np.maximum(parent, 0)], 0.0)
+
+    @_computed_once
     def depth(self) -> np.ndarray:
         """Depth of every node (root 0), found level by level."""
         depth = np.full(self.n_nodes, -1, dtype=np.int32)

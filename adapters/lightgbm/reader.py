@@ -35,7 +35,9 @@ from unbiased_criteria.adapters.lightgbm.source import (
 )
 from unbiased_criteria.adapters.lightgbm.text_model import check_model_text
 
+from unbiased_criteria.gains import SplitScore
 from unbiased_criteria.model import Model, UnsupportedModelError
+from unbiased_criteria.model_sums import leaf_implied_sums
 from unbiased_criteria.trees import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Tree, make_tree
 
 __all__ = ["read_model", "model_from_dump", "parse_tree", "parse_tree_text", "categorical_options",
@@ -274,7 +276,7 @@ def _data_free_bias(tree: Tree, l2: float, eps: float = 0.0) -> float:
     leaf = tree.is_leaf
     if leaf.sum() == 1:
         return float(tree.value[leaf][0])
-    weight = tree.host_hessian[leaf] + eps + l2 + tree.l2_extra[tree.parent[leaf]]
+    weight = tree.host_hessian[leaf] + eps + l2 + tree.leaf_l2_extra[leaf]
     if not np.all(np.isfinite(weight)) or weight.sum() <= 0:
         return math.nan
     return float(np.sum(weight * tree.value[leaf]) / np.sum(weight))
@@ -289,8 +291,7 @@ _RATE_AGREEMENT = 1e-3
 _RATE_MIN_GAIN_SHARE = 1e-2
 
 
-def _first_iteration_rate(tree: Tree, bias: float, l2: float,
-                          eps: float = 0.0) -> float | None:
+def _first_iteration_rate(tree: Tree, bias: float, score: SplitScore) -> float | None:
     """The learning rate a first-iteration tree that holds the init score ``bias`` was grown
     at, from its own leaf values and split gains; NaN where they disagree on it (a tree
     edited after training), None where they hold no evidence (no split, gains beyond
@@ -303,26 +304,25 @@ def _first_iteration_rate(tree: Tree, bias: float, l2: float,
     (``min_gain_to_split`` not subtracted: checked on LightGBM 4.7's) then gives ``rate**2``:
     the values scale with the rate, the gains do not. The splits must agree
     (:data:`_RATE_AGREEMENT`); the rate is returned to 6 significant digits, what the printed
-    gains carry. ``eps``: LightGBM's kEpsilon, added to each child's hessian sum and twice
-    to the parent's (``SplitScore.hessian_epsilon``).
+    gains carry. ``score``: the model's (no L1, no clip); its ``hessian_epsilon`` is
+    LightGBM's kEpsilon, added to each child's hessian sum and twice to the parent's.
     """
-    left, right, leaf = tree.left, tree.right, tree.is_leaf
-    if leaf.all() or not math.isfinite(bias):
+    left, right = tree.left, tree.right
+    if tree.is_leaf.all() or not math.isfinite(bias):
         return None
     inner = tree.internal_nodes
+    l2, eps = score.l2, score.hessian_epsilon
     lam = l2 + tree.l2_extra  # children of many-vs-many splits: l2 + cat_l2
-    H = np.where(leaf, tree.host_hessian, 0.0)
-    G = np.zeros(leaf.size)  # rate * G, from the leaves
-    G[leaf] = -(tree.value[leaf] - bias) * (H[leaf] + eps + lam[tree.parent[leaf]])
-    G, H = tree.descendants.sums(np.column_stack([G, H])).T  # every node's, from its leaves
+    sums = leaf_implied_sums(tree, bias, 1.0, score)  # rate * G, and H, from the leaves
+    G, H = sums.G, sums.H
 
-    def score(g: np.ndarray, h: np.ndarray, extra: np.ndarray) -> np.ndarray:
+    def node_score(g: np.ndarray, h: np.ndarray, extra: np.ndarray) -> np.ndarray:
         return g * g / (h + extra)
 
     children_l2 = lam[inner]
-    scaled = (score(G[left[inner]], H[left[inner]], children_l2 + eps)
-              + score(G[right[inner]], H[right[inner]], children_l2 + eps)
-              - score(G[inner], H[inner], np.full(inner.size, l2 + 2 * eps)))
+    scaled = (node_score(G[left[inner]], H[left[inner]], children_l2 + eps)
+              + node_score(G[right[inner]], H[right[inner]], children_l2 + eps)
+              - node_score(G[inner], H[inner], np.full(inner.size, l2 + 2 * eps)))
     gain = tree.host_gain[inner]
     if not (np.all(np.isfinite(scaled)) and np.all(np.isfinite(gain)) and gain.max() > 0):
         return None
@@ -490,8 +490,7 @@ def model_from_dump(dump: dict, params: dict[str, str], *, text: str = "",
                 if exact_bias and tree.left[0] >= 0:
                     # the rate is not stored (a schedule may have changed the first round's
                     # alone): where the tree's gains tell it, they decide
-                    rate = _first_iteration_rate(tree, bias, score.l2,
-                                                 score.hessian_epsilon)
+                    rate = _first_iteration_rate(tree, bias, score)
                     if not l2_known and rate is not None and math.isnan(rate):
                         # gains that disagree under the default L2 (0) may only say the
                         # model's L2 is another: no evidence of an edit or a schedule
