@@ -99,27 +99,26 @@ def _on_stored(X: pd.DataFrame, c: Any, record: list, writer: tuple[int, int],
     if list(record) == frame_cats:
         return None
     text = is_text(record) and all(isinstance(v, str) for v in frame_cats)
-    ascii_only = text and all(v.isascii() for v in record) and all(
-        v.isascii() for v in frame_cats)
-    if text and not ascii_only and all(v.isascii() for v in record):
-        # the model's categories read as they are; the frame's non-ASCII ones may be
-        # misrecorded by XGBoost, which then recodes the frame by its record of them
-        _check_frame_record(X, c, frame_cats, record)
-        text = False
-    if text and not ascii_only:
+    # the model's own text may be misrecorded: only non-ASCII text is
+    non_ascii_record = text and not all(v.isascii() for v in record)
+    if non_ascii_record:
         if encode_categories(frame_cats) == record:
             return None  # XGBoost records the frame's categories as the model's: read as is
         cats = decode_record(str(c), record, writer)  # UnreadableCategories if it cannot
         if not records_text_faithfully():  # the frame's would be misrecorded
             raise UnreadableCategories(unreadable_message(str(c), record))
     else:
+        if text and not all(v.isascii() for v in frame_cats):
+            # the model's categories read as they are; the frame's non-ASCII ones may be
+            # misrecorded by XGBoost, which then recodes the frame by its record of them
+            _check_frame_record(X, c, frame_cats, record)
         cats = [v.decode("ascii") if isinstance(v, bytes) else v for v in record]
     if frame_cats == cats:
         return None
     values = X[c].dropna()
     unseen = pd.unique(values[~values.isin(cats)])
     if len(unseen):
-        if text and not ascii_only and misrecorded_reading(record, frame_cats):
+        if non_ascii_record and misrecorded_reading(record, frame_cats):
             raise UnreadableCategories(unreadable_message(str(c), record))
         raise ValueError(
             f"{argument}'s column {c!r} holds categories the model was not trained with: "
